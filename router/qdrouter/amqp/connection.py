@@ -1,0 +1,145 @@
+"""One AMQP connection's plumbing: a non-blocking socket pumped into and out of a proton
+transport. No routing decisions here."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any, Dict, Optional
+
+from .proton_ffi import ffi, lib
+
+IO_BUFFER_SIZE = 256 * 1024
+
+
+class ListenerSettings:
+    """What a listener (or connector) imposes on each of its connections."""
+
+    __slots__ = ("authenticate_peer", "idle_timeout_ms", "max_frame_size", "name", "role",
+                 "sasl_mechanisms", "strip_in", "strip_out")
+
+    def __init__(self, name: str, role: str = "normal", sasl_mechanisms: str = "ANONYMOUS",
+                 idle_timeout_ms: int = 16000, max_frame_size: int = 16384,
+                 strip_annotations: str = "both", authenticate_peer: bool = False) -> None:
+        self.name = name
+        self.role = role
+        self.sasl_mechanisms = sasl_mechanisms
+        self.idle_timeout_ms = idle_timeout_ms
+        self.max_frame_size = max_frame_size
+        self.strip_in = strip_annotations in ("in", "both")
+        self.strip_out = strip_annotations in ("out", "both")
+        self.authenticate_peer = authenticate_peer
+
+
+class AmqpConnection:
+    """Socket <-> proton transport. The transport's events land in the shared collector."""
+
+    # Shared by all connections of the process: one event loop thread, used one at a time.
+    _read_buffer = bytearray(IO_BUFFER_SIZE)
+    _read_view = memoryview(_read_buffer)
+    _read_pointer = ffi.from_buffer(_read_buffer)
+    _write_buffer = bytearray(IO_BUFFER_SIZE)
+    _write_view = memoryview(_write_buffer)
+    _write_pointer = ffi.from_buffer(_write_buffer)
+
+    def __init__(self, identity: int, sock: socket.socket, peer: str, settings: ListenerSettings,
+                 collector: Any, container_id: str) -> None:
+        self.identity = identity
+        self.sock = sock
+        self.fileno = sock.fileno()
+        self.peer = peer
+        self.settings = settings
+        self.container_id = container_id
+        self.transport = lib.pn_transport()
+        self.pn_connection = lib.pn_connection()
+        # Links of this connection by proton pointer, so a dropped socket can detach them all.
+        self.links: Dict[Any, Any] = {}
+        self.want_write = False
+        self.closed = False
+        self.input_closed = False
+        self.deliveries_in = 0
+        self.remote_container: Optional[str] = None
+        self.user: Optional[str] = None
+        transport = self.transport
+        lib.pn_transport_set_server(transport)
+        sasl = lib.pn_sasl(transport)
+        lib.pn_sasl_allowed_mechs(sasl, settings.sasl_mechanisms.encode())
+        lib.pn_transport_require_auth(transport, settings.authenticate_peer)
+        lib.pn_transport_set_idle_timeout(transport, settings.idle_timeout_ms)
+        lib.pn_transport_set_max_frame(transport, settings.max_frame_size)
+        lib.pn_connection_set_container(self.pn_connection, container_id.encode())
+        lib.pn_connection_collect(self.pn_connection, collector)
+        lib.pn_transport_bind(transport, self.pn_connection)
+
+    def read(self) -> bool:
+        """Move what the socket has into the transport. False once input is over."""
+        transport = self.transport
+        capacity = lib.pn_transport_capacity(transport)
+        if capacity < 0:
+            self.input_closed = True
+            return False
+        if capacity == 0:
+            return True
+        if capacity > IO_BUFFER_SIZE:
+            capacity = IO_BUFFER_SIZE
+        try:
+            count = self.sock.recv_into(self._read_view[:capacity])
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            count = 0
+        if count == 0:
+            self.input_closed = True
+            lib.pn_transport_close_tail(transport)
+            return False
+        lib.pn_transport_push(transport, self._read_pointer, count)
+        return True
+
+    def write(self) -> None:
+        """Send what the transport has to say; remembers whether the socket pushed back."""
+        transport = self.transport
+        while True:
+            pending = lib.pn_transport_pending(transport)
+            if pending <= 0:
+                self.want_write = False
+                return
+            if pending > IO_BUFFER_SIZE:
+                pending = IO_BUFFER_SIZE
+            count = lib.pn_transport_peek(transport, self._write_pointer, pending)
+            if count <= 0:
+                self.want_write = False
+                return
+            try:
+                sent = self.sock.send(self._write_view[:count])
+            except (BlockingIOError, InterruptedError):
+                self.want_write = True
+                return
+            except OSError:
+                lib.pn_transport_close_head(transport)
+                lib.pn_transport_close_tail(transport)
+                self.want_write = False
+                return
+            lib.pn_transport_pop(transport, sent)
+            if sent < count:
+                self.want_write = True
+                return
+
+    def finished(self) -> bool:
+        """True once the transport has nothing left to say and will hear nothing more."""
+        return bool(lib.pn_transport_closed(self.transport)) or (
+            self.input_closed and lib.pn_transport_pending(self.transport) < 0)
+
+    def tick(self, now_ms: int) -> int:
+        return int(lib.pn_transport_tick(self.transport, now_ms))
+
+    def release(self) -> None:
+        """Free proton's objects; the caller has dropped every pointer into them."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        lib.pn_transport_unbind(self.transport)
+        lib.pn_decref(self.transport)
+        lib.pn_connection_release(self.pn_connection)

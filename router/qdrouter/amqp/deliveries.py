@@ -1,0 +1,250 @@
+"""The data path: messages in from producers, out to consumers, and outcomes back.
+
+Hot path. Proton is driven through cffi with pointers as dict keys; no proton Python
+classes, and no more parsing of a message than routing needs.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Dict, Optional, Set
+
+from ..core.address_table import AddressTable
+from ..core.forwarder import Forwarder
+from ..core.links import CoreLink, InFlight
+from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED, RELEASED
+from .message_sections import (
+    MessageFormatError,
+    find_sections,
+    read_annotations,
+    read_to,
+    rewrite_annotations,
+)
+from .proton_ffi import ffi, lib
+
+_QD_PREFIX = b"x-opt-qd."
+
+
+class DeliveryAdaptor:
+    """Implements the core's DeliveryIO over proton, and feeds it arriving messages."""
+
+    def __init__(self, router_id: str, table: AddressTable, link_capacity: int) -> None:
+        self.router_id = router_id
+        self.table = table
+        self.forwarder = Forwarder(table, self, link_capacity)
+        self.links: Dict[Any, CoreLink] = {}
+        # Connections with output to flush at the end of this loop turn.
+        self.dirty: Set[Any] = set()
+        self._buffer = bytearray(1024 * 1024)
+        self._view = memoryview(self._buffer)
+        self._pointer = ffi.from_buffer(self._buffer)
+        self._tag_buffer = bytearray(8)
+        self._tag = ffi.new("pn_bytes_t *")
+        self._tag_pointer = ffi.from_buffer(self._tag_buffer)
+        self._tag.start = self._tag_pointer
+        self._tag.size = 8
+        self._tag_count = 0
+
+    # ---- events ------------------------------------------------------------------------
+    def on_delivery(self, delivery: Any) -> None:
+        link = self.links.get(lib.pn_delivery_link(delivery))
+        if link is None:
+            return
+        if link.incoming:
+            if lib.pn_delivery_readable(delivery) and not lib.pn_delivery_partial(delivery):
+                self._receive(link, delivery)
+            elif lib.pn_delivery_settled(delivery):
+                self._producer_settled(link, delivery)
+        elif lib.pn_delivery_updated(delivery):
+            self._consumer_disposition(link, delivery)
+
+    def _receive(self, link: CoreLink, delivery: Any) -> None:
+        handle = link.handle
+        if lib.pn_delivery_aborted(delivery):
+            lib.pn_link_advance(handle)
+            lib.pn_delivery_settle(delivery)
+            return
+        size = lib.pn_delivery_pending(delivery)
+        if size > len(self._buffer):
+            self._grow(size)
+        count = lib.pn_link_recv(handle, self._pointer, size)
+        raw = self._view[:count].tobytes() if count > 0 else b""
+        lib.pn_link_advance(handle)
+        connection = link.connection
+        connection.deliveries_in += 1
+        if lib.pn_delivery_settled(delivery):
+            lib.pn_delivery_settle(delivery)
+            message = InFlight(raw, raw, link, None, True)
+        else:
+            message = InFlight(raw, raw, link, delivery, False)
+            link.unsettled[delivery] = message
+        if _QD_PREFIX in raw or link.anonymous:
+            try:
+                address_key = self._inspect(link, message)
+            except MessageFormatError as error:
+                self._reject_malformed(message, str(error))
+                return
+            self.forwarder.forward(message, self.table.find(address_key) if address_key else None)
+        else:
+            self.forwarder.forward(message, link.address)
+
+    def _inspect(self, link: CoreLink, message: InFlight) -> Optional[str]:
+        """Routing address of an anonymous link's message, and the payload with client
+        x-opt-qd annotations removed."""
+        raw = message.raw
+        ma_start, ma_end, props_start = find_sections(raw)
+        to_override = None
+        if ma_start >= 0:
+            annotations = read_annotations(raw, ma_start, ma_end)
+            to_override = annotations.to_override
+            if (to_override is not None or annotations.ingress is not None or annotations.trace is not None
+                    or annotations.phase is not None or annotations.has_other_qd_keys):
+                message.payload = rewrite_annotations(raw, ma_start, ma_end, strip_qd=True,
+                                                      keep_to_override=False, ingress=None,
+                                                      trace_append=None)
+        if not link.anonymous:
+            return link.address_key
+        if to_override is not None:
+            return to_override
+        return read_to(raw, props_start)
+
+    def _annotated(self, message: InFlight) -> bytes:
+        """The message for a consumer that keeps router annotations: ingress and trace set."""
+        raw = message.raw
+        ma_start, ma_end, _ = find_sections(raw)
+        return rewrite_annotations(raw, ma_start, ma_end, strip_qd=message.in_link.strip_in,
+                                   keep_to_override=True, ingress=self.router_id,
+                                   trace_append=self.router_id)
+
+    def _producer_settled(self, link: CoreLink, delivery: Any) -> None:
+        """The producer settled first (it no longer cares): settle downstream too."""
+        message = link.unsettled.pop(delivery, None)
+        lib.pn_delivery_settle(delivery)
+        if message is None:
+            return
+        message.delivery = None
+        out_link = message.out_link
+        out_delivery = message.out_delivery
+        if out_link is not None and out_delivery is not None:
+            if out_link.unsettled.pop(out_delivery, None) is not None:
+                self.forwarder.consumer_settled(out_link)
+                lib.pn_delivery_settle(out_delivery)
+                self.dirty.add(out_link.connection)
+            message.out_delivery = None
+
+    def _consumer_disposition(self, link: CoreLink, delivery: Any) -> None:
+        message = link.unsettled.get(delivery)
+        state = lib.pn_delivery_remote_state(delivery)
+        settled = lib.pn_delivery_settled(delivery)
+        in_delivery = message.delivery if message is not None else None
+        if in_delivery is not None and state:
+            _copy_disposition(delivery, in_delivery, state)
+            lib.pn_delivery_update(in_delivery, state)
+        if not settled:
+            if in_delivery is not None:
+                self.dirty.add(message.in_link.connection)  # type: ignore[union-attr]
+            return
+        lib.pn_delivery_settle(delivery)
+        if message is None:
+            return
+        del link.unsettled[delivery]
+        message.out_delivery = None
+        self.forwarder.consumer_settled(link)
+        _count_outcome(link, state)
+        if in_delivery is not None:
+            message.delivery = None
+            in_link = message.in_link
+            in_link.unsettled.pop(in_delivery, None)
+            _count_outcome(in_link, state)
+            lib.pn_delivery_settle(in_delivery)
+            self.dirty.add(in_link.connection)
+
+    def on_flow(self, link: CoreLink) -> None:
+        if link.incoming:
+            return
+        handle = link.handle
+        self.forwarder.consumer_credit(link, lib.pn_link_credit(handle))
+        if link.credit > 0 and lib.pn_link_get_drain(handle):
+            lib.pn_link_drained(handle)
+            link.credit = lib.pn_link_credit(handle)
+        self.dirty.add(link.connection)
+
+    # ---- DeliveryIO --------------------------------------------------------------------
+    def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
+        handle = link.handle
+        self._tag_count += 1
+        struct.pack_into("<Q", self._tag_buffer, 0, self._tag_count)
+        delivery = lib.pn_delivery(handle, self._tag[0])
+        payload = message.payload if link.strip_out else self._annotated(message)
+        lib.pn_link_send(handle, payload, len(payload))
+        lib.pn_link_advance(handle)
+        if presettled:
+            lib.pn_delivery_settle(delivery)
+        else:
+            message.out_link = link
+            message.out_delivery = delivery
+            link.unsettled[delivery] = message
+        self.dirty.add(link.connection)
+
+    def finish_incoming(self, message: InFlight, outcome: int) -> None:
+        delivery = message.delivery
+        if delivery is None:
+            return
+        message.delivery = None
+        in_link = message.in_link
+        in_link.unsettled.pop(delivery, None)
+        if outcome == MODIFIED:
+            lib.pn_disposition_set_failed(lib.pn_delivery_local(delivery), True)
+        lib.pn_delivery_update(delivery, outcome)
+        lib.pn_delivery_settle(delivery)
+        _count_outcome(in_link, outcome)
+        self.dirty.add(in_link.connection)
+
+    def _reject_malformed(self, message: InFlight, reason: str) -> None:
+        delivery = message.delivery
+        if delivery is not None:
+            condition = lib.pn_disposition_condition(lib.pn_delivery_local(delivery))
+            lib.pn_condition_set_name(condition, b"amqp:decode-error")
+            lib.pn_condition_set_description(condition, reason.encode("utf-8", "replace"))
+        message.in_link.credit -= 1
+        self.finish_incoming(message, REJECTED)
+        self.forwarder._release_credit(message.in_link)
+
+    def flush_credit(self) -> None:
+        for link in self.forwarder.take_credit():
+            if link.handle is not None and link.owed_credit > 0:
+                lib.pn_link_flow(link.handle, link.owed_credit)
+                self.dirty.add(link.connection)
+            link.owed_credit = 0
+
+    def _grow(self, size: int) -> None:
+        self._buffer = bytearray(max(size, 2 * len(self._buffer)))
+        self._view = memoryview(self._buffer)
+        self._pointer = ffi.from_buffer(self._buffer)
+
+
+def _copy_disposition(source: Any, target: Any, state: int) -> None:
+    remote = lib.pn_delivery_remote(source)
+    local = lib.pn_delivery_local(target)
+    if state == REJECTED:
+        condition = lib.pn_disposition_condition(remote)
+        if lib.pn_condition_is_set(condition):
+            copy = lib.pn_disposition_condition(local)
+            lib.pn_condition_set_name(copy, lib.pn_condition_get_name(condition))
+            lib.pn_condition_set_description(copy, lib.pn_condition_get_description(condition))
+    elif state == MODIFIED:
+        lib.pn_disposition_set_failed(local, lib.pn_disposition_is_failed(remote))
+        lib.pn_disposition_set_undeliverable(local, lib.pn_disposition_is_undeliverable(remote))
+        lib.pn_data_copy(lib.pn_disposition_annotations(local), lib.pn_disposition_annotations(remote))
+
+
+def _count_outcome(link: CoreLink, state: int) -> None:
+    counters = link.counters
+    if state == ACCEPTED:
+        counters.accepted += 1
+    elif state == RELEASED:
+        counters.released += 1
+    elif state == MODIFIED:
+        counters.modified += 1
+    elif state == REJECTED:
+        counters.rejected += 1

@@ -1,0 +1,133 @@
+"""Connection, session and link lifecycles: open what peers open, close what they close,
+and tell the core which links exist."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import uuid
+from typing import Any, Dict, Optional
+
+from ..core.links import CoreLink
+from .connection import AmqpConnection
+from .deliveries import DeliveryAdaptor
+from .proton_ffi import LOCAL_CLOSED, LOCAL_UNINIT, c_string, lib, set_condition, terminus_address
+
+log = logging.getLogger("qdrouter.ROUTER")
+
+
+class EndpointHandler:
+    def __init__(self, router_id: str, adaptor: DeliveryAdaptor) -> None:
+        self.router_id = router_id
+        self.adaptor = adaptor
+        self.forwarder = adaptor.forwarder
+        self.connections: Dict[Any, AmqpConnection] = {}
+        self._link_ids = itertools.count(1)
+
+    # ---- connections -------------------------------------------------------------------
+    def connection_opened(self, pn_connection: Any) -> None:
+        connection = self.connections.get(pn_connection)
+        if connection is None:
+            return
+        if lib.pn_connection_state(pn_connection) & LOCAL_UNINIT:
+            connection.remote_container = c_string(lib.pn_connection_remote_container(pn_connection))
+            connection.user = c_string(lib.pn_transport_get_user(connection.transport))
+            lib.pn_connection_open(pn_connection)
+            log.info("Connection %d opened from %s (container %s)", connection.identity,
+                     connection.peer, connection.remote_container)
+
+    def connection_closed(self, pn_connection: Any) -> None:
+        connection = self.connections.get(pn_connection)
+        if connection is None:
+            return
+        self.detach_all(connection)
+        lib.pn_connection_close(pn_connection)
+        self.adaptor.dirty.add(connection)
+
+    def detach_all(self, connection: AmqpConnection) -> None:
+        """The connection is going: every link of it leaves the core."""
+        for link in list(connection.links.values()):
+            self._forget(link)
+
+    # ---- sessions ----------------------------------------------------------------------
+    def session_opened(self, session: Any) -> None:
+        if lib.pn_session_state(session) & LOCAL_UNINIT:
+            lib.pn_session_open(session)
+
+    def session_closed(self, session: Any) -> None:
+        connection = self.connections.get(lib.pn_session_connection(session))
+        if connection is not None:
+            for link in list(connection.links.values()):
+                if lib.pn_link_session(link.handle) == session:
+                    self._forget(link)
+                    lib.pn_link_close(link.handle)
+            self.adaptor.dirty.add(connection)
+        lib.pn_session_close(session)
+
+    # ---- links -------------------------------------------------------------------------
+    def link_opened(self, pn_link: Any) -> None:
+        if not lib.pn_link_state(pn_link) & LOCAL_UNINIT:
+            return
+        connection = self.connections.get(lib.pn_session_connection(lib.pn_link_session(pn_link)))
+        if connection is None:
+            return
+        lib.pn_terminus_copy(lib.pn_link_source(pn_link), lib.pn_link_remote_source(pn_link))
+        lib.pn_terminus_copy(lib.pn_link_target(pn_link), lib.pn_link_remote_target(pn_link))
+        name = c_string(lib.pn_link_name(pn_link)) or ""
+        settings = connection.settings
+        if lib.pn_link_is_receiver(pn_link):
+            key = terminus_address(lib.pn_link_remote_target(pn_link))
+            link = CoreLink(next(self._link_ids), name, True, key, connection, pn_link,
+                            settings.strip_in, settings.strip_out)
+            self._register(connection, link)
+            lib.pn_link_open(pn_link)
+            self.forwarder.producer_attached(link)
+            log.debug("Producer link %s attached to %s", name, key or "(anonymous)")
+        else:
+            key = self._consumer_address(pn_link)
+            if key is None:
+                set_condition(lib.pn_link_condition(pn_link), "amqp:invalid-field",
+                              "A receiving link needs a source address or a dynamic source")
+                lib.pn_link_open(pn_link)
+                lib.pn_link_close(pn_link)
+                self.adaptor.dirty.add(connection)
+                return
+            link = CoreLink(next(self._link_ids), name, False, key, connection, pn_link,
+                            settings.strip_in, settings.strip_out)
+            self._register(connection, link)
+            lib.pn_link_open(pn_link)
+            self.forwarder.consumer_attached(link)
+            log.debug("Consumer link %s attached to %s", name, key)
+        self.adaptor.dirty.add(connection)
+
+    def _consumer_address(self, pn_link: Any) -> Optional[str]:
+        remote_source = lib.pn_link_remote_source(pn_link)
+        if lib.pn_terminus_is_dynamic(remote_source):
+            # Routable from anywhere in a mesh: _topo addresses name this router.
+            address = f"_topo/0/{self.router_id}/temp.{uuid.uuid4().hex[:12]}"
+            lib.pn_terminus_set_address(lib.pn_link_source(pn_link), address.encode())
+            return address
+        return terminus_address(remote_source)
+
+    def link_closed(self, pn_link: Any) -> None:
+        link = self.adaptor.links.get(pn_link)
+        if link is not None:
+            self._forget(link)
+            self.adaptor.dirty.add(link.connection)
+        if not lib.pn_link_state(pn_link) & LOCAL_CLOSED:
+            lib.pn_link_close(pn_link)
+
+    def _register(self, connection: AmqpConnection, link: CoreLink) -> None:
+        connection.links[link.handle] = link
+        self.adaptor.links[link.handle] = link
+
+    def _forget(self, link: CoreLink) -> None:
+        handle = link.handle
+        if handle is None:
+            return
+        self.adaptor.links.pop(handle, None)
+        link.connection.links.pop(handle, None)
+        if link.incoming:
+            self.forwarder.producer_detached(link)
+        else:
+            self.forwarder.consumer_detached(link)

@@ -1,0 +1,263 @@
+"""The router's event loop: listening sockets, connection sockets and proton's collector,
+driven by one epoll (selectors) loop in one thread."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import selectors
+import socket
+import time
+from typing import Any, Callable, Dict, List, Set, Tuple
+
+from ..core.address_table import AddressTable
+from . import proton_ffi as pn
+from .connection import AmqpConnection, ListenerSettings
+from .deliveries import DeliveryAdaptor
+from .endpoints import EndpointHandler
+from .proton_ffi import lib
+
+log = logging.getLogger("qdrouter.SERVER")
+
+TICK_INTERVAL_S = 0.5
+
+
+class ListenerError(Exception):
+    pass
+
+
+class AmqpServer:
+    def __init__(self, router_id: str, table: AddressTable, link_capacity: int = 250) -> None:
+        self.router_id = router_id
+        self.collector = lib.pn_collector()
+        self.adaptor = DeliveryAdaptor(router_id, table, link_capacity)
+        self.endpoints = EndpointHandler(router_id, self.adaptor)
+        self.selector = selectors.DefaultSelector()
+        self.listeners: Dict[int, Tuple[socket.socket, ListenerSettings]] = {}
+        self.by_fd: Dict[int, AmqpConnection] = {}
+        self._ids = itertools.count(1)
+        self._running = False
+        self._stopping = False
+        self._stop_requested = False
+        self._deadline = 0.0
+        self._released: List[AmqpConnection] = []
+        self._next_tick = 0.0
+        self._handlers: Dict[int, Callable[[Any], None]] = {
+            pn.CONNECTION_REMOTE_OPEN: lambda e: self.endpoints.connection_opened(lib.pn_event_connection(e)),
+            pn.CONNECTION_REMOTE_CLOSE: lambda e: self.endpoints.connection_closed(lib.pn_event_connection(e)),
+            pn.SESSION_REMOTE_OPEN: lambda e: self.endpoints.session_opened(lib.pn_event_session(e)),
+            pn.SESSION_REMOTE_CLOSE: lambda e: self.endpoints.session_closed(lib.pn_event_session(e)),
+            pn.LINK_REMOTE_OPEN: lambda e: self.endpoints.link_opened(lib.pn_event_link(e)),
+            pn.LINK_REMOTE_CLOSE: lambda e: self.endpoints.link_closed(lib.pn_event_link(e)),
+            pn.LINK_REMOTE_DETACH: lambda e: self.endpoints.link_closed(lib.pn_event_link(e)),
+            pn.TRANSPORT_ERROR: self._transport_error,
+        }
+
+    # ---- listeners ---------------------------------------------------------------------
+    def listen(self, host: str, port: int, settings: ListenerSettings) -> Tuple[str, int]:
+        try:
+            infos = socket.getaddrinfo(host or None, port, 0, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
+        except socket.gaierror as error:
+            raise ListenerError(f"listener {settings.name}: cannot resolve host {host!r}: {error}") from None
+        family, kind, proto, _, address = infos[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as error:
+            sock.close()
+            raise ListenerError(f"listener {settings.name}: cannot listen on {host}:{port}: "
+                                f"{error.strerror}") from None
+        sock.listen(128)
+        sock.setblocking(False)
+        self.listeners[sock.fileno()] = (sock, settings)
+        self.selector.register(sock, selectors.EVENT_READ)
+        bound = sock.getsockname()
+        log.info("Listening on %s:%d (%s)", bound[0], bound[1], settings.name)
+        return bound[0], bound[1]
+
+    def _accept(self, fd: int) -> None:
+        listening, settings = self.listeners[fd]
+        for _ in range(64):
+            try:
+                sock, peer = listening.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as error:
+                log.warning("Accept failed on %s: %s", settings.name, error)
+                return
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            peer_text = f"{peer[0]}:{peer[1]}"
+            connection = AmqpConnection(next(self._ids), sock, peer_text, settings, self.collector,
+                                        self.router_id)
+            self.endpoints.connections[connection.pn_connection] = connection
+            self.by_fd[connection.fileno] = connection
+            self.selector.register(sock, selectors.EVENT_READ)
+            self.adaptor.dirty.add(connection)
+            log.info("Accepted connection %d from %s on %s", connection.identity, peer_text, settings.name)
+
+    # ---- the loop ----------------------------------------------------------------------
+    def run(self) -> None:
+        self._running = True
+        select = self.selector.select
+        listeners = self.listeners
+        by_fd = self.by_fd
+        while self._running:
+            for key, mask in select(self._timeout()):
+                fd = key.fd
+                connection = by_fd.get(fd)
+                if connection is None:
+                    if fd in listeners:
+                        self._accept(fd)
+                    continue
+                if mask & selectors.EVENT_READ:
+                    connection.read()
+                    self.adaptor.dirty.add(connection)
+                if mask & selectors.EVENT_WRITE:
+                    self.adaptor.dirty.add(connection)
+            self._process_events()
+            now = time.monotonic()
+            if now >= self._next_tick:
+                self._tick(now)
+            if self._stop_requested and not self._stopping:
+                self.stop()
+            if self._stopping and (not by_fd or now > self._deadline):
+                self._running = False
+        self._close_listeners()
+
+    def _timeout(self) -> float:
+        return max(0.0, min(TICK_INTERVAL_S, self._next_tick - time.monotonic()))
+
+    def _process_events(self) -> None:
+        collector = self.collector
+        peek = lib.pn_collector_peek
+        pop = lib.pn_collector_pop
+        event_type = lib.pn_event_type
+        event_delivery = lib.pn_event_delivery
+        delivery_type = pn.DELIVERY
+        flow_type = pn.LINK_FLOW
+        adaptor = self.adaptor
+        on_delivery = adaptor.on_delivery
+        links = adaptor.links
+        handlers = self._handlers
+        while True:
+            event = peek(collector)
+            while event:
+                kind = event_type(event)
+                if kind == delivery_type:
+                    on_delivery(event_delivery(event))
+                elif kind == flow_type:
+                    link = links.get(lib.pn_event_link(event))
+                    if link is not None:
+                        adaptor.on_flow(link)
+                else:
+                    handler = handlers.get(kind)
+                    if handler is not None:
+                        handler(event)
+                pop(collector)
+                event = peek(collector)
+            adaptor.flush_credit()
+            if not adaptor.dirty:
+                break
+            self._flush_output()
+            # Writing can raise more events (e.g. a transport closing): go round again.
+            if not lib.pn_collector_peek(collector):
+                break
+        self._release_finished()
+
+    def _flush_output(self) -> None:
+        dirty: Set[AmqpConnection] = self.adaptor.dirty
+        while dirty:
+            connection = dirty.pop()
+            if connection.closed:
+                continue
+            connection.write()
+            if connection.finished():
+                self._released.append(connection)
+                continue
+            events = selectors.EVENT_READ if not connection.input_closed else 0
+            if connection.want_write:
+                events |= selectors.EVENT_WRITE
+            self._set_interest(connection, events)
+
+    def _set_interest(self, connection: AmqpConnection, events: int) -> None:
+        try:
+            key = self.selector.get_key(connection.sock)
+        except (KeyError, ValueError):
+            key = None
+        if events == 0:
+            if key is not None:
+                self.selector.unregister(connection.sock)
+            return
+        if key is None:
+            self.selector.register(connection.sock, events)
+        elif key.events != events:
+            self.selector.modify(connection.sock, events)
+
+    def _release_finished(self) -> None:
+        if not self._released:
+            return
+        # Drain events that still name these connections before freeing them.
+        collector = self.collector
+        while lib.pn_collector_peek(collector):
+            lib.pn_collector_pop(collector)
+        for connection in self._released:
+            if connection.closed:
+                continue
+            self.endpoints.detach_all(connection)
+            self.adaptor.flush_credit()
+            self._set_interest(connection, 0)
+            self.endpoints.connections.pop(connection.pn_connection, None)
+            self.by_fd.pop(connection.fileno, None)
+            connection.release()
+            log.info("Connection %d from %s closed", connection.identity, connection.peer)
+        self._released = []
+        self._flush_output()
+
+    def _transport_error(self, event: Any) -> None:
+        transport = lib.pn_event_transport(event)
+        condition = lib.pn_transport_condition(transport)
+        if lib.pn_condition_is_set(condition):
+            log.info("Connection error: %s: %s", pn.c_string(lib.pn_condition_get_name(condition)),
+                     pn.c_string(lib.pn_condition_get_description(condition)))
+
+    def _tick(self, now: float) -> None:
+        self._next_tick = now + TICK_INTERVAL_S
+        now_ms = int(now * 1000)
+        for connection in list(self.by_fd.values()):
+            connection.tick(now_ms)
+            self.adaptor.dirty.add(connection)
+        self._process_events()
+        self._flush_output()
+
+    # ---- shutdown ----------------------------------------------------------------------
+    def stop(self, grace_s: float = 2.0) -> None:
+        """Stop accepting, close every connection with a proper AMQP close, then return
+        from run() once they are gone (or after the grace period)."""
+        if self._stopping:
+            return
+        self._stopping = True
+        self._close_listeners()
+        for connection in list(self.by_fd.values()):
+            condition = lib.pn_connection_condition(connection.pn_connection)
+            pn.set_condition(condition, "amqp:connection:forced", "Router is shutting down")
+            self.endpoints.detach_all(connection)
+            lib.pn_connection_close(connection.pn_connection)
+            self.adaptor.dirty.add(connection)
+        self._deadline = time.monotonic() + grace_s
+        self._process_events()
+        self._flush_output()
+
+    def _close_listeners(self) -> None:
+        for fd, (sock, _) in list(self.listeners.items()):
+            try:
+                self.selector.unregister(sock)
+            except (KeyError, ValueError):
+                pass
+            sock.close()
+            del self.listeners[fd]
+
+    def request_stop(self) -> None:
+        """Safe from a signal handler: the loop notices within one tick."""
+        self._stop_requested = True

@@ -1,0 +1,111 @@
+"""The `qdrouterd` command: qdrouterd's command line, our router."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from typing import List, Optional, Sequence
+
+from . import __version__, log_config
+
+DESCRIPTION = "qdmesh router: an AMQP 1.0 message router, command-line compatible with qdrouterd."
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="qdrouterd", description=DESCRIPTION)
+    parser.add_argument("-c", "--config", metavar="FILE",
+                        help="configuration file (qdrouterd.conf syntax or JSON); "
+                             "default: the embedded standalone configuration (127.0.0.1:5672)")
+    parser.add_argument("-I", "--include", metavar="PATH",
+                        help="accepted for compatibility with qdrouterd (its Python module path); unused")
+    parser.add_argument("-d", "--daemon", action="store_true", help="run as a daemon in the background")
+    parser.add_argument("-P", "--pidfile", metavar="FILE", help="write the process id to FILE")
+    parser.add_argument("-T", "--test-hooks", action="store_true",
+                        help="accepted for compatibility with qdrouterd; enables nothing extra")
+    parser.add_argument("-v", "--version", action="version", version=f"qdrouterd (qdmesh) {__version__}")
+    return parser
+
+
+def _fail(message: str, code: int = 1) -> int:
+    sys.stderr.write(f"qdrouterd: {message}\n")
+    return code
+
+
+def _load(path: Optional[str]) -> List[object]:
+    from .config import default_config, load_config
+
+    if path is None:
+        return list(default_config())
+    return list(load_config(path))
+
+
+def _log_settings(entities: Sequence[object]) -> List[tuple]:
+    settings = []
+    for entity in entities:
+        if getattr(entity.type, "config_section", None) == "log":  # type: ignore[attr-defined]
+            attrs = entity.attributes  # type: ignore[attr-defined]
+            settings.append((str(attrs.get("module", "DEFAULT")), str(attrs.get("enable", "info+")),
+                             attrs.get("outputFile")))
+    return settings
+
+
+def _daemonize() -> None:
+    if os.fork() > 0:
+        os._exit(0)
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    from .config import ConfigError
+    from .router import Router, RouterSetupError
+
+    try:
+        entities = _load(args.config)
+    except ConfigError as error:
+        return _fail(str(error))
+    except OSError as error:
+        return _fail(f"cannot read configuration file {args.config}: {error.strerror}")
+    try:
+        log_config.configure(_log_settings(entities))
+    except (log_config.LogSettingError, OSError) as error:
+        return _fail(f"log: {error}")
+    try:
+        router = Router(entities)
+        router.start_listeners()
+    except RouterSetupError as error:
+        return _fail(str(error))
+    if args.daemon:
+        _daemonize()
+    if args.pidfile:
+        try:
+            with open(args.pidfile, "w") as handle:
+                handle.write(f"{os.getpid()}\n")
+        except OSError as error:
+            return _fail(f"cannot write pid file {args.pidfile}: {error.strerror}")
+    signal.signal(signal.SIGTERM, lambda *_: router.request_stop())
+    signal.signal(signal.SIGINT, lambda *_: router.request_stop())
+    try:
+        router.run()
+    finally:
+        if args.pidfile:
+            try:
+                os.unlink(args.pidfile)
+            except OSError:
+                pass
+    return 0
+
+
+def console_main() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    console_main()

@@ -1,0 +1,100 @@
+"""Addresses known to the router: who consumes them, who produces to them, how to distribute."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Deque, Dict, Iterable, List, Optional, Tuple
+
+from .links import CoreLink, InFlight
+
+CLOSEST = "closest"
+BALANCED = "balanced"
+MULTICAST = "multicast"
+DISTRIBUTIONS = (CLOSEST, BALANCED, MULTICAST)
+DEFAULT_DISTRIBUTION = BALANCED
+
+_SEPARATORS = "./"
+
+
+class AddressCounters:
+    __slots__ = ("deliveries_egress", "deliveries_from_container", "deliveries_ingress",
+                 "deliveries_to_container", "deliveries_transit", "dropped_presettled",
+                 "released_no_route")
+
+    def __init__(self) -> None:
+        self.deliveries_ingress = 0
+        self.deliveries_egress = 0
+        self.deliveries_transit = 0
+        self.deliveries_to_container = 0
+        self.deliveries_from_container = 0
+        self.dropped_presettled = 0
+        self.released_no_route = 0
+
+
+class Address:
+    __slots__ = ("consumers", "counters", "distribution", "key", "next_index", "producers", "undelivered")
+
+    def __init__(self, key: str, distribution: str) -> None:
+        self.key = key
+        self.distribution = distribution
+        self.consumers: List[CoreLink] = []
+        self.producers: List[CoreLink] = []
+        # Anycast messages waiting for a consumer with credit.
+        self.undelivered: Deque[InFlight] = deque()
+        # Where the next closest/balanced search starts, so equal consumers take turns.
+        self.next_index = 0
+        self.counters = AddressCounters()
+
+    def is_unused(self) -> bool:
+        return not self.consumers and not self.producers and not self.undelivered
+
+
+def prefix_matches(prefix: str, address: str) -> bool:
+    """Prefix match on token boundaries, as later qdrouterd releases do: 'a.b' matches
+    'a.b', 'a.b.c' and 'a.b/c' but not 'a.bc'."""
+    if not address.startswith(prefix):
+        return False
+    if len(address) == len(prefix) or prefix == "" or prefix[-1] in _SEPARATORS:
+        return True
+    return address[len(prefix)] in _SEPARATORS
+
+
+class AddressTable:
+    def __init__(self, prefixes: Iterable[Tuple[str, str]] = ()) -> None:
+        self._prefixes: List[Tuple[str, str]] = []
+        self._addresses: Dict[str, Address] = {}
+        for prefix, distribution in prefixes:
+            self.add_prefix(prefix, distribution)
+
+    def add_prefix(self, prefix: str, distribution: str) -> None:
+        if distribution not in DISTRIBUTIONS:
+            raise ValueError(f"distribution {distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
+        self._prefixes.append((prefix, distribution))
+        # Longest prefix first, so the first match is the most specific.
+        self._prefixes.sort(key=lambda entry: len(entry[0]), reverse=True)
+
+    def distribution_for(self, key: str) -> str:
+        for prefix, distribution in self._prefixes:
+            if prefix_matches(prefix, key):
+                return distribution
+        return DEFAULT_DISTRIBUTION
+
+    def get(self, key: str) -> Address:
+        address = self._addresses.get(key)
+        if address is None:
+            address = Address(key, self.distribution_for(key))
+            self._addresses[key] = address
+        return address
+
+    def find(self, key: str) -> Optional[Address]:
+        return self._addresses.get(key)
+
+    def discard_if_unused(self, address: Address) -> None:
+        if address.is_unused() and self._addresses.get(address.key) is address:
+            del self._addresses[address.key]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(list(self._addresses.values()))
+
+    def __len__(self) -> int:
+        return len(self._addresses)

@@ -1,0 +1,110 @@
+"""The core's view of links and the messages that cross them (no proton here).
+
+``handle`` and ``delivery`` fields hold the adaptor's opaque references (proton pointers);
+the core only stores them and hands them back.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Deque, Dict, Optional
+
+
+class InFlight:
+    """One incoming message while the router holds it: queued, or sent and awaiting outcome."""
+
+    __slots__ = ("copies_pending", "delivery", "in_link", "out_delivery", "out_link", "payload", "raw",
+                 "settled")
+
+    def __init__(self, payload: bytes, raw: bytes, in_link: CoreLink, delivery: Any, settled: bool) -> None:
+        # What consumers that strip the router's annotations receive...
+        self.payload = payload
+        # ...and the message as it arrived, for consumers that keep annotations.
+        self.raw = raw
+        self.in_link = in_link
+        # The incoming proton delivery, or None once settled upstream or its link is gone.
+        self.delivery = delivery
+        self.settled = settled
+        self.out_link: Optional[CoreLink] = None
+        self.out_delivery: Any = None
+        # Multicast copies still waiting in consumers' backlogs.
+        self.copies_pending = 0
+
+
+class LinkCounters:
+    __slots__ = (
+        "accepted",
+        "delivered",
+        "dropped_presettled",
+        "modified",
+        "presettled",
+        "rejected",
+        "released",
+    )
+
+    def __init__(self) -> None:
+        self.delivered = 0
+        self.presettled = 0
+        self.dropped_presettled = 0
+        self.accepted = 0
+        self.rejected = 0
+        self.released = 0
+        self.modified = 0
+
+
+class CoreLink:
+    """A link attached to this router. ``incoming`` links carry messages into the router."""
+
+    __slots__ = (
+        "address",
+        "address_key",
+        "anonymous",
+        "backlog",
+        "connection",
+        "counters",
+        "credit",
+        "handle",
+        "identity",
+        "incoming",
+        "name",
+        "outstanding",
+        "owed_credit",
+        "strip_in",
+        "strip_out",
+        "unsettled",
+    )
+
+    def __init__(
+        self,
+        identity: int,
+        name: str,
+        incoming: bool,
+        address_key: Optional[str],
+        connection: Any,
+        handle: Any,
+        strip_in: bool = True,
+        strip_out: bool = True,
+    ) -> None:
+        self.identity = identity
+        self.name = name
+        self.incoming = incoming
+        self.address_key = address_key
+        self.anonymous = incoming and address_key is None
+        self.address: Any = None  # Address, bound by the core
+        self.connection = connection  # the adaptor's connection object
+        self.handle = handle
+        self.strip_in = strip_in
+        self.strip_out = strip_out
+        # Outgoing links: credit the consumer granted that the core has not used yet.
+        # Incoming links: credit the producer holds, by the core's count.
+        self.credit = 0
+        # Outgoing links: deliveries sent and not yet settled by the consumer.
+        self.outstanding = 0
+        # Outgoing links: multicast copies waiting for credit.
+        self.backlog: Deque[InFlight] = deque()
+        # Incoming links: credit to give back to the producer at the next flush.
+        self.owed_credit = 0
+        # Unsettled deliveries by proton pointer: incoming ones (on incoming links) or
+        # outgoing ones (on outgoing links).
+        self.unsettled: Dict[Any, InFlight] = {}
+        self.counters = LinkCounters()
