@@ -1,0 +1,158 @@
+"""The routing core on its own: distribution, credit windows and returned messages.
+
+RecordingIO is a fake of the proton adaptor (it records what the core asks of it); the
+same behaviour is exercised over real sockets in tests/router/.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Tuple
+
+from qdrouter.core.address_table import AddressTable, prefix_matches
+from qdrouter.core.forwarder import Forwarder
+from qdrouter.core.links import CoreLink, InFlight
+from qdrouter.core.outcomes import ACCEPTED, MODIFIED, RELEASED
+
+
+class RecordingIO:
+    def __init__(self) -> None:
+        self.sent: List[Tuple[str, bytes, bool]] = []
+        self.finished: List[Tuple[bytes, int]] = []
+        self._next = 0
+
+    def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
+        self.sent.append((link.name, message.payload, presettled))
+        if not presettled:
+            self._next += 1
+            message.out_link = link
+            message.out_delivery = self._next
+            link.unsettled[self._next] = message
+
+    def finish_incoming(self, message: InFlight, outcome: int) -> None:
+        if message.delivery is not None:
+            message.delivery = None
+            self.finished.append((message.payload, outcome))
+
+
+def make(prefixes: Any = (("multicast", "multicast"), ("closest", "closest"))) -> Tuple[Forwarder, RecordingIO]:
+    io = RecordingIO()
+    return Forwarder(AddressTable(prefixes), io, link_capacity=10), io
+
+
+def consumer(forwarder: Forwarder, name: str, address: str, credit: int) -> CoreLink:
+    link = CoreLink(hash(name), name, False, address, None, object())
+    forwarder.consumer_attached(link)
+    forwarder.consumer_credit(link, credit)
+    return link
+
+
+def producer(forwarder: Forwarder, address: Any) -> CoreLink:
+    link = CoreLink(1, "producer", True, address, None, object())
+    forwarder.producer_attached(link)
+    return link
+
+
+def send(forwarder: Forwarder, link: CoreLink, body: bytes, settled: bool = False) -> InFlight:
+    message = InFlight(body, body, link, None if settled else object(), settled)
+    forwarder.forward(message, forwarder.table.find(link.address_key) if link.address_key else None)
+    return message
+
+
+def test_producer_gets_no_credit_until_a_consumer_exists() -> None:
+    forwarder, _ = make()
+    link = producer(forwarder, "queue")
+    assert link.owed_credit == 0
+    consumer(forwarder, "c1", "queue", 5)
+    assert link.owed_credit == 10
+
+
+def test_balanced_prefers_the_consumer_with_fewer_outstanding() -> None:
+    forwarder, io = make()
+    fast = consumer(forwarder, "fast", "work", 100)
+    slow = consumer(forwarder, "slow", "work", 100)
+    link = producer(forwarder, "work")
+    for index in range(4):
+        send(forwarder, link, b"m%d" % index)
+    # Fast settles everything it gets; slow settles nothing.
+    for _ in range(20):
+        for key in list(fast.unsettled):
+            del fast.unsettled[key]
+            forwarder.consumer_settled(fast)
+        send(forwarder, link, b"x")
+    counts = {name: sum(1 for sent in io.sent if sent[0] == name) for name in ("fast", "slow")}
+    assert counts["fast"] > 3 * counts["slow"]
+    assert slow.outstanding == counts["slow"]
+
+
+def test_closest_takes_turns_between_equal_consumers_and_skips_those_without_credit() -> None:
+    forwarder, io = make()
+    consumer(forwarder, "a", "closest.x", 100)
+    consumer(forwarder, "b", "closest.x", 0)
+    link = producer(forwarder, "closest.x")
+    for _ in range(5):
+        send(forwarder, link, b"m")
+    assert {sent[0] for sent in io.sent} == {"a"}
+
+
+def test_multicast_copies_are_presettled_and_the_sender_is_accepted_when_all_left() -> None:
+    forwarder, io = make()
+    consumer(forwarder, "a", "multicast.t", 5)
+    late = consumer(forwarder, "b", "multicast.t", 0)
+    link = producer(forwarder, "multicast.t")
+    message = send(forwarder, link, b"m")
+    assert io.sent == [("a", b"m", True)]
+    assert io.finished == []
+    forwarder.consumer_credit(late, 1)
+    assert io.sent[-1] == ("b", b"m", True)
+    assert io.finished == [(b"m", ACCEPTED)]
+    assert message.copies_pending == 0
+
+
+def test_anonymous_message_without_route_is_released_and_credit_returns() -> None:
+    forwarder, io = make()
+    link = producer(forwarder, None)
+    assert link.owed_credit == 10
+    send(forwarder, link, b"lost")
+    assert io.finished == [(b"lost", RELEASED)]
+    assert link.credit == 10
+
+
+def test_presettled_without_route_is_counted_as_dropped() -> None:
+    forwarder, _ = make()
+    link = producer(forwarder, None)
+    send(forwarder, link, b"gone", settled=True)
+    assert link.counters.dropped_presettled == 1
+
+
+def test_messages_wait_for_credit_and_producer_credit_is_bounded() -> None:
+    forwarder, io = make()
+    receiver = consumer(forwarder, "c", "q", 0)
+    link = producer(forwarder, "q")
+    granted = link.owed_credit
+    for index in range(granted):
+        send(forwarder, link, b"%d" % index)
+    assert io.sent == []
+    assert link.credit == 0
+    assert len(receiver.address.undelivered) == granted
+    forwarder.consumer_credit(receiver, 3)
+    assert [sent[1] for sent in io.sent] == [b"0", b"1", b"2"]
+    assert link.credit == 3
+
+
+def test_detached_consumer_returns_unsettled_as_modified_and_queue_as_released() -> None:
+    forwarder, io = make()
+    receiver = consumer(forwarder, "c", "q", 2)
+    link = producer(forwarder, "q")
+    for index in range(4):
+        send(forwarder, link, b"%d" % index)
+    forwarder.consumer_detached(receiver)
+    outcomes = sorted(io.finished)
+    assert outcomes == [(b"0", MODIFIED), (b"1", MODIFIED), (b"2", RELEASED), (b"3", RELEASED)]
+
+
+def test_longest_prefix_on_token_boundaries() -> None:
+    table = AddressTable([("a", "closest"), ("a.b", "multicast")])
+    assert table.distribution_for("a.b.c") == "multicast"
+    assert table.distribution_for("a.bc") == "closest"
+    assert table.distribution_for("other") == "balanced"
+    assert prefix_matches("a/", "a/x") and not prefix_matches("ab", "a")
