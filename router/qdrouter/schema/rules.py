@@ -1,0 +1,116 @@
+"""Constraints that involve more than one attribute, or the inside of a map-valued one."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Dict, List, Mapping
+
+from .attributes import CREATE, Problem, check_items
+from .entities_policy import VHOST_USER_GROUP_SETTINGS
+from .types import EntityTypeDef
+
+#: Attribute -> attribute whose value it takes when not given, per entity type short name.
+#: Policy examples name a vhost only by its `name`; that name is the hostname it governs.
+FALLBACKS: Mapping[str, Mapping[str, str]] = {"vhost": {"hostname": "name"}}
+
+_LOG_LEVEL = re.compile(r"(trace|debug|info|notice|warning|error|critical)\+?")
+
+Written = Mapping[str, str]
+Check = Callable[[Mapping[str, object], Written], List[Problem]]
+
+
+def _name(written: Written, attr: str) -> str:
+    return written.get(attr, attr)
+
+
+def _one_of(first: str, second: str, *, required: bool) -> Check:
+    def check(attrs: Mapping[str, object], written: Written) -> list[Problem]:
+        given = [a for a in (first, second) if attrs.get(a) is not None]
+        if len(given) == 2:
+            return [Problem(f"give either {_name(written, first)!r} or {_name(written, second)!r}, "
+                            f"not both", _name(written, second))]
+        if required and not given:
+            return [Problem(f"one of {first!r} or {second!r} is required")]
+        return []
+    return check
+
+
+def _router_id(attrs: Mapping[str, object], written: Written) -> list[Problem]:
+    rid = attrs.get("id")
+    if isinstance(rid, str) and (not rid or any(c.isspace() or not c.isprintable() for c in rid)):
+        return [Problem(f"attribute {_name(written, 'id')!r}: {rid!r} is not a valid router id "
+                        f"(it must be non-empty, without whitespace or control characters)",
+                        _name(written, "id"))]
+    return []
+
+
+def _port_and_cost(attrs: Mapping[str, object], written: Written) -> list[Problem]:
+    problems = []
+    port = attrs.get("port")
+    if isinstance(port, str) and port.isdigit() and int(port) > 65535:
+        problems.append(Problem(f"attribute {_name(written, 'port')!r}: {port} is not a port number "
+                                f"(0 to 65535)", _name(written, "port")))
+    cost = attrs.get("cost")
+    if isinstance(cost, int) and cost < 1:
+        problems.append(Problem(f"attribute {_name(written, 'cost')!r}: the cost must be at least 1",
+                                _name(written, "cost")))
+    return problems
+
+
+def _log_levels(attrs: Mapping[str, object], written: Written) -> list[Problem]:
+    enable = attrs.get("enable")
+    if not isinstance(enable, str):
+        return []
+    words = [w.strip() for w in enable.split(",")]
+    if words == ["none"] or all(_LOG_LEVEL.fullmatch(w) for w in words):
+        return []
+    bad = next(w for w in words if not _LOG_LEVEL.fullmatch(w))
+    return [Problem(f"attribute {_name(written, 'enable')!r}: {bad!r} is not a log level (use a "
+                    f"comma-separated list of trace, debug, info, notice, warning, error, critical, "
+                    f"each optionally followed by '+', or 'none')", _name(written, "enable"))]
+
+
+_CHECKS: Dict[str, List[Check]] = {
+    "router": [_router_id],
+    "listener": [_port_and_cost],
+    "connector": [_port_and_cost],
+    "authServicePlugin": [_port_and_cost],
+    "log": [_log_levels],
+    "router.config.address": [_one_of("prefix", "pattern", required=True)],
+    "router.config.linkRoute": [_one_of("prefix", "pattern", required=True),
+                                _one_of("containerId", "connection", required=False)],
+    "router.config.autoLink": [_one_of("containerId", "connection", required=False)],
+}
+
+
+def check_entity(etype: EntityTypeDef, attrs: Mapping[str, object],
+                 written: Written = {}) -> list[Problem]:  # noqa: B006 - never mutated
+    """Problems with the combination of `attrs` (complete, canonically named, coerced values).
+
+    `written` maps canonical names to the spelling the user used, for the messages.
+    """
+    problems: list[Problem] = []
+    for check in _CHECKS.get(etype.short_name, ()):
+        problems.extend(check(attrs, written))
+    return problems
+
+
+def normalize_groups(groups: Mapping[str, object], attr_written: str) -> tuple[dict, list[Problem]]:
+    """A vhost's `groups` map with every group's settings checked, coerced and defaulted.
+
+    Required group settings are not enforced: the '$default' group typically names no users.
+    """
+    result: dict[str, object] = {}
+    problems: list[Problem] = []
+    for group, settings in groups.items():
+        prefix = f"attribute {attr_written!r}: group {group!r}"
+        if not isinstance(settings, Mapping):
+            problems.append(Problem(f"{prefix}: expected a map of settings, not {settings!r}",
+                                    attr_written, (str(group),)))
+            continue
+        checked = check_items(VHOST_USER_GROUP_SETTINGS, settings, mode=CREATE, check_required=False)
+        for p in checked.problems:
+            problems.append(Problem(f"{prefix}: {p.message}", attr_written,
+                                    (str(group),) + ((p.attribute,) if p.attribute else ())))
+        result[group] = checked.attributes
+    return result, problems
