@@ -7,9 +7,9 @@ classes, and no more parsing of a message than routing needs.
 from __future__ import annotations
 
 import struct
-from typing import Any, Dict, Optional, Set
+from typing import Any, Callable, Dict, Optional, Set
 
-from ..core.address_table import AddressTable
+from ..core.address_table import MULTICAST, AddressTable
 from ..core.forwarder import Forwarder
 from ..core.links import CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED, RELEASED
@@ -46,6 +46,105 @@ class DeliveryAdaptor:
         self._tag_count = 0
 
     # ---- events ------------------------------------------------------------------------
+    def delivery_handler(self) -> Callable[[Any], None]:
+        """The PN_DELIVERY handler. A closure over local names, because at hundreds of
+        thousands of calls a second attribute and global lookups are a real share of the
+        cost. The common case (addressed link, complete message without router
+        annotations, an anycast consumer with credit) is handled inline; everything else
+        goes through the general methods below."""
+        links_get = self.links.get
+        delivery_link = lib.pn_delivery_link
+        readable = lib.pn_delivery_readable
+        partial = lib.pn_delivery_partial
+        pending = lib.pn_delivery_pending
+        aborted = lib.pn_delivery_aborted
+        recv = lib.pn_link_recv
+        advance = lib.pn_link_advance
+        is_settled = lib.pn_delivery_settled
+        settle = lib.pn_delivery_settle
+        new_delivery = lib.pn_delivery
+        send = lib.pn_link_send
+        updated = lib.pn_delivery_updated
+        pack_tag = struct.Struct("<Q").pack_into
+        tag_buffer = self._tag_buffer
+        tag = self._tag[0]
+        dirty_add = self.dirty.add
+        forwarder = self.forwarder
+        forward = forwarder.forward
+        credit_dirty_add = forwarder.credit_dirty.add
+        general_receive = self._receive
+        producer_settled = self._producer_settled
+        consumer_disposition = self._consumer_disposition
+        qd_prefix = _QD_PREFIX
+        multicast = MULTICAST
+        state = self
+
+        def on_delivery(delivery: Any) -> None:
+            link = links_get(delivery_link(delivery))
+            if link is None:
+                return
+            if not link.incoming:
+                if updated(delivery):
+                    consumer_disposition(link, delivery)
+                return
+            if partial(delivery) or not readable(delivery):
+                if is_settled(delivery):
+                    producer_settled(link, delivery)
+                return
+            address = link.address
+            size = pending(delivery)
+            if (address is None or not address.consumers or address.distribution == multicast
+                    or size > 65536 or aborted(delivery)):
+                general_receive(link, delivery)
+                return
+            handle = link.handle
+            count = recv(handle, state._pointer, size)
+            raw = state._view[:count].tobytes()
+            advance(handle)
+            if qd_prefix in raw:
+                general_receive(link, delivery, raw)
+                return
+            presettled = is_settled(delivery)
+            if presettled:
+                settle(delivery)
+                message = None
+            else:
+                message = InFlight(raw, raw, link, delivery, False)
+                link.unsettled[delivery] = message
+            consumers = address.consumers
+            out = consumers[0]
+            if len(consumers) > 1 or out.credit <= 0 or not out.strip_out:
+                if message is None:
+                    message = InFlight(raw, raw, link, None, True)
+                forward(message, address)
+                return
+            # Inline anycast send: the same steps as Forwarder._send + transmit.
+            out.credit -= 1
+            counters = out.counters
+            counters.delivered += 1
+            address.counters.deliveries_ingress += 1
+            address.counters.deliveries_egress += 1
+            out_handle = out.handle
+            state._tag_count += 1
+            pack_tag(tag_buffer, 0, state._tag_count)
+            sent = new_delivery(out_handle, tag)
+            send(out_handle, raw, count)
+            advance(out_handle)
+            if message is None:
+                counters.presettled += 1
+                settle(sent)
+            else:
+                out.outstanding += 1
+                message.out_link = out
+                message.out_delivery = sent
+                out.unsettled[sent] = message
+            dirty_add(out.connection)
+            # The producer's credit comes straight back: its message has left the router.
+            link.owed_credit += 1
+            credit_dirty_add(link)
+
+        return on_delivery
+
     def on_delivery(self, delivery: Any) -> None:
         link = self.links.get(lib.pn_delivery_link(delivery))
         if link is None:
@@ -58,18 +157,20 @@ class DeliveryAdaptor:
         elif lib.pn_delivery_updated(delivery):
             self._consumer_disposition(link, delivery)
 
-    def _receive(self, link: CoreLink, delivery: Any) -> None:
+    def _receive(self, link: CoreLink, delivery: Any, raw: Optional[bytes] = None) -> None:
+        """Any complete incoming message; ``raw`` when the fast path already read it."""
         handle = link.handle
-        if lib.pn_delivery_aborted(delivery):
+        if raw is None:
+            if lib.pn_delivery_aborted(delivery):
+                lib.pn_link_advance(handle)
+                lib.pn_delivery_settle(delivery)
+                return
+            size = lib.pn_delivery_pending(delivery)
+            if size > len(self._buffer):
+                self._grow(size)
+            count = lib.pn_link_recv(handle, self._pointer, size)
+            raw = self._view[:count].tobytes() if count > 0 else b""
             lib.pn_link_advance(handle)
-            lib.pn_delivery_settle(delivery)
-            return
-        size = lib.pn_delivery_pending(delivery)
-        if size > len(self._buffer):
-            self._grow(size)
-        count = lib.pn_link_recv(handle, self._pointer, size)
-        raw = self._view[:count].tobytes() if count > 0 else b""
-        lib.pn_link_advance(handle)
         connection = link.connection
         connection.deliveries_in += 1
         if lib.pn_delivery_settled(delivery):

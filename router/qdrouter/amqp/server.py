@@ -41,6 +41,7 @@ class AmqpServer:
         self._stop_requested = False
         self._deadline = 0.0
         self._released: List[AmqpConnection] = []
+        self._on_delivery = self.adaptor.delivery_handler()
         self._next_tick = 0.0
         self._handlers: Dict[int, Callable[[Any], None]] = {
             pn.CONNECTION_REMOTE_OPEN: lambda e: self.endpoints.connection_opened(lib.pn_event_connection(e)),
@@ -138,14 +139,17 @@ class AmqpServer:
         delivery_type = pn.DELIVERY
         flow_type = pn.LINK_FLOW
         adaptor = self.adaptor
-        on_delivery = adaptor.on_delivery
+        on_delivery = self._on_delivery
+        transport_type = pn.TRANSPORT
         links = adaptor.links
         handlers = self._handlers
         while True:
             event = peek(collector)
             while event:
                 kind = event_type(event)
-                if kind == delivery_type:
+                if kind == transport_type:
+                    pass
+                elif kind == delivery_type:
                     on_delivery(event_delivery(event))
                 elif kind == flow_type:
                     link = links.get(lib.pn_event_link(event))
