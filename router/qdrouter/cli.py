@@ -6,7 +6,7 @@ import argparse
 import os
 import signal
 import sys
-from typing import List, Optional, Sequence
+from typing import List, Sequence
 
 from . import __version__, log_config
 
@@ -15,15 +15,27 @@ DESCRIPTION = "qdmesh router: an AMQP 1.0 message router, command-line compatibl
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="qdrouterd", description=DESCRIPTION)
-    parser.add_argument("-c", "--config", metavar="FILE",
-                        help="configuration file (qdrouterd.conf syntax or JSON); "
-                             "default: the embedded standalone configuration (127.0.0.1:5672)")
-    parser.add_argument("-I", "--include", metavar="PATH",
-                        help="accepted for compatibility with qdrouterd (its Python module path); unused")
+    parser.add_argument(
+        "-c",
+        "--config",
+        metavar="FILE",
+        help="configuration file (qdrouterd.conf syntax or JSON); "
+        "default: the embedded standalone configuration (127.0.0.1:5672)",
+    )
+    parser.add_argument(
+        "-I",
+        "--include",
+        metavar="PATH",
+        help="accepted for compatibility with qdrouterd (its Python module path); unused",
+    )
     parser.add_argument("-d", "--daemon", action="store_true", help="run as a daemon in the background")
     parser.add_argument("-P", "--pidfile", metavar="FILE", help="write the process id to FILE")
-    parser.add_argument("-T", "--test-hooks", action="store_true",
-                        help="accepted for compatibility with qdrouterd; enables nothing extra")
+    parser.add_argument(
+        "-T",
+        "--test-hooks",
+        action="store_true",
+        help="accepted for compatibility with qdrouterd; enables nothing extra",
+    )
     parser.add_argument("-v", "--version", action="version", version=f"qdrouterd (qdmesh) {__version__}")
     return parser
 
@@ -33,7 +45,7 @@ def _fail(message: str, code: int = 1) -> int:
     return code
 
 
-def _load(path: Optional[str]) -> List[object]:
+def _load(path: str | None) -> List[object]:
     from .config import default_config, load_config
 
     if path is None:
@@ -46,8 +58,13 @@ def _log_settings(entities: Sequence[object]) -> List[tuple]:
     for entity in entities:
         if getattr(entity.type, "config_section", None) == "log":  # type: ignore[attr-defined]
             attrs = entity.attributes  # type: ignore[attr-defined]
-            settings.append((str(attrs.get("module", "DEFAULT")), str(attrs.get("enable", "info+")),
-                             attrs.get("outputFile")))
+            settings.append(
+                (
+                    str(attrs.get("module", "DEFAULT")),
+                    str(attrs.get("enable", "info+")),
+                    attrs.get("outputFile"),
+                )
+            )
     return settings
 
 
@@ -62,7 +79,7 @@ def _daemonize() -> None:
         os.dup2(devnull, fd)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from .config import ConfigError
     from .router import Router, RouterSetupError

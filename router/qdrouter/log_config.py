@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Dict, Iterable, Tuple
 
 TRACE = 5
 NOTICE = 25
@@ -22,8 +22,23 @@ LEVELS: Dict[str, int] = {
     "error": logging.ERROR,
     "critical": logging.CRITICAL,
 }
-MODULES = ("DEFAULT", "ROUTER", "ROUTER_CORE", "ROUTER_HELLO", "ROUTER_LS", "ROUTER_MA", "MESSAGE",
-           "SERVER", "AGENT", "CONTAINER", "CONFIG", "ERROR", "DISPATCH", "POLICY", "AUTHSERVICE")
+MODULES = (
+    "DEFAULT",
+    "ROUTER",
+    "ROUTER_CORE",
+    "ROUTER_HELLO",
+    "ROUTER_LS",
+    "ROUTER_MA",
+    "MESSAGE",
+    "SERVER",
+    "AGENT",
+    "CONTAINER",
+    "CONFIG",
+    "ERROR",
+    "DISPATCH",
+    "POLICY",
+    "AUTHSERVICE",
+)
 ROOT = "qdrouter"
 
 
@@ -31,19 +46,21 @@ class LogSettingError(ValueError):
     pass
 
 
-def parse_enable(text: str) -> Optional[int]:
+def parse_enable(text: str) -> int | None:
     """The lowest level an `enable` string lets through: 'info+' -> info, 'warning,error' ->
     warning, 'none' -> None. (qdrouterd can enable single levels; a threshold is close
     enough for a stream handler and documented as such.)"""
     text = text.strip().lower()
     if text in ("", "none"):
         return None
-    lowest: Optional[int] = None
+    lowest: int | None = None
     for part in text.split(","):
         name = part.strip().rstrip("+")
         if name not in LEVELS:
-            raise LogSettingError(f"unknown log level {part.strip()!r} (expected one of "
-                                  f"{', '.join(LEVELS)}, optionally followed by '+')")
+            raise LogSettingError(
+                f"unknown log level {part.strip()!r} (expected one of "
+                f"{', '.join(LEVELS)}, optionally followed by '+')"
+            )
         level = LEVELS[name]
         lowest = level if lowest is None else min(lowest, level)
     return lowest
@@ -61,7 +78,7 @@ class _QdFormatter(logging.Formatter):
         return text
 
 
-def configure(settings: Iterable[Tuple[str, str, Optional[str]]] = ()) -> None:
+def configure(settings: Iterable[Tuple[str, str, str | None]] = ()) -> None:
     """Apply (module, enable, outputFile) triples; DEFAULT applies to every module."""
     root = logging.getLogger(ROOT)
     root.handlers.clear()

@@ -13,8 +13,18 @@ from .core.address_table import AddressTable
 log = logging.getLogger("qdrouter.ROUTER")
 
 # Config sections this release parses and validates but does not act on yet.
-NOT_YET_SUPPORTED = ("connector", "linkRoute", "autoLink", "policy", "vhost", "sslProfile",
-                     "exchange", "binding", "authServicePlugin", "console")
+NOT_YET_SUPPORTED = (
+    "connector",
+    "linkRoute",
+    "autoLink",
+    "policy",
+    "vhost",
+    "sslProfile",
+    "exchange",
+    "binding",
+    "authServicePlugin",
+    "console",
+)
 
 
 class RouterSetupError(Exception):
@@ -46,8 +56,10 @@ class Router:
         self.id = str(settings.get("id") or "Router.default")
         mode = settings.get("mode", "standalone")
         if mode != "standalone":
-            raise RouterSetupError(f"{router_entities[0].source}: router: attribute 'mode': {mode!r} is "
-                                   f"not supported yet (only standalone)")
+            raise RouterSetupError(
+                f"{router_entities[0].source}: router: attribute 'mode': {mode!r} is "
+                f"not supported yet (only standalone)"
+            )
         table = AddressTable()
         for entity in entities:
             if section_of(entity) != "address":
@@ -64,8 +76,11 @@ class Router:
         self._listeners: List[Any] = [e for e in entities if section_of(e) == "listener"]
         for entity in entities:
             if section_of(entity) in NOT_YET_SUPPORTED:
-                log.warning("%s: %s: this entity is not supported yet and has no effect",
-                            entity.source, section_of(entity))
+                log.warning(
+                    "%s: %s: this entity is not supported yet and has no effect",
+                    entity.source,
+                    section_of(entity),
+                )
 
     def start_listeners(self) -> List[tuple]:
         bound = []
@@ -73,8 +88,10 @@ class Router:
             attrs = entity.attributes
             role = attrs.get("role", "normal")
             if role != "normal":
-                raise RouterSetupError(f"{entity.source}: listener: attribute 'role': {role!r} is not "
-                                       f"supported yet (only normal)")
+                raise RouterSetupError(
+                    f"{entity.source}: listener: attribute 'role': {role!r} is not "
+                    f"supported yet (only normal)"
+                )
             name = str(attrs.get("name") or f"listener/{attrs.get('host', '')}:{attrs.get('port')}")
             settings = ListenerSettings(
                 name,

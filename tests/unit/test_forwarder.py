@@ -34,7 +34,9 @@ class RecordingIO:
             self.finished.append((message.payload, outcome))
 
 
-def make(prefixes: Any = (("multicast", "multicast"), ("closest", "closest"))) -> Tuple[Forwarder, RecordingIO]:
+def make(
+    prefixes: Any = (("multicast", "multicast"), ("closest", "closest")),
+) -> Tuple[Forwarder, RecordingIO]:
     io = RecordingIO()
     return Forwarder(AddressTable(prefixes), io, link_capacity=10), io
 

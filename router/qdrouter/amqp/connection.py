@@ -4,7 +4,7 @@ transport. No routing decisions here."""
 from __future__ import annotations
 
 import socket
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 from .proton_ffi import ffi, lib
 
@@ -14,12 +14,27 @@ IO_BUFFER_SIZE = 256 * 1024
 class ListenerSettings:
     """What a listener (or connector) imposes on each of its connections."""
 
-    __slots__ = ("authenticate_peer", "idle_timeout_ms", "max_frame_size", "name", "role",
-                 "sasl_mechanisms", "strip_in", "strip_out")
+    __slots__ = (
+        "authenticate_peer",
+        "idle_timeout_ms",
+        "max_frame_size",
+        "name",
+        "role",
+        "sasl_mechanisms",
+        "strip_in",
+        "strip_out",
+    )
 
-    def __init__(self, name: str, role: str = "normal", sasl_mechanisms: str = "ANONYMOUS",
-                 idle_timeout_ms: int = 16000, max_frame_size: int = 16384,
-                 strip_annotations: str = "both", authenticate_peer: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        role: str = "normal",
+        sasl_mechanisms: str = "ANONYMOUS",
+        idle_timeout_ms: int = 16000,
+        max_frame_size: int = 16384,
+        strip_annotations: str = "both",
+        authenticate_peer: bool = False,
+    ) -> None:
         self.name = name
         self.role = role
         self.sasl_mechanisms = sasl_mechanisms
@@ -41,8 +56,15 @@ class AmqpConnection:
     _write_view = memoryview(_write_buffer)
     _write_pointer = ffi.from_buffer(_write_buffer)
 
-    def __init__(self, identity: int, sock: socket.socket, peer: str, settings: ListenerSettings,
-                 collector: Any, container_id: str) -> None:
+    def __init__(
+        self,
+        identity: int,
+        sock: socket.socket,
+        peer: str,
+        settings: ListenerSettings,
+        collector: Any,
+        container_id: str,
+    ) -> None:
         self.identity = identity
         self.sock = sock
         self.fileno = sock.fileno()
@@ -57,8 +79,8 @@ class AmqpConnection:
         self.closed = False
         self.input_closed = False
         self.deliveries_in = 0
-        self.remote_container: Optional[str] = None
-        self.user: Optional[str] = None
+        self.remote_container: str | None = None
+        self.user: str | None = None
         transport = self.transport
         lib.pn_transport_set_server(transport)
         sasl = lib.pn_sasl(transport)
@@ -126,7 +148,8 @@ class AmqpConnection:
     def finished(self) -> bool:
         """True once the transport has nothing left to say and will hear nothing more."""
         return bool(lib.pn_transport_closed(self.transport)) or (
-            self.input_closed and lib.pn_transport_pending(self.transport) < 0)
+            self.input_closed and lib.pn_transport_pending(self.transport) < 0
+        )
 
     def tick(self, now_ms: int) -> int:
         return int(lib.pn_transport_tick(self.transport, now_ms))

@@ -7,7 +7,7 @@ classes, and no more parsing of a message than routing needs.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, Dict, Optional, Set
+from typing import Any, Callable, Dict, Set
 
 from ..core.address_table import MULTICAST, AddressTable
 from ..core.forwarder import Forwarder
@@ -93,8 +93,13 @@ class DeliveryAdaptor:
                 return
             address = link.address
             size = pending(delivery)
-            if (address is None or not address.consumers or address.distribution == multicast
-                    or size > 65536 or aborted(delivery)):
+            if (
+                address is None
+                or not address.consumers
+                or address.distribution == multicast
+                or size > 65536
+                or aborted(delivery)
+            ):
                 general_receive(link, delivery)
                 return
             handle = link.handle
@@ -157,7 +162,7 @@ class DeliveryAdaptor:
         elif lib.pn_delivery_updated(delivery):
             self._consumer_disposition(link, delivery)
 
-    def _receive(self, link: CoreLink, delivery: Any, raw: Optional[bytes] = None) -> None:
+    def _receive(self, link: CoreLink, delivery: Any, raw: bytes | None = None) -> None:
         """Any complete incoming message; ``raw`` when the fast path already read it."""
         handle = link.handle
         if raw is None:
@@ -189,7 +194,7 @@ class DeliveryAdaptor:
         else:
             self.forwarder.forward(message, link.address)
 
-    def _inspect(self, link: CoreLink, message: InFlight) -> Optional[str]:
+    def _inspect(self, link: CoreLink, message: InFlight) -> str | None:
         """Routing address of an anonymous link's message, and the payload with client
         x-opt-qd annotations removed."""
         raw = message.raw
@@ -198,11 +203,22 @@ class DeliveryAdaptor:
         if ma_start >= 0:
             annotations = read_annotations(raw, ma_start, ma_end)
             to_override = annotations.to_override
-            if (to_override is not None or annotations.ingress is not None or annotations.trace is not None
-                    or annotations.phase is not None or annotations.has_other_qd_keys):
-                message.payload = rewrite_annotations(raw, ma_start, ma_end, strip_qd=True,
-                                                      keep_to_override=False, ingress=None,
-                                                      trace_append=None)
+            if (
+                to_override is not None
+                or annotations.ingress is not None
+                or annotations.trace is not None
+                or annotations.phase is not None
+                or annotations.has_other_qd_keys
+            ):
+                message.payload = rewrite_annotations(
+                    raw,
+                    ma_start,
+                    ma_end,
+                    strip_qd=True,
+                    keep_to_override=False,
+                    ingress=None,
+                    trace_append=None,
+                )
         if not link.anonymous:
             return link.address_key
         if to_override is not None:
@@ -213,9 +229,15 @@ class DeliveryAdaptor:
         """The message for a consumer that keeps router annotations: ingress and trace set."""
         raw = message.raw
         ma_start, ma_end, _ = find_sections(raw)
-        return rewrite_annotations(raw, ma_start, ma_end, strip_qd=message.in_link.strip_in,
-                                   keep_to_override=True, ingress=self.router_id,
-                                   trace_append=self.router_id)
+        return rewrite_annotations(
+            raw,
+            ma_start,
+            ma_end,
+            strip_qd=message.in_link.strip_in,
+            keep_to_override=True,
+            ingress=self.router_id,
+            trace_append=self.router_id,
+        )
 
     def _producer_settled(self, link: CoreLink, delivery: Any) -> None:
         """The producer settled first (it no longer cares): settle downstream too."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 from ..core.links import CoreLink
 from .connection import AmqpConnection
@@ -33,8 +33,12 @@ class EndpointHandler:
             connection.remote_container = c_string(lib.pn_connection_remote_container(pn_connection))
             connection.user = c_string(lib.pn_transport_get_user(connection.transport))
             lib.pn_connection_open(pn_connection)
-            log.info("Connection %d opened from %s (container %s)", connection.identity,
-                     connection.peer, connection.remote_container)
+            log.info(
+                "Connection %d opened from %s (container %s)",
+                connection.identity,
+                connection.peer,
+                connection.remote_container,
+            )
 
     def connection_closed(self, pn_connection: Any) -> None:
         connection = self.connections.get(pn_connection)
@@ -77,8 +81,16 @@ class EndpointHandler:
         settings = connection.settings
         if lib.pn_link_is_receiver(pn_link):
             key = terminus_address(lib.pn_link_remote_target(pn_link))
-            link = CoreLink(next(self._link_ids), name, True, key, connection, pn_link,
-                            settings.strip_in, settings.strip_out)
+            link = CoreLink(
+                next(self._link_ids),
+                name,
+                True,
+                key,
+                connection,
+                pn_link,
+                settings.strip_in,
+                settings.strip_out,
+            )
             self._register(connection, link)
             lib.pn_link_open(pn_link)
             self.forwarder.producer_attached(link)
@@ -86,21 +98,32 @@ class EndpointHandler:
         else:
             key = self._consumer_address(pn_link)
             if key is None:
-                set_condition(lib.pn_link_condition(pn_link), "amqp:invalid-field",
-                              "A receiving link needs a source address or a dynamic source")
+                set_condition(
+                    lib.pn_link_condition(pn_link),
+                    "amqp:invalid-field",
+                    "A receiving link needs a source address or a dynamic source",
+                )
                 lib.pn_link_open(pn_link)
                 lib.pn_link_close(pn_link)
                 self.adaptor.dirty.add(connection)
                 return
-            link = CoreLink(next(self._link_ids), name, False, key, connection, pn_link,
-                            settings.strip_in, settings.strip_out)
+            link = CoreLink(
+                next(self._link_ids),
+                name,
+                False,
+                key,
+                connection,
+                pn_link,
+                settings.strip_in,
+                settings.strip_out,
+            )
             self._register(connection, link)
             lib.pn_link_open(pn_link)
             self.forwarder.consumer_attached(link)
             log.debug("Consumer link %s attached to %s", name, key)
         self.adaptor.dirty.add(connection)
 
-    def _consumer_address(self, pn_link: Any) -> Optional[str]:
+    def _consumer_address(self, pn_link: Any) -> str | None:
         remote_source = lib.pn_link_remote_source(pn_link)
         if lib.pn_terminus_is_dynamic(remote_source):
             # Routable from anywhere in a mesh: _topo addresses name this router.

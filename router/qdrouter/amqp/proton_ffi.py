@@ -7,11 +7,11 @@ docs/architecture.md).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from cproton_ffi import ffi, lib
 
-__all__ = ["NULL", "ffi", "lib", "c_string", "terminus_address"]
+__all__ = ["NULL", "c_string", "ffi", "lib", "terminus_address"]
 
 NULL: Any = ffi.NULL
 
@@ -45,14 +45,14 @@ LOCAL_CLOSED: int = lib.PN_LOCAL_CLOSED
 EOS: int = lib.PN_EOS
 
 
-def c_string(pointer: Any) -> Optional[str]:
+def c_string(pointer: Any) -> str | None:
     """A C string from proton as str, or None for NULL."""
     if not pointer:
         return None
-    return ffi.string(pointer).decode("utf-8", "replace")  # type: ignore[no-any-return]
+    return str(ffi.string(pointer).decode("utf-8", "replace"))
 
 
-def terminus_address(terminus: Any) -> Optional[str]:
+def terminus_address(terminus: Any) -> str | None:
     return c_string(lib.pn_terminus_get_address(terminus))
 
 

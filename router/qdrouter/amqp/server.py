@@ -45,7 +45,9 @@ class AmqpServer:
         self._next_tick = 0.0
         self._handlers: Dict[int, Callable[[Any], None]] = {
             pn.CONNECTION_REMOTE_OPEN: lambda e: self.endpoints.connection_opened(lib.pn_event_connection(e)),
-            pn.CONNECTION_REMOTE_CLOSE: lambda e: self.endpoints.connection_closed(lib.pn_event_connection(e)),
+            pn.CONNECTION_REMOTE_CLOSE: lambda e: self.endpoints.connection_closed(
+                lib.pn_event_connection(e)
+            ),
             pn.SESSION_REMOTE_OPEN: lambda e: self.endpoints.session_opened(lib.pn_event_session(e)),
             pn.SESSION_REMOTE_CLOSE: lambda e: self.endpoints.session_closed(lib.pn_event_session(e)),
             pn.LINK_REMOTE_OPEN: lambda e: self.endpoints.link_opened(lib.pn_event_link(e)),
@@ -67,8 +69,9 @@ class AmqpServer:
             sock.bind(address)
         except OSError as error:
             sock.close()
-            raise ListenerError(f"listener {settings.name}: cannot listen on {host}:{port}: "
-                                f"{error.strerror}") from None
+            raise ListenerError(
+                f"listener {settings.name}: cannot listen on {host}:{port}: {error.strerror}"
+            ) from None
         sock.listen(128)
         sock.setblocking(False)
         self.listeners[sock.fileno()] = (sock, settings)
@@ -90,8 +93,9 @@ class AmqpServer:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             peer_text = f"{peer[0]}:{peer[1]}"
-            connection = AmqpConnection(next(self._ids), sock, peer_text, settings, self.collector,
-                                        self.router_id)
+            connection = AmqpConnection(
+                next(self._ids), sock, peer_text, settings, self.collector, self.router_id
+            )
             self.endpoints.connections[connection.pn_connection] = connection
             self.by_fd[connection.fileno] = connection
             self.selector.register(sock, selectors.EVENT_READ)
@@ -223,8 +227,11 @@ class AmqpServer:
         transport = lib.pn_event_transport(event)
         condition = lib.pn_transport_condition(transport)
         if lib.pn_condition_is_set(condition):
-            log.info("Connection error: %s: %s", pn.c_string(lib.pn_condition_get_name(condition)),
-                     pn.c_string(lib.pn_condition_get_description(condition)))
+            log.info(
+                "Connection error: %s: %s",
+                pn.c_string(lib.pn_condition_get_name(condition)),
+                pn.c_string(lib.pn_condition_get_description(condition)),
+            )
 
     def _tick(self, now: float) -> None:
         self._next_tick = now + TICK_INTERVAL_S

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Deque, Dict, Iterable, List, Optional, Tuple
+from typing import Deque, Dict, Iterable, List, Tuple
 
 from .links import CoreLink, InFlight
 
@@ -17,9 +17,15 @@ _SEPARATORS = "./"
 
 
 class AddressCounters:
-    __slots__ = ("deliveries_egress", "deliveries_from_container", "deliveries_ingress",
-                 "deliveries_to_container", "deliveries_transit", "dropped_presettled",
-                 "released_no_route")
+    __slots__ = (
+        "deliveries_egress",
+        "deliveries_from_container",
+        "deliveries_ingress",
+        "deliveries_to_container",
+        "deliveries_transit",
+        "dropped_presettled",
+        "released_no_route",
+    )
 
     def __init__(self) -> None:
         self.deliveries_ingress = 0
@@ -86,7 +92,7 @@ class AddressTable:
             self._addresses[key] = address
         return address
 
-    def find(self, key: str) -> Optional[Address]:
+    def find(self, key: str) -> Address | None:
         return self._addresses.get(key)
 
     def discard_if_unused(self, address: Address) -> None:

@@ -7,9 +7,7 @@ returns credit only when a message has been handed to a consumer (or given an ou
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Set
-
-from typing import Protocol
+from typing import Any, List, Protocol, Set
 
 from .address_table import MULTICAST, Address, AddressTable
 from .links import CoreLink, InFlight
@@ -30,7 +28,9 @@ class DeliveryIO(Protocol):
 
 
 class Forwarder:
-    def __init__(self, table: AddressTable, io: DeliveryIO, link_capacity: int = DEFAULT_LINK_CAPACITY) -> None:
+    def __init__(
+        self, table: AddressTable, io: DeliveryIO, link_capacity: int = DEFAULT_LINK_CAPACITY
+    ) -> None:
         self.table = table
         self.io = io
         self.link_capacity = link_capacity
@@ -46,7 +46,7 @@ class Forwarder:
             self._open_window(link)
 
     def producer_detached(self, link: CoreLink) -> None:
-        address: Optional[Address] = link.address
+        address: Address | None = link.address
         if address is not None:
             _remove(address.producers, link)
             self.table.discard_if_unused(address)
@@ -105,7 +105,7 @@ class Forwarder:
         link.outstanding -= 1
 
     # ---- messages ----------------------------------------------------------------------
-    def forward(self, message: InFlight, address: Optional[Address]) -> None:
+    def forward(self, message: InFlight, address: Address | None) -> None:
         """Route one message that arrived on ``message.in_link`` to ``address``."""
         message.in_link.credit -= 1
         if address is None or not address.consumers:
@@ -122,13 +122,13 @@ class Forwarder:
         self._send(link, message, message.settled)
         self._release_credit(message.in_link)
 
-    def _pick(self, address: Address) -> Optional[CoreLink]:
+    def _pick(self, address: Address) -> CoreLink | None:
         consumers = address.consumers
         count = len(consumers)
         start = address.next_index % count
         if address.distribution == MULTICAST:
             return None
-        best: Optional[CoreLink] = None
+        best: CoreLink | None = None
         if address.distribution == "closest":
             for offset in range(count):
                 candidate = consumers[(start + offset) % count]
@@ -181,7 +181,7 @@ class Forwarder:
         link.address.counters.deliveries_egress += 1
         self.io.transmit(link, message, presettled)
 
-    def _no_route(self, address: Optional[Address], message: InFlight) -> None:
+    def _no_route(self, address: Address | None, message: InFlight) -> None:
         in_link = message.in_link
         if message.settled:
             in_link.counters.dropped_presettled += 1

@@ -7,14 +7,22 @@ the core only stores them and hands them back.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Deque, Dict, Optional
+from typing import Any, Deque, Dict
 
 
 class InFlight:
     """One incoming message while the router holds it: queued, or sent and awaiting outcome."""
 
-    __slots__ = ("copies_pending", "delivery", "in_link", "out_delivery", "out_link", "payload", "raw",
-                 "settled")
+    __slots__ = (
+        "copies_pending",
+        "delivery",
+        "in_link",
+        "out_delivery",
+        "out_link",
+        "payload",
+        "raw",
+        "settled",
+    )
 
     def __init__(self, payload: bytes, raw: bytes, in_link: CoreLink, delivery: Any, settled: bool) -> None:
         # What consumers that strip the router's annotations receive...
@@ -25,7 +33,7 @@ class InFlight:
         # The incoming proton delivery, or None once settled upstream or its link is gone.
         self.delivery = delivery
         self.settled = settled
-        self.out_link: Optional[CoreLink] = None
+        self.out_link: CoreLink | None = None
         self.out_delivery: Any = None
         # Multicast copies still waiting in consumers' backlogs.
         self.copies_pending = 0
@@ -79,7 +87,7 @@ class CoreLink:
         identity: int,
         name: str,
         incoming: bool,
-        address_key: Optional[str],
+        address_key: str | None,
         connection: Any,
         handle: Any,
         strip_in: bool = True,
