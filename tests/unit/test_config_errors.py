@@ -133,6 +133,8 @@ def test_all_errors_are_collected_in_line_order() -> None:
                                            "inside section 'router' (opened at line 1); is a '}' "
                                            "missing?"),
     ("router {\n}\n}\n", "/etc/x.conf:3: syntax error: '}' without a section to close"),
+    ("mode: standalone\nrouter {\n}\n", "/etc/x.conf:1: syntax error: 'mode' is outside any section "
+                                         "(attributes belong inside 'section { ... }')"),
     ("router {\n  id:\n}\n", "/etc/x.conf:2: syntax error: 'id' has no value (write \"\" for an "
                              "empty string)"),
     ('router {\n  id: "A\n}\n', "/etc/x.conf:2: syntax error: unterminated or malformed "

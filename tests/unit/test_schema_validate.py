@@ -128,8 +128,12 @@ def test_cross_attribute_rules() -> None:
 def test_router_id_and_port_and_log_rules() -> None:
     rid = validate_attributes(entity_type("router"), {"id": "two words"})
     assert "is not a valid router id" in rid.problems[0].message
-    port = validate_attributes(entity_type("listener"), {"port": "70000"})
-    assert "is not a port number" in port.problems[0].message
+    for bad in ("70000", "-5", "56 72"):
+        port = validate_attributes(entity_type("listener"), {"port": bad})
+        assert port.problems[0].message == (
+            f"attribute 'port': {bad!r} is not a port number (0 to 65535) or service name")
+    assert validate_attributes(entity_type("listener"), {"port": "amqps"}).ok
+    assert validate_attributes(entity_type("connector"), {"port": 0}).ok
     cost = validate_attributes(entity_type("connector"), {"cost": 0})
     assert "at least 1" in cost.problems[0].message
     levels = validate_attributes(entity_type("log"), {"module": "DEFAULT", "enable": "info+,lots"})

@@ -100,6 +100,9 @@ class _Parser:
                 self.fail(f"expected a section name, found {self.shown()}")
             self.pos = m.end()
             self.skip_blank()
+            if self.peek() == ":":
+                self.fail(f"{m.group()!r} is outside any section (attributes belong inside "
+                          f"'section {{ ... }}')", start)
             if self.peek() != "{":
                 self.fail(f"expected '{{' after section name {m.group()!r}, found {self.shown()}")
             entries = self.entries(f"section {m.group()!r}")

@@ -13,6 +13,7 @@ from .types import EntityTypeDef
 #: Policy examples name a vhost only by its `name`; that name is the hostname it governs.
 FALLBACKS: Mapping[str, Mapping[str, str]] = {"vhost": {"hostname": "name"}}
 
+_SERVICE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9._-]*")
 _LOG_LEVEL = re.compile(r"(trace|debug|info|notice|warning|error|critical)\+?")
 
 Written = Mapping[str, str]
@@ -47,9 +48,10 @@ def _router_id(attrs: Mapping[str, object], written: Written) -> list[Problem]:
 def _port_and_cost(attrs: Mapping[str, object], written: Written) -> list[Problem]:
     problems = []
     port = attrs.get("port")
-    if isinstance(port, str) and port.isdigit() and int(port) > 65535:
-        problems.append(Problem(f"attribute {_name(written, 'port')!r}: {port} is not a port number "
-                                f"(0 to 65535)", _name(written, "port")))
+    if isinstance(port, str) and not (_SERVICE_NAME.fullmatch(port) or
+                                      (port.isdigit() and int(port) <= 65535)):
+        problems.append(Problem(f"attribute {_name(written, 'port')!r}: {port!r} is not a port number "
+                                f"(0 to 65535) or service name", _name(written, "port")))
     cost = attrs.get("cost")
     if isinstance(cost, int) and cost < 1:
         problems.append(Problem(f"attribute {_name(written, 'cost')!r}: the cost must be at least 1",
