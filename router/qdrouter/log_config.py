@@ -72,7 +72,7 @@ class _QdFormatter(logging.Formatter):
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds))
         micros = int((seconds - int(seconds)) * 1_000_000)
         module = record.name.rsplit(".", 1)[-1] if record.name != ROOT else "DEFAULT"
-        text = f"{stamp}.{micros:06d} +0000 {module} ({record.levelname}) {record.getMessage()}"
+        text = f"{stamp}.{micros:06d} +0000 {module} ({record.levelname.lower()}) {record.getMessage()}"
         if record.exc_info:
             text += "\n" + self.formatException(record.exc_info)
         return text

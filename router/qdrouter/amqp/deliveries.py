@@ -20,7 +20,7 @@ from .message_sections import (
     read_to,
     rewrite_annotations,
 )
-from .proton_ffi import ffi, lib
+from .proton_ffi import ffi, lib, normalize_address
 
 _QD_PREFIX = b"x-opt-qd."
 
@@ -222,8 +222,8 @@ class DeliveryAdaptor:
         if not link.anonymous:
             return link.address_key
         if to_override is not None:
-            return to_override
-        return read_to(raw, props_start)
+            return normalize_address(to_override)
+        return normalize_address(read_to(raw, props_start))
 
     def _annotated(self, message: InFlight) -> bytes:
         """The message for a consumer that keeps router annotations: ingress and trace set."""

@@ -52,8 +52,15 @@ def c_string(pointer: Any) -> str | None:
     return str(ffi.string(pointer).decode("utf-8", "replace"))
 
 
+def normalize_address(address: str | None) -> str | None:
+    """Addresses may carry qdrouterd's `amqp:/` scheme prefix; routing ignores it."""
+    if address is not None and address.startswith("amqp:/"):
+        return address[6:]
+    return address
+
+
 def terminus_address(terminus: Any) -> str | None:
-    return c_string(lib.pn_terminus_get_address(terminus))
+    return normalize_address(c_string(lib.pn_terminus_get_address(terminus)))
 
 
 def set_condition(condition: Any, name: str, description: str) -> None:
