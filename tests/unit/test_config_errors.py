@@ -95,6 +95,15 @@ def test_duplicate_names() -> None:
         "/etc/x.conf:7: listener: name 'b' is already used by the connector at line 4"]
 
 
+def test_references_to_missing_sections() -> None:
+    text = ROUTER + ("listener {\n  ssl-profile: tls\n  saslPlugin: auth\n}\n"
+                     "connector {\n  sslProfile: ok\n}\nsslProfile {\n  name: ok\n}\n")
+    assert errors(text) == [
+        "/etc/x.conf:5: listener: attribute 'ssl-profile': there is no sslProfile named 'tls'",
+        "/etc/x.conf:6: listener: attribute 'saslPlugin': there is no authServicePlugin named 'auth'",
+    ]
+
+
 def test_cross_attribute_rule_points_at_attribute() -> None:
     assert errors(ROUTER + "address {\n    prefix: a\n    pattern: a/#\n}\n") == [
         "/etc/x.conf:6: address: give either 'prefix' or 'pattern', not both"]

@@ -28,6 +28,14 @@ REMOVED_SECTIONS = {
 }
 
 
+# Attributes that name another entity of the file: section -> (attribute, section referred to).
+_REFERENCES = {
+    "listener": (("sslProfile", "sslProfile"), ("saslPlugin", "authServicePlugin")),
+    "connector": (("sslProfile", "sslProfile"),),
+    "authServicePlugin": (("sslProfile", "sslProfile"),),
+}
+
+
 @dataclass
 class ConfigEntity:
     """One entity from the config file, ready to be created."""
@@ -84,7 +92,7 @@ class _Builder:
     def __init__(self, source: str) -> None:
         self.source = source
         self.entities: list[ConfigEntity] = []
-        self.lines: list[int | None] = []
+        self.raw: list[RawSection] = []  # the section each entity came from
         self.problems: list[ConfigProblem] = []
 
     def _problem_line(self, section: RawSection, p: Problem) -> int | None:
@@ -119,10 +127,15 @@ class _Builder:
             source=f"{self.source}:{section.line}",
             warnings=[str(self._format(section, label, w)) for w in checked.warnings],
         ))
-        self.lines.append(section.line)
+        self.raw.append(section)
 
     def check_whole_file(self, sections: list[RawSection]) -> None:
-        """Rules spanning entities: singletons, unique names, a router section present."""
+        """Rules spanning entities: singletons, a router present, unique names, references."""
+        self._check_singletons(sections)
+        self._check_names()
+        self._check_references()
+
+    def _check_singletons(self, sections: list[RawSection]) -> None:
         first_line: dict[str, int | None] = {}
         has_router = False
         for section in sections:
@@ -142,18 +155,36 @@ class _Builder:
         if not has_router:
             self.problems.append(ConfigProblem(
                 self.source, None, None, "no 'router' section: a config needs exactly one"))
+
+    def _check_names(self) -> None:
         named: dict[str, tuple[str, int | None]] = {}
-        for entity, line in zip(self.entities, self.lines):
+        for entity, section in zip(self.entities, self.raw):
             name = entity.attributes.get("name")
             if not isinstance(name, str):
                 continue
             if name in named:
                 other, other_line = named[name]
                 self.problems.append(ConfigProblem(
-                    self.source, line, entity.section,
+                    self.source, section.line, entity.section,
                     f"name {name!r} is already used by the {other} at line {other_line}"))
             else:
-                named[name] = (entity.section, line)
+                named[name] = (entity.section, section.line)
+
+    def _check_references(self) -> None:
+        """Attributes naming another section of the file must name one that exists."""
+        names: dict[str, set[object]] = {}
+        for entity in self.entities:
+            names.setdefault(entity.section, set()).add(entity.attributes.get("name"))
+        for entity, section in zip(self.entities, self.raw):
+            for attr, target in _REFERENCES.get(entity.section, ()):
+                value = entity.attributes.get(attr)
+                if value is None or value in names.get(target, ()):
+                    continue
+                written = next((e.key for e in section.entries
+                                if entity.type.resolve_attribute(e.key) is entity.type.attributes[attr]),
+                               attr)
+                problem = Problem(f"attribute {written!r}: there is no {target} named {value!r}", written)
+                self.problems.append(self._format(section, entity.section, problem))
 
 
 def parse_config_text(text: str, source_name: str) -> list[ConfigEntity]:
