@@ -9,6 +9,8 @@ from typing import Any, Dict
 from .proton_ffi import ffi, lib
 
 IO_BUFFER_SIZE = 256 * 1024
+# Bytes read from one connection per loop turn, so one busy peer cannot starve the others.
+READ_BUDGET = 256 * 1024
 
 
 class ListenerSettings:
@@ -93,27 +95,39 @@ class AmqpConnection:
         lib.pn_transport_bind(transport, self.pn_connection)
 
     def read(self) -> bool:
-        """Move what the socket has into the transport. False once input is over."""
+        """Move what the socket has into the transport. False once input is over.
+
+        Proton's input buffer holds only a frame or two, and each push processes what it
+        got; so read until the socket is empty (within a budget), making each loop turn
+        handle a large batch of messages with one write per peer."""
         transport = self.transport
-        capacity = lib.pn_transport_capacity(transport)
-        if capacity < 0:
-            self.input_closed = True
-            return False
-        if capacity == 0:
-            return True
-        if capacity > IO_BUFFER_SIZE:
-            capacity = IO_BUFFER_SIZE
-        try:
-            count = self.sock.recv_into(self._read_view[:capacity])
-        except (BlockingIOError, InterruptedError):
-            return True
-        except OSError:
-            count = 0
-        if count == 0:
-            self.input_closed = True
-            lib.pn_transport_close_tail(transport)
-            return False
-        lib.pn_transport_push(transport, self._read_pointer, count)
+        view = self._read_view
+        pointer = self._read_pointer
+        recv_into = self.sock.recv_into
+        budget = READ_BUDGET
+        while budget > 0:
+            capacity = lib.pn_transport_capacity(transport)
+            if capacity < 0:
+                self.input_closed = True
+                return False
+            if capacity == 0:
+                return True
+            if capacity > IO_BUFFER_SIZE:
+                capacity = IO_BUFFER_SIZE
+            try:
+                count = recv_into(view[:capacity])
+            except (BlockingIOError, InterruptedError):
+                return True
+            except OSError:
+                count = 0
+            if count == 0:
+                self.input_closed = True
+                lib.pn_transport_close_tail(transport)
+                return False
+            lib.pn_transport_push(transport, pointer, count)
+            if count < capacity:
+                return True
+            budget -= count
         return True
 
     def write(self) -> None:

@@ -35,6 +35,10 @@ class DeliveryAdaptor:
         self.links: Dict[Any, CoreLink] = {}
         # Connections with output to flush at the end of this loop turn.
         self.dirty: Set[Any] = set()
+        # (consumer link, payload, InFlight or None when pre-settled), in decision order.
+        self.pending_sends: list[tuple[CoreLink, bytes, InFlight | None]] = []
+        # (message, outcome) to give to producers' deliveries, settling them.
+        self.pending_outcomes: list[tuple[InFlight, int]] = []
         self._buffer = bytearray(1024 * 1024)
         self._view = memoryview(self._buffer)
         self._pointer = ffi.from_buffer(self._buffer)
@@ -44,6 +48,7 @@ class DeliveryAdaptor:
         self._tag.start = self._tag_pointer
         self._tag.size = 8
         self._tag_count = 0
+        self.flush_pending = self.sends_flusher()
 
     # ---- events ------------------------------------------------------------------------
     def delivery_handler(self) -> Callable[[Any], None]:
@@ -62,20 +67,15 @@ class DeliveryAdaptor:
         advance = lib.pn_link_advance
         is_settled = lib.pn_delivery_settled
         settle = lib.pn_delivery_settle
-        new_delivery = lib.pn_delivery
-        send = lib.pn_link_send
         updated = lib.pn_delivery_updated
-        pack_tag = struct.Struct("<Q").pack_into
-        tag_buffer = self._tag_buffer
-        tag = self._tag[0]
-        dirty_add = self.dirty.add
         forwarder = self.forwarder
         forward = forwarder.forward
         credit_dirty_add = forwarder.credit_dirty.add
         general_receive = self._receive
         producer_settled = self._producer_settled
-        consumer_disposition = self._consumer_disposition
+        consumer_disposition = self._disposition_handler()
         qd_prefix = _QD_PREFIX
+        pending_append = self.pending_sends.append
         multicast = MULTICAST
         state = self
 
@@ -123,44 +123,23 @@ class DeliveryAdaptor:
                     message = InFlight(raw, raw, link, None, True)
                 forward(message, address)
                 return
-            # Inline anycast send: the same steps as Forwarder._send + transmit.
+            # Inline anycast decision: the same steps as Forwarder._send, with the proton
+            # send deferred to flush_sends like every other send.
             out.credit -= 1
             counters = out.counters
             counters.delivered += 1
             address.counters.deliveries_ingress += 1
             address.counters.deliveries_egress += 1
-            out_handle = out.handle
-            state._tag_count += 1
-            pack_tag(tag_buffer, 0, state._tag_count)
-            sent = new_delivery(out_handle, tag)
-            send(out_handle, raw, count)
-            advance(out_handle)
             if message is None:
                 counters.presettled += 1
-                settle(sent)
             else:
                 out.outstanding += 1
-                message.out_link = out
-                message.out_delivery = sent
-                out.unsettled[sent] = message
-            dirty_add(out.connection)
+            pending_append((out, raw, message))
             # The producer's credit comes straight back: its message has left the router.
             link.owed_credit += 1
             credit_dirty_add(link)
 
         return on_delivery
-
-    def on_delivery(self, delivery: Any) -> None:
-        link = self.links.get(lib.pn_delivery_link(delivery))
-        if link is None:
-            return
-        if link.incoming:
-            if lib.pn_delivery_readable(delivery) and not lib.pn_delivery_partial(delivery):
-                self._receive(link, delivery)
-            elif lib.pn_delivery_settled(delivery):
-                self._producer_settled(link, delivery)
-        elif lib.pn_delivery_updated(delivery):
-            self._consumer_disposition(link, delivery)
 
     def _receive(self, link: CoreLink, delivery: Any, raw: bytes | None = None) -> None:
         """Any complete incoming message; ``raw`` when the fast path already read it."""
@@ -255,32 +234,45 @@ class DeliveryAdaptor:
                 self.dirty.add(out_link.connection)
             message.out_delivery = None
 
-    def _consumer_disposition(self, link: CoreLink, delivery: Any) -> None:
-        message = link.unsettled.get(delivery)
-        state = lib.pn_delivery_remote_state(delivery)
-        settled = lib.pn_delivery_settled(delivery)
-        in_delivery = message.delivery if message is not None else None
-        if in_delivery is not None and state:
-            _copy_disposition(delivery, in_delivery, state)
-            lib.pn_delivery_update(in_delivery, state)
-        if not settled:
+    def _disposition_handler(self) -> Callable[[CoreLink, Any], None]:
+        """A consumer updated or settled one of our deliveries: copy its outcome to the
+        producer's delivery. Settling the producer's side is deferred to flush (see
+        sends_flusher) so both connections' work is batched."""
+        remote_state = lib.pn_delivery_remote_state
+        is_settled = lib.pn_delivery_settled
+        settle = lib.pn_delivery_settle
+        update = lib.pn_delivery_update
+        outcomes_append = self.pending_outcomes.append
+        dirty_add = self.dirty.add
+        accepted = ACCEPTED
+
+        def consumer_disposition(link: CoreLink, delivery: Any) -> None:
+            message = link.unsettled.get(delivery)
+            state = remote_state(delivery)
+            if message is None:
+                if is_settled(delivery):
+                    settle(delivery)
+                return
+            in_delivery = message.delivery
+            if state and state != accepted and in_delivery is not None:
+                _copy_disposition(delivery, in_delivery, state)
+            if not is_settled(delivery):
+                if state and in_delivery is not None:
+                    update(in_delivery, state)
+                    dirty_add(message.in_link.connection)
+                return
+            settle(delivery)
+            del link.unsettled[delivery]
+            message.out_delivery = None
+            link.outstanding -= 1
+            if state == accepted:
+                link.counters.accepted += 1
+            else:
+                _count_outcome(link, state)
             if in_delivery is not None:
-                self.dirty.add(message.in_link.connection)  # type: ignore[union-attr]
-            return
-        lib.pn_delivery_settle(delivery)
-        if message is None:
-            return
-        del link.unsettled[delivery]
-        message.out_delivery = None
-        self.forwarder.consumer_settled(link)
-        _count_outcome(link, state)
-        if in_delivery is not None:
-            message.delivery = None
-            in_link = message.in_link
-            in_link.unsettled.pop(in_delivery, None)
-            _count_outcome(in_link, state)
-            lib.pn_delivery_settle(in_delivery)
-            self.dirty.add(in_link.connection)
+                outcomes_append((message, state))
+
+        return consumer_disposition
 
     def on_flow(self, link: CoreLink) -> None:
         if link.incoming:
@@ -288,26 +280,80 @@ class DeliveryAdaptor:
         handle = link.handle
         self.forwarder.consumer_credit(link, lib.pn_link_credit(handle))
         if link.credit > 0 and lib.pn_link_get_drain(handle):
+            # Drained means "nothing more to send": the sends just decided must go first.
+            self.flush_pending()
             lib.pn_link_drained(handle)
             link.credit = lib.pn_link_credit(handle)
         self.dirty.add(link.connection)
 
     # ---- DeliveryIO --------------------------------------------------------------------
     def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
-        handle = link.handle
-        self._tag_count += 1
-        struct.pack_into("<Q", self._tag_buffer, 0, self._tag_count)
-        delivery = lib.pn_delivery(handle, self._tag[0])
         payload = message.payload if link.strip_out else self._annotated(message)
-        lib.pn_link_send(handle, payload, len(payload))
-        lib.pn_link_advance(handle)
-        if presettled:
-            lib.pn_delivery_settle(delivery)
-        else:
-            message.out_link = link
-            message.out_delivery = delivery
-            link.unsettled[delivery] = message
-        self.dirty.add(link.connection)
+        self.pending_sends.append((link, payload, None if presettled else message))
+
+    def sends_flusher(self) -> Callable[[], None]:
+        """Proton sends, batched at the end of each run of delivery events.
+
+        Deferring them keeps proton from queueing a PN_TRANSPORT event per message (it
+        drops an event equal to the last one queued), and every send goes through this one
+        list, so messages keep their order per link whichever path chose the link. The
+        event loop flushes before any event other than a delivery, so the core's view and
+        proton's never disagree when credit, detach or close events are handled."""
+        pending = self.pending_sends
+        new_delivery = lib.pn_delivery
+        send = lib.pn_link_send
+        advance = lib.pn_link_advance
+        settle = lib.pn_delivery_settle
+        pack_tag = struct.Struct("<Q").pack_into
+        tag_buffer = self._tag_buffer
+        tag = self._tag[0]
+        dirty_add = self.dirty.add
+        finish_incoming = self.finish_incoming
+        outcomes = self.pending_outcomes
+        update = lib.pn_delivery_update
+        accepted = ACCEPTED
+        state = self
+
+        def flush_sends() -> None:
+            count = state._tag_count
+            for link, payload, message in pending:
+                handle = link.handle
+                if handle is None:
+                    # The consumer left before the send: nothing reached it.
+                    if message is not None:
+                        finish_incoming(message, RELEASED)
+                    continue
+                count += 1
+                pack_tag(tag_buffer, 0, count)
+                delivery = new_delivery(handle, tag)
+                send(handle, payload, len(payload))
+                advance(handle)
+                if message is None:
+                    settle(delivery)
+                else:
+                    message.out_link = link
+                    message.out_delivery = delivery
+                    link.unsettled[delivery] = message
+                dirty_add(link.connection)
+            state._tag_count = count
+            pending.clear()
+            for message, outcome in outcomes:
+                delivery = message.delivery
+                if delivery is None:
+                    continue  # the producer settled first, or left
+                message.delivery = None
+                in_link = message.in_link
+                del in_link.unsettled[delivery]
+                update(delivery, outcome)
+                settle(delivery)
+                if outcome == accepted:
+                    in_link.counters.accepted += 1
+                else:
+                    _count_outcome(in_link, outcome)
+                dirty_add(in_link.connection)
+            outcomes.clear()
+
+        return flush_sends
 
     def finish_incoming(self, message: InFlight, outcome: int) -> None:
         delivery = message.delivery
@@ -334,11 +380,24 @@ class DeliveryAdaptor:
         self.forwarder._release_credit(message.in_link)
 
     def flush_credit(self) -> None:
-        for link in self.forwarder.take_credit():
-            if link.handle is not None and link.owed_credit > 0:
-                lib.pn_link_flow(link.handle, link.owed_credit)
-                self.dirty.add(link.connection)
+        """Return owed credit in batches of at least an eighth of the window, or at once when
+        the producer is nearly out: fewer, larger flow frames mean fewer, larger writes
+        from the producer, which is what keeps per-message syscall cost down."""
+        forwarder = self.forwarder
+        batch = max(1, forwarder.link_capacity // 8)
+        held_back = []
+        for link in forwarder.take_credit():
+            owed = link.owed_credit
+            if link.handle is None or owed <= 0:
+                link.owed_credit = 0
+                continue
+            if owed < batch and link.credit - owed > batch:
+                held_back.append(link)
+                continue
+            lib.pn_link_flow(link.handle, owed)
             link.owed_credit = 0
+            self.dirty.add(link.connection)
+        forwarder.credit_dirty.update(held_back)
 
     def _grow(self, size: int) -> None:
         self._buffer = bytearray(max(size, 2 * len(self._buffer)))

@@ -42,6 +42,7 @@ class AmqpServer:
         self._deadline = 0.0
         self._released: List[AmqpConnection] = []
         self._on_delivery = self.adaptor.delivery_handler()
+        self._flush_sends = self.adaptor.flush_pending
         self._next_tick = 0.0
         self._handlers: Dict[int, Callable[[Any], None]] = {
             pn.CONNECTION_REMOTE_OPEN: lambda e: self.endpoints.connection_opened(lib.pn_event_connection(e)),
@@ -147,6 +148,9 @@ class AmqpServer:
         transport_type = pn.TRANSPORT
         links = adaptor.links
         handlers = self._handlers
+        pending_sends = adaptor.pending_sends
+        pending_outcomes = adaptor.pending_outcomes
+        flush_sends = self._flush_sends
         while True:
             event = peek(collector)
             while event:
@@ -155,16 +159,21 @@ class AmqpServer:
                     pass
                 elif kind == delivery_type:
                     on_delivery(event_delivery(event))
-                elif kind == flow_type:
-                    link = links.get(lib.pn_event_link(event))
-                    if link is not None:
-                        adaptor.on_flow(link)
                 else:
-                    handler = handlers.get(kind)
-                    if handler is not None:
-                        handler(event)
+                    if pending_sends or pending_outcomes:
+                        flush_sends()
+                    if kind == flow_type:
+                        link = links.get(lib.pn_event_link(event))
+                        if link is not None:
+                            adaptor.on_flow(link)
+                    else:
+                        handler = handlers.get(kind)
+                        if handler is not None:
+                            handler(event)
                 pop(collector)
                 event = peek(collector)
+            if pending_sends or pending_outcomes:
+                flush_sends()
             adaptor.flush_credit()
             if not adaptor.dirty:
                 break
