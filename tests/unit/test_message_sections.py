@@ -8,6 +8,7 @@ from typing import Any, cast
 
 import pytest
 from proton import UNDESCRIBED, Array, Data, Message, char, int32, symbol, ubyte, ulong
+
 from qdrouter.amqp.message_sections import (
     Annotations,
     MessageFormatError,

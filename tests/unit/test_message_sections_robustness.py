@@ -6,6 +6,7 @@ import random
 
 import pytest
 from proton import Message, int32, symbol
+
 from qdrouter.amqp.message_sections import (
     MessageFormatError,
     find_sections,
