@@ -144,3 +144,15 @@ def test_strip_default_listener_strips_on_ingress_too(router_factory: RouterFact
     ann = rcv.received[0].message.annotations or {}
     assert ann.get(symbol("x-opt-qd.ingress")) in _router_id_forms(router), ann
     assert "0/Fake" not in (ann.get(symbol("x-opt-qd.trace")) or []), ann
+
+
+def test_large_multi_frame_message_byte_identical(router: Router, net: Net) -> None:
+    """A 1 MiB message spans many transfer frames; it must arrive whole and unaltered."""
+    rcv = net.connect(router.url).receiver("ann.large")
+    snd = net.connect(router.url).sender("ann.large")
+    body = bytes((i * 7919) % 251 for i in range(1 << 20))
+    raw = Message(body=body, properties={"size": len(body)}).encode()
+    tag = snd.send_raw(raw)
+    net.wait(lambda: tag in snd.outcomes, 20, "the large message's outcome")
+    assert snd.outcomes[tag].state == ACCEPTED
+    assert bare_message(rcv.received[0].raw) == bare_message(raw)

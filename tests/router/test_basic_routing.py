@@ -153,3 +153,24 @@ def test_many_connections_each_get_their_own_messages(router: Router, net: Net) 
         snd.send(msg(f"m{i}"))
     net.wait(lambda: all(len(r.received) == 1 for r, _ in pairs), 10, "one message per connection")
     assert [r.bodies() for r, _ in pairs] == [[f"m{i}"] for i in range(10)]
+
+
+def test_targeted_sender_routes_by_link_address_not_to(router: Router, net: Net) -> None:
+    """A sender attached to a target address routes there whatever the message's 'to' says."""
+    c = net.connect(router.url)
+    link_addr = c.receiver("target.link")
+    to_addr = c.receiver("target.to-field")
+    snd = c.sender("target.link")
+    assert send_and_settle(net, snd, [msg("m", to="target.to-field")])[0].state == ACCEPTED
+    net.pump(0.2)
+    assert link_addr.bodies() == ["m"]
+    assert to_addr.received == []
+
+
+def test_anonymous_message_without_to_is_not_accepted(router: Router, net: Net) -> None:
+    c = net.connect(router.url)
+    c.receiver("anon.someone")
+    snd = c.sender(None)
+    out = send_and_settle(net, snd, [msg("no destination")], timeout=5)
+    assert out[0].state != ACCEPTED, "a message with no address cannot have been delivered"
+    assert out[0].state != 0, "the router must give a terminal outcome, not just settle"

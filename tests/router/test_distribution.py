@@ -132,3 +132,17 @@ def test_longest_prefix_match_selects_distribution(router_factory: RouterFactory
     for r in fan:
         assert r.bodies() == [f"f{i}" for i in range(5)]
     assert sorted(b for r in one for b in r.bodies()) == [f"s{i}" for i in range(5)]
+
+
+def test_multicast_receiver_without_credit_does_not_block_others(router: Router, net: Net) -> None:
+    stuck = net.connect(router.url).receiver("multicast.stuck", credit=0)
+    ok = [net.connect(router.url).receiver("multicast.stuck") for _ in range(2)]
+    snd = net.connect(router.url).sender("multicast.stuck")
+    net.wait(lambda: snd.credit > 0, 10, "credit for the multicast sender")
+    for i in range(20):
+        snd.send(msg(i))
+    net.wait(lambda: all(len(r.received) == 20 for r in ok), 10, "copies at the receivers with credit")
+    assert stuck.received == []
+    stuck.flow(20)
+    net.wait(lambda: len(stuck.received) == 20, 10, "its copies once the stuck receiver grants credit")
+    assert stuck.bodies() == list(range(20))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .amqpclient import ACCEPTED, Net, msg, send_and_settle
+from .amqpclient import ACCEPTED, RELEASED, Net, msg, send_and_settle
 from .routerproc import Router
 
 
@@ -115,3 +115,17 @@ def test_receiver_credit_limits_deliveries(router: Router, net: Net) -> None:
     rcv.flow(5)
     net.wait(lambda: all(t in snd.outcomes for t in tags), 10, "remaining messages")
     assert rcv.bodies() == list(range(8))
+
+
+def test_messages_after_last_consumer_leaves_are_released(router: Router, net: Net) -> None:
+    """The sender still holds credit from when a consumer existed; once the consumer is
+    gone, further messages get 'released' promptly rather than hanging unsettled."""
+    rc = net.connect(router.url)
+    rcv = rc.receiver("flow.gone")
+    snd = net.connect(router.url).sender("flow.gone")
+    assert send_and_settle(net, snd, [msg("while present")])[0].state == ACCEPTED
+    assert rcv.bodies() == ["while present"]
+    rc.close()
+    net.pump(0.3)
+    outcomes = send_and_settle(net, snd, [msg(f"after {i}") for i in range(3)], timeout=5)
+    assert [o.state for o in outcomes] == [RELEASED] * 3

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import time
+from pathlib import Path
 
 from .amqpclient import ACCEPTED, Net, msg, send_and_settle
-from .routerproc import Router, RouterFactory, run_qdrouter
+from .routerproc import Router, RouterFactory, router_command, router_env, run_qdrouter
 
 
 def test_sigterm_exits_zero_promptly_and_clients_see_close(router: Router, net: Net) -> None:
@@ -76,3 +79,43 @@ def test_config_with_comments_and_brace_on_own_line(router_factory: RouterFactor
     send_and_settle(net, snd, [msg("to both")])
     net.wait(lambda: len(a.received) == 1 and len(b.received) == 1, 10, "a copy at each receiver")
 
+
+
+def _process_gone(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "\nState:\tZ" in status   # exited, waiting to be reaped by init
+
+
+def test_daemon_writes_pidfile_and_stops_on_sigterm(tmp_path: Path, net: Net) -> None:
+    """-d -P FILE: the command returns at once, the daemon serves, its pid is in FILE,
+    and SIGTERM to that pid stops it and removes FILE."""
+    r = Router(tmp_path)   # only for its config and port
+    pidfile = tmp_path / "qdrouterd.pid"
+    res = subprocess.run([*router_command(), "-c", str(r.config_path), "-d", "-P", str(pidfile)],
+                         capture_output=True, text=True, timeout=15, env=router_env(), cwd=str(tmp_path),
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stderr
+    deadline = time.monotonic() + 15
+    while not (pidfile.exists() and pidfile.read_text().strip() and Router._port_open(r.port)):
+        assert time.monotonic() < deadline, "daemon did not write its pid file and listen"
+        time.sleep(0.05)
+    pid = int(pidfile.read_text().strip())
+    try:
+        assert not _process_gone(pid)
+        c = net.connect(r.url)
+        rcv = c.receiver("life.daemon")
+        snd = c.sender("life.daemon")
+        send_and_settle(net, snd, [msg("daemonized")])
+        assert rcv.bodies() == ["daemonized"]
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while not _process_gone(pid):
+            assert time.monotonic() < deadline, "daemon did not exit within 5 s of SIGTERM"
+            net.pump(0.05)
+        assert not pidfile.exists(), "pid file left behind"
+    finally:
+        if not _process_gone(pid):
+            os.kill(pid, signal.SIGKILL)
