@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -94,6 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_config.configure(_log_settings(entities))
     except (log_config.LogSettingError, OSError) as error:
         return _fail(f"log: {error}")
+    config_log = logging.getLogger("qdrouter.CONFIG")
+    for entity in entities:
+        for warning in getattr(entity, "warnings", ()):
+            config_log.warning("%s", warning)
     try:
         router = Router(entities)
         router.start_listeners()
