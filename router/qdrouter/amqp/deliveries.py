@@ -48,6 +48,7 @@ class DeliveryAdaptor:
         self._tag.start = self._tag_pointer
         self._tag.size = 8
         self._tag_count = 0
+        self._settled_tag_pointer = ffi.new("char[]", b"s")
         self.flush_pending = self.sends_flusher()
 
     # ---- events ------------------------------------------------------------------------
@@ -62,12 +63,10 @@ class DeliveryAdaptor:
         readable = lib.pn_delivery_readable
         partial = lib.pn_delivery_partial
         pending = lib.pn_delivery_pending
-        aborted = lib.pn_delivery_aborted
         recv = lib.pn_link_recv
         advance = lib.pn_link_advance
         is_settled = lib.pn_delivery_settled
         settle = lib.pn_delivery_settle
-        updated = lib.pn_delivery_updated
         forwarder = self.forwarder
         forward = forwarder.forward
         credit_dirty_add = forwarder.credit_dirty.add
@@ -84,8 +83,8 @@ class DeliveryAdaptor:
             if link is None:
                 return
             if not link.incoming:
-                if updated(delivery):
-                    consumer_disposition(link, delivery)
+                # On our sending links proton only raises PN_DELIVERY for remote updates.
+                consumer_disposition(link, delivery)
                 return
             if partial(delivery) or not readable(delivery):
                 if is_settled(delivery):
@@ -98,12 +97,16 @@ class DeliveryAdaptor:
                 or not address.consumers
                 or address.distribution == multicast
                 or size > 65536
-                or aborted(delivery)
             ):
                 general_receive(link, delivery)
                 return
             handle = link.handle
             count = recv(handle, state._pointer, size)
+            if count < 0:
+                # PN_ABORTED (the producer gave up on a partial message) or PN_EOS.
+                advance(handle)
+                settle(delivery)
+                return
             raw = state._view[:count].tobytes()
             advance(handle)
             if qd_prefix in raw:
@@ -307,6 +310,7 @@ class DeliveryAdaptor:
         pack_tag = struct.Struct("<Q").pack_into
         tag_buffer = self._tag_buffer
         tag = self._tag[0]
+        settled_tag = ffi.new("pn_bytes_t *", (1, self._settled_tag_pointer))[0]
         dirty_add = self.dirty.add
         finish_incoming = self.finish_incoming
         outcomes = self.pending_outcomes
@@ -316,6 +320,7 @@ class DeliveryAdaptor:
 
         def flush_sends() -> None:
             count = state._tag_count
+            last_link = None
             for link, payload, message in pending:
                 handle = link.handle
                 if handle is None:
@@ -323,18 +328,24 @@ class DeliveryAdaptor:
                     if message is not None:
                         finish_incoming(message, RELEASED)
                     continue
-                count += 1
-                pack_tag(tag_buffer, 0, count)
-                delivery = new_delivery(handle, tag)
-                send(handle, payload, len(payload))
-                advance(handle)
                 if message is None:
+                    # Tags need only be unique among unsettled deliveries.
+                    delivery = new_delivery(handle, settled_tag)
+                    send(handle, payload, len(payload))
+                    advance(handle)
                     settle(delivery)
                 else:
+                    count += 1
+                    pack_tag(tag_buffer, 0, count)
+                    delivery = new_delivery(handle, tag)
+                    send(handle, payload, len(payload))
+                    advance(handle)
                     message.out_link = link
                     message.out_delivery = delivery
                     link.unsettled[delivery] = message
-                dirty_add(link.connection)
+                if link is not last_link:
+                    dirty_add(link.connection)
+                    last_link = link
             state._tag_count = count
             pending.clear()
             for message, outcome in outcomes:
