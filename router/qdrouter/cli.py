@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_config.configure(_log_settings(entities))
     except (log_config.LogSettingError, OSError) as error:
         return _fail(f"log: {error}")
-    config_log = logging.getLogger("qdrouter.CONFIG")
+    config_log = logging.getLogger("qdrouter.ROUTER")
     for entity in entities:
         for warning in getattr(entity, "warnings", ()):
             config_log.warning("%s", warning)

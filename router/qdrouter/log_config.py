@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import Dict, Iterable, Tuple
+from collections import deque
+from typing import Any, Deque, Dict, Iterable, List, Tuple
 
 TRACE = 5
 NOTICE = 25
@@ -22,23 +23,9 @@ LEVELS: Dict[str, int] = {
     "error": logging.ERROR,
     "critical": logging.CRITICAL,
 }
-MODULES = (
-    "DEFAULT",
-    "ROUTER",
-    "ROUTER_CORE",
-    "ROUTER_HELLO",
-    "ROUTER_LS",
-    "ROUTER_MA",
-    "MESSAGE",
-    "SERVER",
-    "AGENT",
-    "CONTAINER",
-    "CONFIG",
-    "ERROR",
-    "DISPATCH",
-    "POLICY",
-    "AUTHSERVICE",
-)
+MODULES = ("DEFAULT", "ROUTER", "ROUTER_CORE", "ROUTER_HELLO", "ROUTER_LS", "ROUTER_MA", "MESSAGE",
+           "SERVER", "AGENT", "AUTHSERVICE", "CONTAINER", "ERROR", "POLICY", "HTTP", "CONN_MGR",
+           "PYTHON", "PROTOCOL")
 ROOT = "qdrouter"
 
 
@@ -78,6 +65,22 @@ class _QdFormatter(logging.Formatter):
         return text
 
 
+class RecentLog(logging.Handler):
+    """The last records, for management's GET-LOG: [module, level, text, file, line, time]."""
+
+    def __init__(self, size: int = 1000) -> None:
+        super().__init__()
+        self.entries: Deque[List[Any]] = deque(maxlen=size)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        module = record.name.rsplit(".", 1)[-1] if record.name != ROOT else "DEFAULT"
+        self.entries.append([module, record.levelname.lower(), record.getMessage(), record.pathname,
+                             record.lineno, int(record.created)])
+
+
+RECENT = RecentLog()
+
+
 def configure(settings: Iterable[Tuple[str, str, str | None]] = ()) -> None:
     """Apply (module, enable, outputFile) triples; DEFAULT applies to every module."""
     root = logging.getLogger(ROOT)
@@ -93,3 +96,4 @@ def configure(settings: Iterable[Tuple[str, str, str | None]] = ()) -> None:
             handler = logging.StreamHandler(sys.stdout) if output == "stdout" else logging.FileHandler(output)
     handler.setFormatter(_QdFormatter())
     root.addHandler(handler)
+    root.addHandler(RECENT)

@@ -3,112 +3,107 @@
 from __future__ import annotations
 
 import logging
-import socket
-from typing import Any, Iterable, List, Sequence
+import time
+from typing import Any, Dict, List, Sequence
 
 from .amqp.connection import ListenerSettings
-from .amqp.server import AmqpServer
+from .amqp.server import AmqpServer, ListenerError
+from .config import port_number
 from .core.address_table import AddressTable
+from .log_config import MODULES
+from .management.agent import ManagementAgent
+from .management.config_effects import ConfigEffects
+from .management.config_store import ConfigStore, ManagedEntity
+from .management.status import ManagementStatus
+from .schema import entity_type
 
 log = logging.getLogger("qdrouter.ROUTER")
-
-# Config sections this release parses and validates but does not act on yet.
-NOT_YET_SUPPORTED = (
-    "connector",
-    "linkRoute",
-    "autoLink",
-    "policy",
-    "vhost",
-    "sslProfile",
-    "exchange",
-    "binding",
-    "authServicePlugin",
-    "console",
-)
 
 
 class RouterSetupError(Exception):
     """A configuration the router cannot run with; the message is for the user."""
 
 
-def service_port(port: Any, where: str) -> int:
-    text = str(port).strip()
-    if text.isdigit():
-        return int(text)
-    try:
-        return socket.getservbyname(text, "tcp")
-    except OSError:
-        if text == "amqp":
-            return 5672
-        if text == "amqps":
-            return 5671
-        raise RouterSetupError(f"{where}: attribute 'port': unknown port or service name {text!r}") from None
-
-
-def section_of(entity: Any) -> str:
-    return str(entity.type.config_section or entity.type.short_name)
-
-
 class Router:
     def __init__(self, entities: Sequence[Any]) -> None:
-        router_entities = [e for e in entities if section_of(e) == "router"]
+        self.started = time.time()
+        router_entities = [e for e in entities if e.type.short_name == "router"]
         settings = router_entities[0].attributes if router_entities else {}
         self.id = str(settings.get("id") or "Router.default")
-        mode = settings.get("mode", "standalone")
-        if mode != "standalone":
-            raise RouterSetupError(
-                f"{router_entities[0].source}: router: attribute 'mode': {mode!r} is "
-                f"not supported yet (only standalone)"
-            )
-        table = AddressTable()
-        for entity in entities:
-            if section_of(entity) != "address":
-                continue
-            attrs = entity.attributes
-            if attrs.get("pattern"):
-                log.warning("%s: address: 'pattern' is not supported yet; entity ignored", entity.source)
-                continue
-            table.add_prefix(str(attrs.get("prefix") or ""), str(attrs.get("distribution") or "balanced"))
-            if attrs.get("waypoint"):
-                log.warning("%s: address: 'waypoint' is not supported yet", entity.source)
-        self.table = table
-        self.server = AmqpServer(self.id, table)
-        self._listeners: List[Any] = [e for e in entities if section_of(e) == "listener"]
-        for entity in entities:
-            if section_of(entity) in NOT_YET_SUPPORTED:
-                log.warning(
-                    "%s: %s: this entity is not supported yet and has no effect",
-                    entity.source,
-                    section_of(entity),
-                )
+        self.mode = str(settings.get("mode", "standalone"))
+        if self.mode != "standalone":
+            raise RouterSetupError(f"{router_entities[0].source}: router: attribute 'mode': {self.mode!r} "
+                                   f"is not supported yet (only standalone)")
+        self.table = AddressTable()
+        self.server = AmqpServer(self.id, self.table)
+        self.store = ConfigStore()
+        self.effects = ConfigEffects(self)
+        self._listening: Dict[str, int] = {}
+        self._load(entities)
+        self.agent = ManagementAgent(self)
+        self.effects.apply_logging()
+        try:
+            for entity in self.store:
+                if entity.etype.short_name not in ("listener", "log", "router"):
+                    self.effects.created(entity)
+        except ManagementStatus as error:
+            raise RouterSetupError(f"{entity.source}: {error.description}") from None
 
-    def start_listeners(self) -> List[tuple]:
-        bound = []
-        for entity in self._listeners:
-            attrs = entity.attributes
-            role = attrs.get("role", "normal")
-            if role != "normal":
-                raise RouterSetupError(
-                    f"{entity.source}: listener: attribute 'role': {role!r} is not "
-                    f"supported yet (only normal)"
-                )
-            name = str(attrs.get("name") or f"listener/{attrs.get('host', '')}:{attrs.get('port')}")
-            settings = ListenerSettings(
-                name,
-                role=role,
-                sasl_mechanisms=str(attrs.get("saslMechanisms") or "ANONYMOUS"),
-                idle_timeout_ms=int(attrs.get("idleTimeoutSeconds", 16) or 0) * 1000,
-                max_frame_size=int(attrs.get("maxFrameSize", 16384) or 16384),
-                strip_annotations=str(attrs.get("stripAnnotations", "both")),
-                authenticate_peer=bool(attrs.get("authenticatePeer", False)),
-            )
-            port = service_port(attrs.get("port", "amqp"), f"{entity.source}: listener")
+    def _load(self, entities: Sequence[Any]) -> None:
+        log_settings = {e.attributes.get("module"): e for e in entities if e.type.short_name == "log"}
+        for entity in entities:
+            if entity.type.short_name == "log":
+                continue
+            identity = f"router/{self.id}" if entity.type.short_name == "router" else None
+            self.store.add(entity.type, dict(entity.attributes), entity.source, identity)
+        log_type = entity_type("log")
+        for module in MODULES:
+            configured = log_settings.get(module)
+            attrs = dict(configured.attributes) if configured is not None else {"module": module}
+            if module == "DEFAULT" and not attrs.get("enable"):
+                attrs["enable"] = "info+"
+            attrs["name"] = f"log/{module}"
+            source = configured.source if configured is not None else "(default)"
+            self.store.add(log_type, attrs, source, identity=f"log/{module}")
+
+    # ---- listeners (ListenerHost) ------------------------------------------------------
+    def start_listeners(self) -> None:
+        for entity in self.store.of_type(entity_type("listener")):
             try:
-                bound.append(self.server.listen(str(attrs.get("host") or ""), port, settings))
-            except Exception as error:
-                raise RouterSetupError(f"{entity.source}: {error}") from None
-        return bound
+                self.effects.created(entity)
+            except ManagementStatus as error:
+                raise RouterSetupError(f"{entity.source}: {error.description}") from None
 
+    def open_listener(self, entity: ManagedEntity) -> None:
+        attrs = entity.attributes
+        settings = ListenerSettings(
+            entity.name,
+            role=str(attrs.get("role", "normal")),
+            sasl_mechanisms=str(attrs.get("saslMechanisms") or "ANONYMOUS"),
+            idle_timeout_ms=int(attrs.get("idleTimeoutSeconds") or 0) * 1000,
+            max_frame_size=int(attrs.get("maxFrameSize") or 16384),
+            strip_annotations=str(attrs.get("stripAnnotations", "both")),
+            authenticate_peer=bool(attrs.get("authenticatePeer", False)),
+        )
+        try:
+            port = port_number(attrs.get("port", "amqp"))
+        except Exception as error:
+            raise ManagementStatus(400, f"listener: attribute 'port': {error}") from None
+        try:
+            _, _, fd = self.server.listen(str(attrs.get("host") or ""), port, settings)
+        except ListenerError as error:
+            raise ManagementStatus(400, str(error)) from None
+        self._listening[entity.identity] = fd
+
+    def close_listener(self, entity: ManagedEntity) -> None:
+        fd = self._listening.pop(entity.identity, None)
+        if fd is not None:
+            self.server.close_listener(fd)
+
+    def log_entities(self) -> List[ManagedEntity]:
+        return self.store.of_type(entity_type("log"))
+
+    # ---- running -----------------------------------------------------------------------
     def run(self) -> None:
         log.info("Router %s started (standalone)", self.id)
         self.server.run()
@@ -116,7 +111,3 @@ class Router:
 
     def request_stop(self) -> None:
         self.server.request_stop()
-
-
-def describe(entities: Iterable[Any]) -> str:
-    return ", ".join(section_of(e) for e in entities)

@@ -4,6 +4,7 @@ transport. No routing decisions here."""
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any, Dict
 
 from .proton_ffi import ffi, lib
@@ -80,8 +81,8 @@ class AmqpConnection:
         self.want_write = False
         self.closed = False
         self.input_closed = False
-        self.deliveries_in = 0
         self.remote_container: str | None = None
+        self.opened_at = time.time()
         self.user: str | None = None
         transport = self.transport
         lib.pn_transport_set_server(transport)

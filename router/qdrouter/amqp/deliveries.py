@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable, Dict, Set
 
-from ..core.address_table import MULTICAST, AddressTable
+from ..core.address_table import MULTICAST, UNAVAILABLE, AddressTable
 from ..core.forwarder import Forwarder
 from ..core.links import CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED, RELEASED
@@ -76,6 +76,7 @@ class DeliveryAdaptor:
         qd_prefix = _QD_PREFIX
         pending_append = self.pending_sends.append
         multicast = MULTICAST
+        unavailable = UNAVAILABLE
         state = self
 
         def on_delivery(delivery: Any) -> None:
@@ -95,7 +96,8 @@ class DeliveryAdaptor:
             if (
                 address is None
                 or not address.consumers
-                or address.distribution == multicast
+                or address.distribution is multicast
+                or address.distribution is unavailable
                 or size > 65536
             ):
                 general_receive(link, delivery)
@@ -109,6 +111,7 @@ class DeliveryAdaptor:
                 return
             raw = state._view[:count].tobytes()
             advance(handle)
+            link.counters.delivered += 1
             if qd_prefix in raw:
                 general_receive(link, delivery, raw)
                 return
@@ -158,8 +161,7 @@ class DeliveryAdaptor:
             count = lib.pn_link_recv(handle, self._pointer, size)
             raw = self._view[:count].tobytes() if count > 0 else b""
             lib.pn_link_advance(handle)
-        connection = link.connection
-        connection.deliveries_in += 1
+        link.counters.delivered += 1
         if lib.pn_delivery_settled(delivery):
             lib.pn_delivery_settle(delivery)
             message = InFlight(raw, raw, link, None, True)

@@ -58,7 +58,8 @@ class AmqpServer:
         }
 
     # ---- listeners ---------------------------------------------------------------------
-    def listen(self, host: str, port: int, settings: ListenerSettings) -> Tuple[str, int]:
+    def listen(self, host: str, port: int, settings: ListenerSettings) -> Tuple[str, int, int]:
+        """Open a listening socket; returns (host, port, fd) as bound (port 0 picks one)."""
         try:
             infos = socket.getaddrinfo(host or None, port, 0, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
         except socket.gaierror as error:
@@ -79,7 +80,20 @@ class AmqpServer:
         self.selector.register(sock, selectors.EVENT_READ)
         bound = sock.getsockname()
         log.info("Listening on %s:%d (%s)", bound[0], bound[1], settings.name)
-        return bound[0], bound[1]
+        return bound[0], bound[1], sock.fileno()
+
+    def close_listener(self, fd: int) -> None:
+        """Stop accepting on one listener; its connections stay up, as in qdrouterd."""
+        entry = self.listeners.pop(fd, None)
+        if entry is None:
+            return
+        sock, settings = entry
+        try:
+            self.selector.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+        sock.close()
+        log.info("Stopped listening (%s)", settings.name)
 
     def _accept(self, fd: int) -> None:
         listening, settings = self.listeners[fd]

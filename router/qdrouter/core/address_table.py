@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Deque, Dict, Iterable, List, Tuple
+from typing import Callable, Deque, Dict, Iterable, Iterator, List, Tuple
 
 from .links import CoreLink, InFlight
 
 CLOSEST = "closest"
 BALANCED = "balanced"
 MULTICAST = "multicast"
-DISTRIBUTIONS = (CLOSEST, BALANCED, MULTICAST)
+# Configured to refuse traffic: senders get no credit and messages are released.
+UNAVAILABLE = "unavailable"
+DISTRIBUTIONS = (CLOSEST, BALANCED, MULTICAST, UNAVAILABLE)
 DEFAULT_DISTRIBUTION = BALANCED
 
 _SEPARATORS = "./"
@@ -38,7 +40,16 @@ class AddressCounters:
 
 
 class Address:
-    __slots__ = ("consumers", "counters", "distribution", "key", "next_index", "producers", "undelivered")
+    __slots__ = (
+        "consumers",
+        "counters",
+        "distribution",
+        "handler",
+        "key",
+        "next_index",
+        "producers",
+        "undelivered",
+    )
 
     def __init__(self, key: str, distribution: str) -> None:
         self.key = key
@@ -50,9 +61,18 @@ class Address:
         # Where the next closest/balanced search starts, so equal consumers take turns.
         self.next_index = 0
         self.counters = AddressCounters()
+        # An in-process consumer (the management agent): called with each message instead
+        # of forwarding it; returns the outcome for the sender.
+        self.handler: Callable[[InFlight], int] | None = None
 
     def is_unused(self) -> bool:
-        return not self.consumers and not self.producers and not self.undelivered
+        return (not self.consumers and not self.producers and not self.undelivered
+                and self.handler is None)
+
+    def routable(self) -> bool:
+        if self.distribution == UNAVAILABLE:
+            return False
+        return bool(self.consumers) or self.handler is not None
 
 
 def prefix_matches(prefix: str, address: str) -> bool:
@@ -75,9 +95,21 @@ class AddressTable:
     def add_prefix(self, prefix: str, distribution: str) -> None:
         if distribution not in DISTRIBUTIONS:
             raise ValueError(f"distribution {distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
+        # The constant itself, so hot-path comparisons can be identity checks.
+        distribution = DISTRIBUTIONS[DISTRIBUTIONS.index(distribution)]
         self._prefixes.append((prefix, distribution))
         # Longest prefix first, so the first match is the most specific.
         self._prefixes.sort(key=lambda entry: len(entry[0]), reverse=True)
+        self._redistribute()
+
+    def remove_prefix(self, prefix: str, distribution: str) -> None:
+        self._prefixes.remove((prefix, distribution))
+        self._redistribute()
+
+    def _redistribute(self) -> None:
+        """Configured prefixes changed at run time: existing addresses follow at once."""
+        for address in self._addresses.values():
+            address.distribution = self.distribution_for(address.key)
 
     def distribution_for(self, key: str) -> str:
         for prefix, distribution in self._prefixes:
@@ -99,7 +131,7 @@ class AddressTable:
         if address.is_unused() and self._addresses.get(address.key) is address:
             del self._addresses[address.key]
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Address]:
         return iter(list(self._addresses.values()))
 
     def __len__(self) -> int:

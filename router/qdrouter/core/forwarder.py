@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, List, Protocol, Set
 
-from .address_table import MULTICAST, Address, AddressTable
+from .address_table import MULTICAST, UNAVAILABLE, Address, AddressTable
 from .links import CoreLink, InFlight
 from .outcomes import ACCEPTED, MODIFIED, RELEASED
 
@@ -42,7 +42,7 @@ class Forwarder:
         if link.address_key is not None:
             link.address = self.table.get(link.address_key)
             link.address.producers.append(link)
-        if link.anonymous or link.address.consumers:
+        if link.anonymous or link.address.routable():
             self._open_window(link)
 
     def producer_detached(self, link: CoreLink) -> None:
@@ -61,7 +61,7 @@ class Forwarder:
         address = self.table.get(link.address_key or "")
         link.address = address
         address.consumers.append(link)
-        if len(address.consumers) == 1:
+        if len(address.consumers) == 1 and address.routable():
             for producer in address.producers:
                 self._open_window(producer)
 
@@ -108,7 +108,10 @@ class Forwarder:
     def forward(self, message: InFlight, address: Address | None) -> None:
         """Route one message that arrived on ``message.in_link`` to ``address``."""
         message.in_link.credit -= 1
-        if address is None or not address.consumers:
+        if address is not None and address.handler is not None:
+            self._to_handler(address, message)
+            return
+        if address is None or not address.consumers or address.distribution == UNAVAILABLE:
             self._no_route(address, message)
             return
         address.counters.deliveries_ingress += 1
@@ -121,6 +124,25 @@ class Forwarder:
             return
         self._send(link, message, message.settled)
         self._release_credit(message.in_link)
+
+    def _to_handler(self, address: Address, message: InFlight) -> None:
+        counters = address.counters
+        counters.deliveries_ingress += 1
+        counters.deliveries_to_container += 1
+        outcome = address.handler(message)  # type: ignore[misc]
+        if not message.settled:
+            self.io.finish_incoming(message, outcome)
+        self._release_credit(message.in_link)
+
+    def inject(self, payload: bytes, address_key: str | None, origin: CoreLink) -> bool:
+        """Send a message made inside the router (a management reply) to ``address_key``,
+        pre-settled. False when there is nowhere to send it."""
+        address = self.table.find(address_key) if address_key else None
+        if address is None or address.handler is not None:
+            return False
+        address.counters.deliveries_from_container += 1
+        self.forward(InFlight(payload, payload, origin, None, True), address)
+        return True
 
     def _pick(self, address: Address) -> CoreLink | None:
         consumers = address.consumers
@@ -198,7 +220,7 @@ class Forwarder:
         # Credit returns only while the producer's address has somewhere to go.
         if link.handle is None:
             return
-        if link.anonymous or link.address.consumers:
+        if link.anonymous or link.address.routable():
             link.owed_credit += 1
             link.credit += 1
             self.credit_dirty.add(link)

@@ -1,0 +1,1 @@
+"""The AMQP management agent at `$management` (AMQP Management draft, as Qpid Dispatch)."""

@@ -1,0 +1,151 @@
+"""The management agent: requests in at `$management`, replies out to their reply-to."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Dict, List, Tuple
+
+from .. import log_config
+from ..core.links import CoreLink, InFlight
+from ..core.outcomes import ACCEPTED, REJECTED
+from ..schema import EntityTypeDef, UnknownEntityType, entity_type
+from . import entity_ops, operational, schema_ops
+from .messages import Request, UndecodableRequest, check_request, decode_request, encode_reply
+from .status import INTERNAL_ERROR, OK, ManagementStatus, bad_request, not_found, not_implemented
+
+log = logging.getLogger("qdrouter.AGENT")
+
+MANAGEMENT_TYPE = "org.amqp.management"
+Reply = Tuple[int, Any]
+
+
+class ManagementAgent:
+    def __init__(self, router: Any) -> None:
+        self.router = router
+        self.forwarder = router.server.adaptor.forwarder
+        # Replies come "from" this in-process endpoint.
+        self.origin = CoreLink(0, "$management", True, None, None, None)
+        for key in self.addresses():
+            self.forwarder.table.get(key).handler = self.handle
+        self._node_operations: Dict[str, Callable[[Request], Reply]] = {
+            "QUERY": self._query,
+            "GET-TYPES": lambda r: (OK, schema_ops.types_map(self._entity_type_filter(r))),
+            "GET-ATTRIBUTES": lambda r: (OK, schema_ops.attributes_map(self._entity_type_filter(r))),
+            "GET-OPERATIONS": lambda r: (OK, schema_ops.operations_map(self._entity_type_filter(r))),
+            "GET-ANNOTATIONS": lambda r: (OK, schema_ops.annotations_map(self._entity_type_filter(r))),
+            "GET-MGMT-NODES": lambda r: (OK, []),
+            "GET-SCHEMA": lambda r: (OK, schema_ops.schema_map()),
+            "GET-JSON-SCHEMA": lambda r: (OK, schema_ops.json_schema()),
+            "GET-LOG": self._get_log,
+        }
+        self._entity_operations: Dict[str, Callable[[Request], Reply]] = {
+            "CREATE": lambda r: entity_ops.create(router, r),
+            "READ": lambda r: entity_ops.read(router, r, self.rows),
+            "UPDATE": lambda r: entity_ops.update(router, r),
+            "DELETE": lambda r: entity_ops.delete(router, r),
+        }
+
+    def addresses(self) -> List[str]:
+        return ["$management", "_local/$management", f"_topo/0/{self.router.id}/$management"]
+
+    # ---- one request -------------------------------------------------------------------
+    def handle(self, message: InFlight) -> int:
+        try:
+            request = decode_request(message.raw)
+        except UndecodableRequest as error:
+            log.info("Rejected a management request: %s", error)
+            return REJECTED
+        if not request.reply_to:
+            log.info("Rejected a management request without reply-to")
+            return REJECTED
+        description = None
+        try:
+            check_request(request)
+            code, body = self.execute(request)
+        except ManagementStatus as status:
+            code, body, description = status.code, None, status.description
+        except Exception as error:  # a bug must not take the router down
+            log.exception("Management request %s failed", request.operation)
+            code, body, description = INTERNAL_ERROR, None, f"internal error: {error}"
+        log.debug("%s %s -> %d", request.operation, request.entity_type or "", code)
+        reply = encode_reply(request, code, description, body)
+        if not self.forwarder.inject(reply, request.reply_to, self.origin):
+            log.info("No route to reply-to %r of a management request", request.reply_to)
+        return ACCEPTED
+
+    def execute(self, request: Request) -> Reply:
+        operation = request.operation
+        handler = self._entity_operations.get(operation) or self._node_operations.get(operation)
+        if handler is None:
+            raise not_implemented(f"operation {operation!r} is not supported")
+        return handler(request)
+
+    # ---- node operations ---------------------------------------------------------------
+    def _entity_type_filter(self, request: Request) -> EntityTypeDef | None:
+        name = request.properties.get("entityType")
+        if name is None:
+            return None
+        return resolve_type(name)
+
+    def _query(self, request: Request) -> Reply:
+        etype = self._entity_type_filter(request)
+        body = request.body if request.body is not None else {}
+        if not isinstance(body, dict):
+            raise bad_request("QUERY: the body must be a map with 'attributeNames'")
+        names = body.get("attributeNames") or []
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            raise bad_request("QUERY: 'attributeNames' must be a list of strings")
+        if not names:
+            names = list(etype.attributes) if etype is not None else ["name", "identity", "type"]
+        rows = self.rows(etype)
+        offset = _int_property(request, "offset", 0)
+        count = _int_property(request, "count", None)
+        rows = rows[offset:] if count is None else rows[offset:offset + count]
+        return OK, {"attributeNames": names, "results": [[row.get(name) for name in names] for row in rows]}
+
+    def _get_log(self, request: Request) -> Reply:
+        limit = _int_property(request, "limit", None)
+        entries = list(log_config.RECENT.entries)
+        if limit is not None:
+            entries = entries[-limit:] if limit > 0 else []
+        return OK, entries
+
+    # ---- entity rows -------------------------------------------------------------------
+    def rows(self, etype: EntityTypeDef | None) -> List[Dict[str, Any]]:
+        if etype is None:
+            rows: List[Dict[str, Any]] = []
+            for each in schema_ops.selected(None):
+                rows.extend(self.rows(each))
+            return rows
+        short = etype.short_name
+        router = self.router
+        if short == "connection":
+            return operational.connection_rows(router)
+        if short == "router.link":
+            return operational.link_rows(router)
+        if short == "router.address":
+            return operational.address_rows(router)
+        if short in ("management", MANAGEMENT_TYPE):
+            return [{"name": "self", "identity": "self", "type": etype.long_name}]
+        configured = [entity.as_map() for entity in router.store.of_type(etype)]
+        if short == "router":
+            return [operational.router_row(router, configured[0] if configured else {})]
+        return configured
+
+
+def resolve_type(name: Any) -> EntityTypeDef:
+    if not isinstance(name, str):
+        raise bad_request("entity type must be a string")
+    try:
+        return entity_type(name)
+    except (UnknownEntityType, KeyError):
+        raise not_found(f"unknown entity type {name!r}") from None
+
+
+def _int_property(request: Request, key: str, default: Any) -> Any:
+    value = request.properties.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise bad_request(f"application-property '{key}' must be a non-negative integer")
+    return value

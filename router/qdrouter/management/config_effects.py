@@ -1,0 +1,92 @@
+"""What creating, updating or deleting a configuration entity does to the running router.
+
+Shared by start-up (entities from the config file) and the management agent, so both
+behave the same. Every change is applied fully or not at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, Protocol
+
+from .. import log_config
+from ..core.address_table import AddressTable
+from .config_store import ManagedEntity
+from .status import ManagementStatus, bad_request, forbidden
+
+log = logging.getLogger("qdrouter.AGENT")
+
+# Types the router keeps and reports but does not act on yet (later issues).
+NOT_YET_SUPPORTED = frozenset(
+    ("connector", "router.config.linkRoute", "router.config.autoLink", "policy", "vhost", "sslProfile",
+     "router.config.exchange", "router.config.binding", "authServicePlugin")
+)
+
+
+class ListenerHost(Protocol):
+    table: AddressTable
+
+    def open_listener(self, entity: ManagedEntity) -> None: ...
+
+    def close_listener(self, entity: ManagedEntity) -> None: ...
+
+    def log_entities(self) -> list: ...
+
+
+class ConfigEffects:
+    def __init__(self, host: ListenerHost) -> None:
+        self.host = host
+
+    def created(self, entity: ManagedEntity) -> None:
+        """Apply a new entity; raises ManagementStatus (and changes nothing) if it cannot."""
+        kind = entity.etype.short_name
+        attrs = entity.attributes
+        if kind == "listener":
+            role = attrs.get("role", "normal")
+            if role != "normal":
+                raise ManagementStatus(501, f"listener: attribute 'role': {role!r} is not supported yet "
+                                            f"(only normal)")
+            self.host.open_listener(entity)
+        elif kind == "router.config.address":
+            if attrs.get("pattern"):
+                raise ManagementStatus(501, "address: attribute 'pattern' is not supported yet; use 'prefix'")
+            try:
+                self.host.table.add_prefix(str(attrs.get("prefix") or ""), str(attrs.get("distribution")))
+            except ValueError as error:
+                raise bad_request(f"address: attribute 'distribution': {error}") from None
+        elif kind == "log":
+            self.apply_logging()
+        elif kind in NOT_YET_SUPPORTED:
+            log.warning("%s: %s %r is kept but has no effect yet (not supported by this release)",
+                        entity.source, kind, entity.name)
+
+    def deleted(self, entity: ManagedEntity) -> None:
+        kind = entity.etype.short_name
+        if kind == "listener":
+            self.host.close_listener(entity)
+        elif kind == "router.config.address":
+            attrs = entity.attributes
+            self.host.table.remove_prefix(str(attrs.get("prefix") or ""), str(attrs.get("distribution")))
+        elif kind == "log":
+            raise forbidden("log entities cannot be deleted; update 'enable' instead")
+
+    def updated(self, entity: ManagedEntity, changes: Dict[str, Any]) -> None:
+        if entity.etype.short_name == "log":
+            previous = dict(entity.attributes)
+            entity.attributes.update(changes)
+            try:
+                self.apply_logging()
+            except (log_config.LogSettingError, OSError) as error:
+                entity.attributes.clear()
+                entity.attributes.update(previous)
+                raise bad_request(f"log: attribute 'enable': {error}") from None
+
+    def apply_logging(self) -> None:
+        settings = []
+        for entity in self.host.log_entities():
+            attrs = entity.attributes
+            enable = attrs.get("enable")
+            if enable in (None, "", "default"):
+                continue
+            settings.append((str(attrs.get("module")), str(enable), attrs.get("outputFile")))
+        log_config.configure(settings)

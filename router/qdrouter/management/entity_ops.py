@@ -1,0 +1,123 @@
+"""CREATE, READ, UPDATE and DELETE of entities. Checks everything before changing anything,
+so a rejected request leaves the router as it was."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Tuple
+
+from ..schema import CREATE, UPDATE, EntityTypeDef, UnknownEntityType, entity_type, validate_attributes
+from .config_store import ManagedEntity
+from .messages import Request
+from .status import CREATED, NO_CONTENT, OK, ManagementStatus, bad_request, not_allowed, not_found
+
+Reply = Tuple[int, Any]
+Rows = Callable[[EntityTypeDef | None], List[Dict[str, Any]]]
+
+
+def _type(request: Request, required: bool) -> EntityTypeDef | None:
+    name = request.entity_type
+    if name is None:
+        if required:
+            raise bad_request(f"{request.operation}: application-property 'type' is required")
+        return None
+    try:
+        return entity_type(name)
+    except (UnknownEntityType, KeyError):
+        raise not_found(f"unknown entity type {name!r}") from None
+
+
+def _attributes(request: Request) -> Dict[str, Any]:
+    body = request.body if request.body is not None else {}
+    if not isinstance(body, dict):
+        raise bad_request(f"{request.operation}: the body must be a map of attributes")
+    attributes = {}
+    for key, value in body.items():
+        if not isinstance(key, str):
+            raise bad_request(f"{request.operation}: attribute names must be strings, got {key!r}")
+        attributes[key] = value
+    return attributes
+
+
+def _check_operation(etype: EntityTypeDef, operation: str) -> None:
+    if operation not in etype.operations:
+        allowed = ", ".join(etype.operations)
+        raise not_allowed(f"{operation} is not allowed on {etype.short_name} (allowed: {allowed})")
+
+
+def _problems(etype: EntityTypeDef, validated: Any) -> None:
+    if not validated.ok:
+        raise bad_request("; ".join(f"{etype.short_name}: {p.message}" for p in validated.problems))
+
+
+def _locate(request: Request) -> Tuple[str | None, str | None]:
+    if request.identity is None and request.name is None:
+        raise bad_request(f"{request.operation}: 'name' or 'identity' is required")
+    return request.name, request.identity
+
+
+def create(router: Any, request: Request) -> Reply:
+    etype = _type(request, required=True)
+    assert etype is not None
+    _check_operation(etype, "CREATE")
+    attributes = _attributes(request)
+    attributes.pop("type", None)
+    if "identity" in attributes:
+        raise bad_request(f"{etype.short_name}: attribute 'identity' is assigned by the router")
+    if request.name is not None:
+        attributes["name"] = request.name
+    validated = validate_attributes(etype, attributes, mode=CREATE)
+    _problems(etype, validated)
+    if etype.singleton and router.store.of_type(etype):
+        raise bad_request(f"{etype.short_name}: there can be only one, and it exists")
+    entity = router.store.add(etype, dict(validated.attributes), "management")
+    try:
+        router.effects.created(entity)
+    except ManagementStatus:
+        router.store.remove(entity)
+        raise
+    return CREATED, entity.as_map()
+
+
+def read(router: Any, request: Request, rows: Rows) -> Reply:
+    etype = _type(request, required=False)
+    name, identity = _locate(request)
+    for row in rows(etype):
+        if (identity is not None and row.get("identity") == identity) or (
+                identity is None and row.get("name") == name):
+            return OK, row
+    what = f"identity {identity!r}" if identity is not None else f"name {name!r}"
+    raise not_found(f"no {etype.short_name + ' ' if etype else ''}entity with {what}")
+
+
+def _config_entity(router: Any, request: Request) -> ManagedEntity:
+    etype = _type(request, required=False)
+    name, identity = _locate(request)
+    found: ManagedEntity = router.store.find(etype, name, identity)
+    return found
+
+
+def update(router: Any, request: Request) -> Reply:
+    entity = _config_entity(router, request)
+    etype = entity.etype
+    _check_operation(etype, "UPDATE")
+    changes = _attributes(request)
+    for key in ("type", "identity"):
+        changes.pop(key, None)
+    new_name = changes.pop("name", None)
+    if new_name is not None and new_name != entity.name:
+        raise bad_request(f"{etype.short_name}: attribute 'name' cannot be changed by update")
+    validated = validate_attributes(etype, changes, mode=UPDATE)
+    _problems(etype, validated)
+    if etype.short_name == "log":
+        router.effects.updated(entity, validated.attributes)
+    else:
+        entity.attributes.update(validated.attributes)
+    return OK, entity.as_map()
+
+
+def delete(router: Any, request: Request) -> Reply:
+    entity = _config_entity(router, request)
+    _check_operation(entity.etype, "DELETE")
+    router.effects.deleted(entity)
+    router.store.remove(entity)
+    return NO_CONTENT, None

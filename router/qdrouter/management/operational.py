@@ -1,0 +1,195 @@
+"""Live state as management entities: connections, links, addresses, the router itself.
+
+Each function returns attribute maps with the schema's attribute names, computed on
+request from the router's own structures (nothing is copied on the data path)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Any, Dict, List
+
+from .. import __version__
+from ..amqp.proton_ffi import c_string, lib
+from ..core.address_table import Address
+from ..core.links import CoreLink
+
+PREFIX = "org.apache.qpid.dispatch."
+Row = Dict[str, Any]
+
+
+def address_key(address: str) -> str:
+    """qdrouterd's address keys: a class character (L local, T topological, M mobile with
+    its phase), then the address; qdstat shows the class from it."""
+    if address.startswith("_local/"):
+        return "L" + address[7:]
+    if address.startswith("_topo/"):
+        return "T" + address[6:]
+    return "M0" + address
+
+
+def connection_rows(router: Any) -> List[Row]:
+    rows = []
+    now = time.time()
+    for connection in router.server.by_fd.values():
+        settings = connection.settings
+        sasl = lib.pn_sasl(connection.transport)
+        mechanism = c_string(lib.pn_sasl_get_mech(sasl)) if sasl else None
+        user = c_string(lib.pn_transport_get_user(connection.transport))
+        rows.append({
+            "identity": str(connection.identity),
+            "name": f"connection/{connection.peer}",
+            "type": PREFIX + "connection",
+            "adminStatus": "enabled",
+            "operStatus": "up",
+            "protocol": "amqp",
+            "container": connection.remote_container,
+            "opened": bool(lib.pn_connection_state(connection.pn_connection) & lib.PN_LOCAL_ACTIVE),
+            "host": connection.peer,
+            "dir": "in",
+            "role": settings.role,
+            "isAuthenticated": bool(lib.pn_transport_is_authenticated(connection.transport)),
+            "isEncrypted": bool(lib.pn_transport_is_encrypted(connection.transport)),
+            "sasl": mechanism,
+            "user": user,
+            "ssl": False,
+            "tenant": None,
+            "uptimeSeconds": int(now - connection.opened_at),
+            "properties": {},
+            "lastDlvSeconds": None,
+        })
+    return rows
+
+
+def link_rows(router: Any) -> List[Row]:
+    rows = []
+    capacity = router.server.adaptor.forwarder.link_capacity
+    for link in list(router.server.adaptor.links.values()):
+        rows.append(_link_row(link, capacity))
+    return rows
+
+
+def _link_row(link: CoreLink, capacity: int) -> Row:
+    counters = link.counters
+    address = link.address_key
+    undelivered = len(link.backlog)
+    if not link.incoming and link.address is not None:
+        undelivered += len(link.address.undelivered)
+    return {
+        "identity": str(link.identity),
+        "name": link.name,
+        "type": PREFIX + "router.link",
+        "adminStatus": "enabled",
+        "operStatus": "up",
+        "linkName": link.name,
+        "linkType": "endpoint",
+        "linkDir": "in" if link.incoming else "out",
+        "owningAddr": address_key(address) if address else None,
+        "capacity": capacity,
+        "peer": None,
+        "undeliveredCount": undelivered,
+        "unsettledCount": len(link.unsettled),
+        "deliveryCount": counters.delivered,
+        "presettledCount": counters.presettled,
+        "droppedPresettledCount": counters.dropped_presettled,
+        "acceptedCount": counters.accepted,
+        "rejectedCount": counters.rejected,
+        "releasedCount": counters.released,
+        "modifiedCount": counters.modified,
+        "deliveriesDelayed1Sec": 0,
+        "deliveriesDelayed10Sec": 0,
+        "deliveriesStuck": 0,
+        "creditAvailable": max(0, link.credit - link.owed_credit) if link.incoming else max(0, link.credit),
+        "zeroCreditSeconds": 0,
+        "settleRate": 0,
+        "priority": 0,
+        "connectionId": getattr(link.connection, "identity", None),
+    }
+
+
+def address_rows(router: Any) -> List[Row]:
+    return [_address_row(address) for address in router.table]
+
+
+def _address_row(address: Address) -> Row:
+    key = address_key(address.key)
+    counters = address.counters
+    return {
+        "identity": key,
+        "name": key,
+        "key": key,
+        "type": PREFIX + "router.address",
+        "distribution": address.distribution,
+        "inProcess": 1 if address.handler is not None else 0,
+        "subscriberCount": len(address.consumers),
+        "remoteCount": 0,
+        "containerCount": 0,
+        "deliveriesIngress": counters.deliveries_ingress,
+        "deliveriesEgress": counters.deliveries_egress,
+        "deliveriesTransit": counters.deliveries_transit,
+        "deliveriesToContainer": counters.deliveries_to_container,
+        "deliveriesFromContainer": counters.deliveries_from_container,
+        "deliveriesIngressRouteContainer": 0,
+        "deliveriesEgressRouteContainer": 0,
+        "deliveriesRedirectedToFallback": 0,
+        "remoteHostRouters": [],
+        "transitOutstanding": None,
+        "trackedDeliveries": sum(len(link.unsettled) for link in address.consumers),
+        "priority": -1,
+    }
+
+
+def router_row(router: Any, configured: Row) -> Row:
+    links = list(router.server.adaptor.links.values())
+    totals = {"presettled": 0, "dropped_presettled": 0, "accepted": 0, "rejected": 0, "released": 0,
+              "modified": 0}
+    for link in links:
+        if link.incoming:
+            continue
+        for key in totals:
+            totals[key] += getattr(link.counters, key)
+    ingress = egress = 0
+    for address in router.table:
+        ingress += address.counters.deliveries_ingress
+        egress += address.counters.deliveries_egress
+    row = dict(configured)
+    row.update({
+        "id": router.id,
+        "mode": router.mode,
+        "version": __version__,
+        "hostName": socket.gethostname(),
+        "addrCount": len(router.table),
+        "linkCount": len(links),
+        "blockedLinkCount": 0,
+        "nodeCount": 0,
+        "linkRouteCount": 0,
+        "autoLinkCount": 0,
+        "connectionCount": len(router.server.by_fd),
+        "presettledDeliveries": totals["presettled"],
+        "droppedPresettledDeliveries": totals["dropped_presettled"],
+        "acceptedDeliveries": totals["accepted"],
+        "rejectedDeliveries": totals["rejected"],
+        "releasedDeliveries": totals["released"],
+        "modifiedDeliveries": totals["modified"],
+        "deliveriesDelayed1Sec": 0,
+        "deliveriesDelayed10Sec": 0,
+        "deliveriesStuck": 0,
+        "deliveriesIngress": ingress,
+        "deliveriesEgress": egress,
+        "deliveriesTransit": 0,
+        "deliveriesIngressRouteContainer": 0,
+        "deliveriesEgressRouteContainer": 0,
+        "deliveriesRedirectedToFallback": 0,
+        "uptimeSeconds": int(time.time() - router.started),
+        "memoryUsage": _resident_bytes(),
+    })
+    return row
+
+
+def _resident_bytes() -> int | None:
+    try:
+        with open(f"/proc/{os.getpid()}/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
