@@ -1,0 +1,93 @@
+"""The `qdstat` command: a router's status as tables, with qdrouterd's qdstat options."""
+
+from __future__ import annotations
+
+import argparse
+from typing import List, Sequence
+
+from . import table
+from .cli_common import (
+    ToolArgumentParser,
+    argv_or_default,
+    client_from_args,
+    make_parser,
+    run_tool,
+    write_out,
+)
+from .management_client import ManagementClient
+from .qdstat_views import VIEWS, View
+
+PROG = "qdstat"
+DESCRIPTION = "Show the status of a qdmesh (or qdrouterd) router: one table per run, default -g."
+
+# (short option or None, long option, view name) in the order --help lists them.
+_VIEW_OPTIONS = [
+    ("-g", "--general", "general"),
+    ("-c", "--connections", "connections"),
+    ("-l", "--links", "links"),
+    ("-a", "--address", "addresses"),
+    ("-n", "--nodes", "nodes"),
+    (None, "--autolinks", "autolinks"),
+    (None, "--linkroutes", "linkroutes"),
+    (None, "--vhosts", "vhosts"),
+    (None, "--vhostgroups", "vhostgroups"),
+    ("-m", "--memory", "memory"),
+]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def build_parser() -> ToolArgumentParser:
+    parser = make_parser(PROG, DESCRIPTION)
+    views = parser.add_argument_group("what to show (one of)").add_mutually_exclusive_group()
+    for short, long, view in _VIEW_OPTIONS:
+        flags = [f for f in (short, long) if f]
+        # -a's long form is --address in qdstat; --addresses is accepted as well.
+        if view == "addresses":
+            flags.append("--addresses")
+        views.add_argument(*flags, dest="show", action="store_const", const=view, help=VIEWS[view].help)
+    out = parser.add_argument_group("output options")
+    out.add_argument("--limit", metavar="N", type=_positive_int,
+                     help="show at most N rows")
+    fmt = out.add_mutually_exclusive_group()
+    fmt.add_argument("--csv", dest="format", action="store_const", const=table.CSV,
+                     help="comma-separated values: a heading line, then one line per row")
+    fmt.add_argument("--json", dest="format", action="store_const", const=table.JSON,
+                     help="a JSON list with one {column: value} object per row")
+    parser.set_defaults(show="general", format=table.TEXT)
+    return parser
+
+
+def fetch(client: ManagementClient, view: View, limit: int | None = None) -> table.Table:
+    """Query the view's entities and build its table (at most ``limit`` rows)."""
+    entities = client.query(view.entity_type, [], count=limit)
+    built = view.build(entities)
+    if limit is not None:
+        built.rows = built.rows[:limit]
+    return built
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list: List[str] = argv_or_default(argv)
+    args = build_parser().parse_args(args_list)
+
+    def body() -> int:
+        view = VIEWS[args.show]
+        with client_from_args(args, PROG) as client:
+            result = fetch(client, view, args.limit)
+        write_out(table.render(result, args.format))
+        return 0
+
+    return run_tool(PROG, body)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
