@@ -7,6 +7,7 @@ import time
 from typing import Any, Dict, List, Sequence
 
 from .amqp.connection import ListenerSettings
+from .amqp.connector import Connector
 from .amqp.server import AmqpServer, ListenerError
 from .config import port_number
 from .core.address_table import AddressTable
@@ -39,12 +40,13 @@ class Router:
         self.store = ConfigStore()
         self.effects = ConfigEffects(self)
         self._listening: Dict[str, int] = {}
+        self.connectors: Dict[str, Connector] = {}
         self._load(entities)
         self.agent = ManagementAgent(self)
         self.effects.apply_logging()
         try:
             for entity in self.store:
-                if entity.etype.short_name not in ("listener", "log", "router"):
+                if entity.etype.short_name not in ("listener", "connector", "log", "router"):
                     self.effects.created(entity)
         except ManagementStatus as error:
             raise RouterSetupError(f"{entity.source}: {error.description}") from None
@@ -68,32 +70,32 @@ class Router:
 
     # ---- listeners (ListenerHost) ------------------------------------------------------
     def start_listeners(self) -> None:
-        for entity in self.store.of_type(entity_type("listener")):
-            try:
-                self.effects.created(entity)
-            except ManagementStatus as error:
-                raise RouterSetupError(f"{entity.source}: {error.description}") from None
+        """Open listeners (failing start-up if one cannot) and start connectors."""
+        for kind in ("listener", "connector"):
+            for entity in self.store.of_type(entity_type(kind)):
+                try:
+                    self.effects.created(entity)
+                except ManagementStatus as error:
+                    raise RouterSetupError(f"{entity.source}: {error.description}") from None
 
     def open_listener(self, entity: ManagedEntity) -> None:
-        attrs = entity.attributes
-        settings = ListenerSettings(
-            entity.name,
-            role=str(attrs.get("role", "normal")),
-            sasl_mechanisms=str(attrs.get("saslMechanisms") or "ANONYMOUS"),
-            idle_timeout_ms=int(attrs.get("idleTimeoutSeconds") or 0) * 1000,
-            max_frame_size=int(attrs.get("maxFrameSize") or 16384),
-            strip_annotations=str(attrs.get("stripAnnotations", "both")),
-            authenticate_peer=bool(attrs.get("authenticatePeer", False)),
-        )
+        settings, port = _connection_settings(entity)
         try:
-            port = port_number(attrs.get("port", "amqp"))
-        except Exception as error:
-            raise ManagementStatus(400, f"listener: attribute 'port': {error}") from None
-        try:
-            _, _, fd = self.server.listen(str(attrs.get("host") or ""), port, settings)
+            _, _, fd = self.server.listen(str(entity.attributes.get("host") or ""), port, settings)
         except ListenerError as error:
             raise ManagementStatus(400, str(error)) from None
         self._listening[entity.identity] = fd
+
+    def open_connector(self, entity: ManagedEntity) -> None:
+        settings, port = _connection_settings(entity)
+        connector = Connector(self.server, str(entity.attributes.get("host") or "127.0.0.1"), port, settings)
+        self.connectors[entity.identity] = connector
+        connector.start()
+
+    def close_connector(self, entity: ManagedEntity) -> None:
+        connector = self.connectors.pop(entity.identity, None)
+        if connector is not None:
+            connector.stop()
 
     def close_listener(self, entity: ManagedEntity) -> None:
         fd = self._listening.pop(entity.identity, None)
@@ -104,6 +106,12 @@ class Router:
         return self.store.of_type(entity_type("log"))
 
     # ---- running -----------------------------------------------------------------------
+    def connector_status(self, entity: ManagedEntity) -> Dict[str, Any]:
+        connector = self.connectors.get(entity.identity)
+        if connector is None:
+            return {}
+        return {"connectionStatus": connector.status, "connectionMsg": connector.message}
+
     def run(self) -> None:
         log.info("Router %s started (standalone)", self.id)
         self.server.run()
@@ -111,3 +119,28 @@ class Router:
 
     def request_stop(self) -> None:
         self.server.request_stop()
+
+
+def _connection_settings(entity: ManagedEntity) -> tuple[ListenerSettings, int]:
+    """Settings shared by listeners and connectors, from the entity's attributes."""
+    attrs = entity.attributes
+    kind = entity.etype.short_name
+    try:
+        port = port_number(attrs.get("port", "amqp"))
+    except Exception as error:
+        raise ManagementStatus(400, f"{kind}: attribute 'port': {error}") from None
+    # A connector with credentials offers PLAIN unless told otherwise, as qdrouterd does.
+    default_mechanisms = "PLAIN" if kind == "connector" and attrs.get("saslUsername") else "ANONYMOUS"
+    settings = ListenerSettings(
+        entity.name,
+        role=str(attrs.get("role", "normal")),
+        sasl_mechanisms=str(attrs.get("saslMechanisms") or default_mechanisms),
+        idle_timeout_ms=int(attrs.get("idleTimeoutSeconds") or 0) * 1000,
+        max_frame_size=int(attrs.get("maxFrameSize") or 16384),
+        strip_annotations=str(attrs.get("stripAnnotations", "both")),
+        authenticate_peer=bool(attrs.get("authenticatePeer", False)),
+        cost=int(attrs.get("cost") or 1),
+        username=attrs.get("saslUsername"),
+        password=attrs.get("saslPassword"),
+    )
+    return settings, port

@@ -3,9 +3,10 @@ transport. No routing decisions here."""
 
 from __future__ import annotations
 
+import os
 import socket
 import time
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
 from .proton_ffi import ffi, lib
 
@@ -19,13 +20,16 @@ class ListenerSettings:
 
     __slots__ = (
         "authenticate_peer",
+        "cost",
         "idle_timeout_ms",
         "max_frame_size",
         "name",
+        "password",
         "role",
         "sasl_mechanisms",
         "strip_in",
         "strip_out",
+        "username",
     )
 
     def __init__(
@@ -37,8 +41,14 @@ class ListenerSettings:
         max_frame_size: int = 16384,
         strip_annotations: str = "both",
         authenticate_peer: bool = False,
+        cost: int = 1,
+        username: str | None = None,
+        password: str | None = None,
     ) -> None:
         self.name = name
+        self.cost = cost
+        self.username = username
+        self.password = password
         self.role = role
         self.sasl_mechanisms = sasl_mechanisms
         self.idle_timeout_ms = idle_timeout_ms
@@ -67,6 +77,7 @@ class AmqpConnection:
         settings: ListenerSettings,
         collector: Any,
         container_id: str,
+        client: bool = False,
     ) -> None:
         self.identity = identity
         self.sock = sock
@@ -84,16 +95,45 @@ class AmqpConnection:
         self.remote_container: str | None = None
         self.opened_at = time.time()
         self.user: str | None = None
+        # Outgoing (connector) connections: still connecting, and who to tell about it.
+        self.client = client
+        self.connecting = client
+        self.last_error: str | None = None
+        self.on_opened: Callable[[AmqpConnection], None] | None = None
+        self.on_closed: Callable[[AmqpConnection], None] | None = None
         transport = self.transport
-        lib.pn_transport_set_server(transport)
+        if not client:
+            # Before pn_sasl: proton fixes the SASL layer's side when it is created.
+            lib.pn_transport_set_server(transport)
         sasl = lib.pn_sasl(transport)
         lib.pn_sasl_allowed_mechs(sasl, settings.sasl_mechanisms.encode())
-        lib.pn_transport_require_auth(transport, settings.authenticate_peer)
+        if client:
+            if settings.username:
+                lib.pn_connection_set_user(self.pn_connection, settings.username.encode())
+            if settings.password:
+                lib.pn_connection_set_password(self.pn_connection, settings.password.encode())
+            lib.pn_connection_set_hostname(self.pn_connection, peer.rsplit(":", 1)[0].encode())
+        else:
+            lib.pn_transport_require_auth(transport, settings.authenticate_peer)
         lib.pn_transport_set_idle_timeout(transport, settings.idle_timeout_ms)
         lib.pn_transport_set_max_frame(transport, settings.max_frame_size)
         lib.pn_connection_set_container(self.pn_connection, container_id.encode())
         lib.pn_connection_collect(self.pn_connection, collector)
         lib.pn_transport_bind(transport, self.pn_connection)
+        if client:
+            lib.pn_connection_open(self.pn_connection)
+
+    def check_connected(self) -> bool:
+        """A non-blocking connect finished: True if it worked (else last_error says why)."""
+        error = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if error:
+            self.last_error = f"connection to {self.peer} failed: {os.strerror(error)}"
+            self.input_closed = True
+            lib.pn_transport_close_tail(self.transport)
+            lib.pn_transport_close_head(self.transport)
+            return False
+        self.connecting = False
+        return True
 
     def read(self) -> bool:
         """Move what the socket has into the transport. False once input is over.

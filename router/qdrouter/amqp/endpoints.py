@@ -29,21 +29,24 @@ class EndpointHandler:
         connection = self.connections.get(pn_connection)
         if connection is None:
             return
+        connection.remote_container = c_string(lib.pn_connection_remote_container(pn_connection))
+        connection.user = c_string(lib.pn_transport_get_user(connection.transport))
         if lib.pn_connection_state(pn_connection) & LOCAL_UNINIT:
-            connection.remote_container = c_string(lib.pn_connection_remote_container(pn_connection))
-            connection.user = c_string(lib.pn_transport_get_user(connection.transport))
             lib.pn_connection_open(pn_connection)
-            log.info(
-                "Connection %d opened from %s (container %s)",
-                connection.identity,
-                connection.peer,
-                connection.remote_container,
-            )
+        log.info("Connection %d %s %s opened (container %s)", connection.identity,
+                 "to" if connection.client else "from", connection.peer, connection.remote_container)
+        self.adaptor.dirty.add(connection)
+        if connection.on_opened is not None:
+            connection.on_opened(connection)
 
     def connection_closed(self, pn_connection: Any) -> None:
         connection = self.connections.get(pn_connection)
         if connection is None:
             return
+        condition = lib.pn_connection_remote_condition(pn_connection)
+        if lib.pn_condition_is_set(condition):
+            connection.last_error = (f"{c_string(lib.pn_condition_get_name(condition))}: "
+                                     f"{c_string(lib.pn_condition_get_description(condition))}")
         self.detach_all(connection)
         lib.pn_connection_close(pn_connection)
         self.adaptor.dirty.add(connection)

@@ -3,8 +3,10 @@ driven by one epoll (selectors) loop in one thread."""
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
+import os
 import selectors
 import socket
 import time
@@ -16,6 +18,7 @@ from .connection import AmqpConnection, ListenerSettings
 from .deliveries import DeliveryAdaptor
 from .endpoints import EndpointHandler
 from .proton_ffi import lib
+from .timers import Timers
 
 log = logging.getLogger("qdrouter.SERVER")
 
@@ -41,6 +44,7 @@ class AmqpServer:
         self._stop_requested = False
         self._deadline = 0.0
         self._released: List[AmqpConnection] = []
+        self.timers = Timers()
         self._on_delivery = self.adaptor.delivery_handler()
         self._flush_sends = self.adaptor.flush_pending
         self._next_tick = 0.0
@@ -95,6 +99,30 @@ class AmqpServer:
         sock.close()
         log.info("Stopped listening (%s)", settings.name)
 
+    def connect(self, host: str, port: int, settings: ListenerSettings) -> AmqpConnection:
+        """Start an outgoing connection (non-blocking); raises OSError if it cannot start."""
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        result = sock.connect_ex(address)
+        if result not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
+            sock.close()
+            raise OSError(result, os.strerror(result))
+        connection = AmqpConnection(next(self._ids), sock, f"{host}:{port}", settings, self.collector,
+                                    self.router_id, client=True)
+        self.endpoints.connections[connection.pn_connection] = connection
+        self.by_fd[connection.fileno] = connection
+        self.selector.register(sock, selectors.EVENT_WRITE)
+        log.info("Connecting to %s:%d (%s)", host, port, settings.name)
+        return connection
+
+    def close_connection(self, connection: AmqpConnection, condition: str, description: str) -> None:
+        pn.set_condition(lib.pn_connection_condition(connection.pn_connection), condition, description)
+        self.endpoints.detach_all(connection)
+        lib.pn_connection_close(connection.pn_connection)
+        self.adaptor.dirty.add(connection)
+
     def _accept(self, fd: int) -> None:
         listening, settings = self.listeners[fd]
         for _ in range(64):
@@ -131,6 +159,11 @@ class AmqpServer:
                     if fd in listeners:
                         self._accept(fd)
                     continue
+                if connection.connecting:
+                    if not connection.check_connected():
+                        self._released.append(connection)
+                        self._release_finished()
+                        continue
                 if mask & selectors.EVENT_READ:
                     connection.read()
                     self.adaptor.dirty.add(connection)
@@ -138,6 +171,7 @@ class AmqpServer:
                     self.adaptor.dirty.add(connection)
             self._process_events()
             now = time.monotonic()
+            self.timers.run_due(now)
             if now >= self._next_tick:
                 self._tick(now)
             if self._stop_requested and not self._stopping:
@@ -147,7 +181,11 @@ class AmqpServer:
         self._close_listeners()
 
     def _timeout(self) -> float:
-        return max(0.0, min(TICK_INTERVAL_S, self._next_tick - time.monotonic()))
+        deadline = self._next_tick
+        timer = self.timers.next_deadline()
+        if timer is not None and timer < deadline:
+            deadline = timer
+        return max(0.0, min(TICK_INTERVAL_S, deadline - time.monotonic()))
 
     def _process_events(self) -> None:
         collector = self.collector
@@ -203,6 +241,9 @@ class AmqpServer:
             connection = dirty.pop()
             if connection.closed:
                 continue
+            if connection.connecting:
+                self._set_interest(connection, selectors.EVENT_WRITE)
+                continue
             connection.write()
             if connection.finished():
                 self._released.append(connection)
@@ -242,13 +283,21 @@ class AmqpServer:
             self.endpoints.connections.pop(connection.pn_connection, None)
             self.by_fd.pop(connection.fileno, None)
             connection.release()
-            log.info("Connection %d from %s closed", connection.identity, connection.peer)
+            log.info("Connection %d %s %s closed%s", connection.identity,
+                     "to" if connection.client else "from", connection.peer,
+                     f": {connection.last_error}" if connection.last_error else "")
+            if connection.on_closed is not None:
+                connection.on_closed(connection)
         self._released = []
         self._flush_output()
 
     def _transport_error(self, event: Any) -> None:
         transport = lib.pn_event_transport(event)
         condition = lib.pn_transport_condition(transport)
+        connection = self.endpoints.connections.get(lib.pn_transport_connection(transport))
+        if connection is not None and lib.pn_condition_is_set(condition):
+            connection.last_error = (f"{pn.c_string(lib.pn_condition_get_name(condition))}: "
+                                     f"{pn.c_string(lib.pn_condition_get_description(condition))}")
         if lib.pn_condition_is_set(condition):
             log.info(
                 "Connection error: %s: %s",

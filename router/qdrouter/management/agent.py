@@ -128,6 +128,9 @@ class ManagementAgent:
         if short in ("management", MANAGEMENT_TYPE):
             return [{"name": "self", "identity": "self", "type": etype.long_name}]
         configured = [entity.as_map() for entity in router.store.of_type(etype)]
+        if short == "connector":
+            for row, entity in zip(configured, router.store.of_type(etype)):
+                row.update(router.connector_status(entity))
         if short == "router":
             return [operational.router_row(router, configured[0] if configured else {})]
         return configured

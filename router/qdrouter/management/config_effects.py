@@ -18,7 +18,7 @@ log = logging.getLogger("qdrouter.AGENT")
 
 # Types the router keeps and reports but does not act on yet (later issues).
 NOT_YET_SUPPORTED = frozenset(
-    ("connector", "router.config.linkRoute", "router.config.autoLink", "policy", "vhost", "sslProfile",
+    ("router.config.linkRoute", "router.config.autoLink", "policy", "vhost", "sslProfile",
      "router.config.exchange", "router.config.binding", "authServicePlugin")
 )
 
@@ -29,6 +29,10 @@ class ListenerHost(Protocol):
     def open_listener(self, entity: ManagedEntity) -> None: ...
 
     def close_listener(self, entity: ManagedEntity) -> None: ...
+
+    def open_connector(self, entity: ManagedEntity) -> None: ...
+
+    def close_connector(self, entity: ManagedEntity) -> None: ...
 
     def log_entities(self) -> list: ...
 
@@ -41,12 +45,14 @@ class ConfigEffects:
         """Apply a new entity; raises ManagementStatus (and changes nothing) if it cannot."""
         kind = entity.etype.short_name
         attrs = entity.attributes
-        if kind == "listener":
+        if kind in ("listener", "connector"):
             role = attrs.get("role", "normal")
-            if role != "normal":
-                raise ManagementStatus(501, f"listener: attribute 'role': {role!r} is not supported yet "
-                                            f"(only normal)")
-            self.host.open_listener(entity)
+            if role == "edge":
+                raise ManagementStatus(501, f"{kind}: attribute 'role': 'edge' is not supported")
+            if kind == "listener":
+                self.host.open_listener(entity)
+            else:
+                self.host.open_connector(entity)
         elif kind == "router.config.address":
             if attrs.get("pattern"):
                 raise ManagementStatus(501, "address: attribute 'pattern' is not supported yet; use 'prefix'")
@@ -64,6 +70,8 @@ class ConfigEffects:
         kind = entity.etype.short_name
         if kind == "listener":
             self.host.close_listener(entity)
+        elif kind == "connector":
+            self.host.close_connector(entity)
         elif kind == "router.config.address":
             attrs = entity.attributes
             self.host.table.remove_prefix(str(attrs.get("prefix") or ""), str(attrs.get("distribution")))

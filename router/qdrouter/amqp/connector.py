@@ -1,0 +1,99 @@
+"""Resilient outgoing connections, like the federation links of the reference
+(broker-federation.md): retry after 2 s, doubling to at most 64 s, then every 64 s; no
+retry after an authentication failure."""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from .connection import AmqpConnection, ListenerSettings
+from .timers import Timer
+
+log = logging.getLogger("qdrouter.CONN_MGR")
+
+WAITING = "Waiting"
+CONNECTING = "Connecting"
+OPERATIONAL = "Operational"
+FAILED = "Failed"
+CLOSED = "Closed"
+
+FIRST_RETRY_S = 2.0
+MAX_RETRY_S = 64.0
+
+
+class Connector:
+    def __init__(self, server: object, host: str, port: int, settings: ListenerSettings,
+                 on_up: Callable[[AmqpConnection], None] | None = None,
+                 on_down: Callable[[AmqpConnection], None] | None = None) -> None:
+        self.server = server
+        self.host = host
+        self.port = port
+        self.settings = settings
+        self.on_up = on_up
+        self.on_down = on_down
+        self.status = WAITING
+        self.message = ""
+        self.connection: AmqpConnection | None = None
+        self.retry_delay = FIRST_RETRY_S
+        self.attempts = 0
+        self._timer: Timer | None = None
+
+    def start(self) -> None:
+        self._attempt()
+
+    def stop(self) -> None:
+        self.status = CLOSED
+        self.message = "Connector deleted"
+        if self._timer is not None:
+            self._timer.cancel()
+        connection = self.connection
+        if connection is not None:
+            self.server.close_connection(connection, "amqp:connection:forced",  # type: ignore[attr-defined]
+                                         "Connector deleted")
+
+    def _attempt(self) -> None:
+        if self.status == CLOSED:
+            return
+        self._timer = None
+        self.attempts += 1
+        self.status = CONNECTING
+        try:
+            connection = self.server.connect(self.host, self.port, self.settings)  # type: ignore[attr-defined]
+        except OSError as error:
+            self._failed(f"cannot connect to {self.host}:{self.port}: {error.strerror or error}")
+            return
+        connection.on_opened = self._opened
+        connection.on_closed = self._closed
+        self.connection = connection
+
+    def _opened(self, connection: AmqpConnection) -> None:
+        self.status = OPERATIONAL
+        self.message = "Connection Opened"
+        self.retry_delay = FIRST_RETRY_S
+        log.info("Connector %s to %s:%d is operational", self.settings.name, self.host, self.port)
+        if self.on_up is not None:
+            self.on_up(connection)
+
+    def _closed(self, connection: AmqpConnection) -> None:
+        was_up = self.status == OPERATIONAL
+        self.connection = None
+        if was_up and self.on_down is not None:
+            self.on_down(connection)
+        if self.status == CLOSED:
+            return
+        error = connection.last_error or "connection closed"
+        if "unauthorized-access" in error or "authentication" in error.lower():
+            self.status = FAILED
+            self.message = f"{error} (not retrying: authentication failed)"
+            log.warning("Connector %s: %s", self.settings.name, self.message)
+            return
+        self._failed(error)
+
+    def _failed(self, error: str) -> None:
+        delay = self.retry_delay
+        self.status = WAITING
+        self.message = f"{error}; retrying in {delay:g} s"
+        log.info("Connector %s: %s", self.settings.name, self.message)
+        self.retry_delay = min(MAX_RETRY_S, delay * 2)
+        self._timer = self.server.timers.call_later(delay, self._attempt)  # type: ignore[attr-defined]
