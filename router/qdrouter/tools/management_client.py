@@ -71,7 +71,7 @@ class ManagementClient:
     @property
     def host_port(self) -> str:
         """``host:port`` of the router, as error messages show it."""
-        return f"{self.url.host}:{self.url.port}"
+        return f"{self.url.host}:{int(self.url.port)}"  # Url keeps "amqp"; .port resolves it
 
     # -- connection ------------------------------------------------------------------------
     def connect(self) -> None:
@@ -103,6 +103,8 @@ class ManagementClient:
         conn, self._conn = self._conn, None
         self._sender = self._receiver = None
         if conn is not None:
+            # A peer that ignored our requests may ignore our close too: don't wait long for it.
+            conn.timeout = min(self.timeout, 1.0)
             try:
                 conn.close()
             except Exception:  # the peer may already be gone; nothing to report
