@@ -66,7 +66,7 @@ def run_container(handler: MessagingHandler) -> threading.Thread:
     return t
 
 
-class SlowReceiver(MessagingHandler):  # type: ignore[misc]
+class SlowReceiver(MessagingHandler):
     """Listens; grants one credit at a time, 5 ms apart; checks every message."""
 
     def __init__(self, port: int, count: int, address: str, size: int) -> None:
@@ -134,7 +134,7 @@ def check_slow_credit(presettled: bool) -> None:
     assert sender["seconds"] > 0.1, sender
 
 
-class DrainReceiver(MessagingHandler):  # type: ignore[misc]
+class DrainReceiver(MessagingHandler):
     def __init__(self, url: str) -> None:
         super().__init__(prefetch=0)
         self.url = url
@@ -168,7 +168,7 @@ def check_drain() -> None:
     assert sender["sent"] == 5, sender
 
 
-class PySender(MessagingHandler):  # type: ignore[misc]
+class PySender(MessagingHandler):
     def __init__(self, url: str, count: int, data_body: bool) -> None:
         super().__init__()
         self.url, self.count, self.data_body = url, count, data_body
