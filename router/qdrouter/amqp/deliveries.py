@@ -11,16 +11,11 @@ from typing import Any, Callable, Dict, Set
 
 from ..core.address_table import MULTICAST, UNAVAILABLE, AddressTable
 from ..core.forwarder import Forwarder
-from ..core.links import CoreLink, InFlight
+from ..core.links import CONTROL, CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED, RELEASED
-from .message_sections import (
-    MessageFormatError,
-    find_sections,
-    read_annotations,
-    read_to,
-    rewrite_annotations,
-)
-from .proton_ffi import ffi, lib, normalize_address
+from .inbound import annotated, inspect
+from .message_sections import MessageFormatError
+from .proton_ffi import ffi, lib
 
 _QD_PREFIX = b"x-opt-qd."
 
@@ -30,6 +25,10 @@ class DeliveryAdaptor:
 
     def __init__(self, router_id: str, table: AddressTable, link_capacity: int) -> None:
         self.router_id = router_id
+        # How router annotations name this router (area 0, as qdrouterd).
+        self.node = f"0/{router_id}"
+        # Routing-protocol messages arriving on inter-router control links.
+        self.control_handler: Callable[[CoreLink, bytes], None] | None = None
         self.table = table
         self.forwarder = Forwarder(table, self, link_capacity)
         self.links: Dict[Any, CoreLink] = {}
@@ -168,60 +167,23 @@ class DeliveryAdaptor:
         else:
             message = InFlight(raw, raw, link, delivery, False)
             link.unsettled[delivery] = message
+        if link.kind == CONTROL:
+            if self.control_handler is not None:
+                self.control_handler(link, raw)
+            self.forwarder._release_credit(link)
+            if not message.settled:
+                self.finish_incoming(message, ACCEPTED)
+            return
         if _QD_PREFIX in raw or link.anonymous:
             try:
-                address_key = self._inspect(link, message)
+                address_key = inspect(link, message)
             except MessageFormatError as error:
                 self._reject_malformed(message, str(error))
                 return
-            self.forwarder.forward(message, self.table.find(address_key) if address_key else None)
-        else:
-            self.forwarder.forward(message, link.address)
-
-    def _inspect(self, link: CoreLink, message: InFlight) -> str | None:
-        """Routing address of an anonymous link's message, and the payload with client
-        x-opt-qd annotations removed."""
-        raw = message.raw
-        ma_start, ma_end, props_start = find_sections(raw)
-        to_override = None
-        if ma_start >= 0:
-            annotations = read_annotations(raw, ma_start, ma_end)
-            to_override = annotations.to_override
-            if (
-                to_override is not None
-                or annotations.ingress is not None
-                or annotations.trace is not None
-                or annotations.phase is not None
-                or annotations.has_other_qd_keys
-            ):
-                message.payload = rewrite_annotations(
-                    raw,
-                    ma_start,
-                    ma_end,
-                    strip_qd=True,
-                    keep_to_override=False,
-                    ingress=None,
-                    trace_append=None,
-                )
-        if not link.anonymous:
-            return link.address_key
-        if to_override is not None:
-            return normalize_address(to_override)
-        return normalize_address(read_to(raw, props_start))
-
-    def _annotated(self, message: InFlight) -> bytes:
-        """The message for a consumer that keeps router annotations: ingress and trace set."""
-        raw = message.raw
-        ma_start, ma_end, _ = find_sections(raw)
-        return rewrite_annotations(
-            raw,
-            ma_start,
-            ma_end,
-            strip_qd=message.in_link.strip_in,
-            keep_to_override=True,
-            ingress=self.router_id,
-            trace_append=self.router_id,
-        )
+            if link.anonymous:
+                self.forwarder.route(message, address_key)
+                return
+        self.forwarder.forward(message, link.address)
 
     def _producer_settled(self, link: CoreLink, delivery: Any) -> None:
         """The producer settled first (it no longer cares): settle downstream too."""
@@ -293,7 +255,7 @@ class DeliveryAdaptor:
 
     # ---- DeliveryIO --------------------------------------------------------------------
     def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
-        payload = message.payload if link.strip_out else self._annotated(message)
+        payload = message.payload if link.strip_out else annotated(message, link, self.node)
         self.pending_sends.append((link, payload, None if presettled else message))
 
     def sends_flusher(self) -> Callable[[], None]:

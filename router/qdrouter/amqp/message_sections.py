@@ -63,6 +63,7 @@ _K_PHASE = b"x-opt-qd.phase"
 _ENC_TO = encode_symbol("x-opt-qd.to")
 _ENC_INGRESS = encode_symbol("x-opt-qd.ingress")
 _ENC_PHASE = encode_symbol("x-opt-qd.phase")
+_ENC_TRACE = encode_symbol("x-opt-qd.trace")
 _NEW_MA_DESCRIPTOR = b"\x00\x53\x72"
 # Above this size the untouched head/tail are joined through a memoryview so
 # a large body is copied once, not twice (slice + join).
@@ -315,13 +316,16 @@ def rewrite_annotations(
     trace_append: str | None,
     to_override: str | None = None,
     phase: int | None = None,
+    trace_create: bool = False,
 ) -> bytes:
     """The whole message with its message-annotations section rewritten.
 
     - strip_qd: drop every "x-opt-qd." key (except x-opt-qd.to when keep_to_override);
     - ingress: add x-opt-qd.ingress = ingress unless present (after stripping);
     - trace_append: append to x-opt-qd.trace if present (after stripping) and a list;
-    - to_override / phase: set or replace x-opt-qd.to / x-opt-qd.phase (None: leave as is).
+    - to_override / phase: set or replace x-opt-qd.to / x-opt-qd.phase (None: leave as is);
+    - trace_create: with trace_append, start x-opt-qd.trace = [trace_append] when absent
+      (what a router does when a message first leaves it for another router).
 
     Other entries are kept byte for byte and in order; replaced entries keep
     their position, added ones go last. An empty result removes the section; a
@@ -329,7 +333,7 @@ def rewrite_annotations(
     ``data`` itself when nothing changes.
     """
     if ma_start < 0:
-        if ingress is None and to_override is None and phase is None:
+        if ingress is None and to_override is None and phase is None and not (trace_create and trace_append):
             return data  # nothing to add, and trace_append needs an existing trace
         start = end = section_insert_pos(data)
         descriptor: bytes = _NEW_MA_DESCRIPTOR
@@ -341,7 +345,7 @@ def rewrite_annotations(
 
     parts: list[bytes] = []
     changed = False
-    has_ingress = has_to = has_phase = False
+    has_ingress = has_to = has_phase = has_trace = False
     for es, ke, ve, qd in entries:
         if qd is not None:
             if strip_qd and not (keep_to_override and qd == _K_TO):
@@ -362,6 +366,7 @@ def rewrite_annotations(
                     changed = True
                     continue
             elif qd == _K_TRACE and trace_append is not None:
+                has_trace = True
                 try:
                     new_trace = _append_trace(data, ke, ve, trace_append)
                 except IndexError:
@@ -379,6 +384,9 @@ def rewrite_annotations(
         changed = True
     if phase is not None and not has_phase:
         parts.append(_ENC_PHASE + encode_int(phase))
+        changed = True
+    if trace_create and trace_append is not None and not has_trace:
+        parts.append(_ENC_TRACE + encode_string_list([trace_append]))
         changed = True
     if not changed:
         return data

@@ -48,6 +48,7 @@ class Address:
         "key",
         "next_index",
         "producers",
+        "remote",
         "undelivered",
     )
 
@@ -64,15 +65,17 @@ class Address:
         # An in-process consumer (the management agent): called with each message instead
         # of forwarding it; returns the outcome for the sender.
         self.handler: Callable[[InFlight], int] | None = None
+        # Other routers of the mesh with consumers for this address (from MAU).
+        self.remote: List[str] = []
 
     def is_unused(self) -> bool:
         return (not self.consumers and not self.producers and not self.undelivered
-                and self.handler is None)
+                and self.handler is None and not self.remote)
 
     def routable(self) -> bool:
         if self.distribution == UNAVAILABLE:
             return False
-        return bool(self.consumers) or self.handler is not None
+        return bool(self.consumers) or self.handler is not None or bool(self.remote)
 
 
 def prefix_matches(prefix: str, address: str) -> bool:

@@ -1,16 +1,18 @@
-"""Message forwarding: pick outgoing links per distribution, hold what cannot move yet,
-and hand credit back to producers only as their messages leave the router.
+"""Message forwarding: pick outgoing links per distribution (local consumers, and other
+routers of the mesh), hold what cannot move yet, and hand credit back to producers only
+as their messages leave the router.
 
 Memory stays bounded: a producer holds at most ``link_capacity`` credit, and the router
-returns credit only when a message has been handed to a consumer (or given an outcome).
+returns credit only when a message has been handed on (or given an outcome).
 """
 
 from __future__ import annotations
 
-from typing import Any, List, Protocol, Set
+from typing import Any, Callable, List, Protocol, Set
 
-from .address_table import MULTICAST, UNAVAILABLE, Address, AddressTable
-from .links import CoreLink, InFlight
+from .address_table import BALANCED, CLOSEST, MULTICAST, UNAVAILABLE, Address, AddressTable
+from .links import DATA, CoreLink, InFlight
+from .mesh_routes import MeshRoutes, is_mobile, topological_router
 from .outcomes import ACCEPTED, MODIFIED, RELEASED
 
 DEFAULT_LINK_CAPACITY = 250
@@ -28,14 +30,16 @@ class DeliveryIO(Protocol):
 
 
 class Forwarder:
-    def __init__(
-        self, table: AddressTable, io: DeliveryIO, link_capacity: int = DEFAULT_LINK_CAPACITY
-    ) -> None:
+    def __init__(self, table: AddressTable, io: DeliveryIO, link_capacity: int = DEFAULT_LINK_CAPACITY,
+                 mesh: MeshRoutes | None = None) -> None:
         self.table = table
         self.io = io
         self.link_capacity = link_capacity
+        self.mesh = mesh
         # Incoming links owed credit since the adaptor last flushed.
         self.credit_dirty: Set[CoreLink] = set()
+        # Told when a mobile address gains its first local consumer (True) or loses its last.
+        self.on_local_address: Callable[[str, bool], None] | None = None
 
     # ---- links -------------------------------------------------------------------------
     def producer_attached(self, link: CoreLink) -> None:
@@ -61,16 +65,30 @@ class Forwarder:
         address = self.table.get(link.address_key or "")
         link.address = address
         address.consumers.append(link)
-        if len(address.consumers) == 1 and address.routable():
+        if len(address.consumers) == 1:
+            self.address_became_routable(address)
+            if self.on_local_address is not None and is_mobile(address.key):
+                self.on_local_address(address.key, True)
+
+    def address_became_routable(self, address: Address) -> None:
+        if address.routable():
             for producer in address.producers:
                 self._open_window(producer)
+
+    def remote_consumers_changed(self, address: Address) -> None:
+        """The mesh learned which routers consume ``address``."""
+        self.address_became_routable(address)
+        if address.remote and not address.consumers:
+            self._reroute_undelivered(address)
+        self.table.discard_if_unused(address)
 
     def consumer_detached(self, link: CoreLink) -> None:
         """Return every message the consumer held: its backlog copies are dropped, and its
         unsettled deliveries go back to their senders as modified (delivery-failed), since
         the consumer may have seen them."""
-        address: Address = link.address
-        _remove(address.consumers, link)
+        address: Address | None = link.address
+        if address is not None:
+            _remove(address.consumers, link)
         link.credit = 0
         while link.backlog:
             self._copy_done(link.backlog.popleft())
@@ -82,47 +100,80 @@ class Forwarder:
         link.unsettled.clear()
         link.outstanding = 0
         link.handle = None
+        if address is None:
+            return
         if not address.consumers:
-            while address.undelivered:
-                self._no_route(address, address.undelivered.popleft())
+            if self.on_local_address is not None and is_mobile(address.key):
+                self.on_local_address(address.key, False)
+            self._reroute_undelivered(address)
         self.table.discard_if_unused(address)
+
+    def _reroute_undelivered(self, address: Address) -> None:
+        queue = list(address.undelivered)
+        address.undelivered.clear()
+        for message in queue:
+            message.in_link.credit += 1  # forward() takes it again
+            self.forward(message, address)
 
     def consumer_credit(self, link: CoreLink, credit: int) -> None:
         link.credit = credit
-        address: Address = link.address
         backlog = link.backlog
         while link.credit > 0 and backlog:
             message = backlog.popleft()
-            self._send(link, message, True)
+            self._send(link, message, True, link.address)
             self._copy_done(message)
+        address: Address | None = link.address
+        if address is None:
+            return
         queue = address.undelivered
         while link.credit > 0 and queue:
             message = queue.popleft()
-            self._send(link, message, message.settled)
+            self._send(link, message, message.settled, address)
             self._release_credit(message.in_link)
 
     def consumer_settled(self, link: CoreLink) -> None:
         link.outstanding -= 1
 
     # ---- messages ----------------------------------------------------------------------
+    def route(self, message: InFlight, key: str | None) -> None:
+        """Route a message by address (anonymous senders, other routers)."""
+        message.key = key
+        address = self.table.find(key) if key else None
+        if address is None or not address.routable():
+            router = topological_router(key) if key else None
+            mesh = self.mesh
+            if router is not None and mesh is not None and router != mesh.my_id:
+                link = mesh.link_toward(router)
+                if link is not None and router not in (message.trace or ()):
+                    message.in_link.credit -= 1
+                    self._send(link, message, message.settled, address)
+                    self._release_credit(message.in_link)
+                    return
+        self.forward(message, address)
+
     def forward(self, message: InFlight, address: Address | None) -> None:
         """Route one message that arrived on ``message.in_link`` to ``address``."""
         message.in_link.credit -= 1
         if address is not None and address.handler is not None:
             self._to_handler(address, message)
             return
-        if address is None or not address.consumers or address.distribution == UNAVAILABLE:
+        if (address is None or address.distribution == UNAVAILABLE
+                or not (address.consumers or address.remote)):
             self._no_route(address, message)
             return
+        message.key = address.key
         address.counters.deliveries_ingress += 1
         if address.distribution == MULTICAST:
             self._multicast(address, message)
             return
-        link = self._pick(address)
+        link = self._pick(address, message)
         if link is None:
-            address.undelivered.append(message)
+            if address.consumers:
+                address.undelivered.append(message)
+            else:
+                self._no_route(address, message)
             return
-        self._send(link, message, message.settled)
+        self._send(link, message, message.settled, address)
         self._release_credit(message.in_link)
 
     def _to_handler(self, address: Address, message: InFlight) -> None:
@@ -138,36 +189,48 @@ class Forwarder:
         """Send a message made inside the router (a management reply) to ``address_key``,
         pre-settled. False when there is nowhere to send it."""
         address = self.table.find(address_key) if address_key else None
-        if address is None or address.handler is not None:
+        if address is not None and address.handler is not None:
             return False
-        address.counters.deliveries_from_container += 1
-        self.forward(InFlight(payload, payload, origin, None, True), address)
+        if address is None and topological_router(address_key or "") is None:
+            return False
+        if address is not None:
+            address.counters.deliveries_from_container += 1
+        self.route(InFlight(payload, payload, origin, None, True), address_key)
         return True
 
-    def _pick(self, address: Address) -> CoreLink | None:
+    def _pick(self, address: Address, message: InFlight) -> CoreLink | None:
+        """closest: a local consumer with credit (taking turns), else the nearest router;
+        balanced: the least loaded of local consumers and remote routers (a router's load
+        is its link's outstanding deliveries plus the path cost)."""
+        best: CoreLink | None = None
+        least = -1
         consumers = address.consumers
         count = len(consumers)
-        start = address.next_index % count
-        if address.distribution == MULTICAST:
-            return None
-        best: CoreLink | None = None
-        if address.distribution == "closest":
-            for offset in range(count):
-                candidate = consumers[(start + offset) % count]
-                if candidate.credit > 0:
-                    best = candidate
-                    break
-        else:
-            least = -1
+        if count:
+            start = address.next_index % count
+            closest = address.distribution == CLOSEST
             for offset in range(count):
                 candidate = consumers[(start + offset) % count]
                 if candidate.credit > 0 and (least < 0 or candidate.outstanding < least):
                     best = candidate
                     least = candidate.outstanding
-                    if least == 0:
+                    if closest or least == 0:
                         break
-        if best is not None:
-            address.next_index = start + 1
+            if best is not None:
+                address.next_index = start + 1
+        mesh = self.mesh
+        if address.remote and mesh is not None and (
+                (best is None and not consumers) or (address.distribution == BALANCED and least > 0)):
+            trace = message.trace or ()
+            for router in address.remote:
+                if router in trace:
+                    continue
+                link = mesh.link_toward(router)
+                if link is None:
+                    continue
+                score = mesh.cost(router) + (link.outstanding if address.distribution == BALANCED else 0)
+                if least < 0 or score < least:
+                    best, least = link, score
         return best
 
     def _multicast(self, address: Address, message: InFlight) -> None:
@@ -175,10 +238,15 @@ class Forwarder:
         # left the router (see docs/routing.md).
         for link in address.consumers:
             if link.credit > 0:
-                self._send(link, message, True)
+                self._send(link, message, True, address)
             else:
                 message.copies_pending += 1
                 link.backlog.append(message)
+        mesh = self.mesh
+        if address.remote and mesh is not None:
+            origin = message.ingress or mesh.my_id
+            for link in mesh.multicast_links(address.remote, origin, message.trace or ()):
+                self._send(link, message, True, address)
         if message.copies_pending == 0:
             self._multicast_done(message)
 
@@ -192,7 +260,7 @@ class Forwarder:
             self.io.finish_incoming(message, ACCEPTED)
         self._release_credit(message.in_link)
 
-    def _send(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
+    def _send(self, link: CoreLink, message: InFlight, presettled: bool, address: Address | None) -> None:
         link.credit -= 1
         counters = link.counters
         counters.delivered += 1
@@ -200,7 +268,11 @@ class Forwarder:
             counters.presettled += 1
         else:
             link.outstanding += 1
-        link.address.counters.deliveries_egress += 1
+        if address is not None:
+            if link.kind == DATA:
+                address.counters.deliveries_transit += 1
+            else:
+                address.counters.deliveries_egress += 1
         self.io.transmit(link, message, presettled)
 
     def _no_route(self, address: Address | None, message: InFlight) -> None:

@@ -17,11 +17,14 @@ class InFlight:
         "copies_pending",
         "delivery",
         "in_link",
+        "ingress",
+        "key",
         "out_delivery",
         "out_link",
         "payload",
         "raw",
         "settled",
+        "trace",
     )
 
     def __init__(self, payload: bytes, raw: bytes, in_link: CoreLink, delivery: Any, settled: bool) -> None:
@@ -37,6 +40,11 @@ class InFlight:
         self.out_delivery: Any = None
         # Multicast copies still waiting in consumers' backlogs.
         self.copies_pending = 0
+        # Set for messages that may cross the mesh: the address routed on, and the router
+        # annotations read on arrival (ingress router, routers already passed through).
+        self.key: str | None = None
+        self.ingress: str | None = None
+        self.trace: list | None = None
 
 
 class LinkCounters:
@@ -60,6 +68,11 @@ class LinkCounters:
         self.modified = 0
 
 
+ENDPOINT = "endpoint"
+CONTROL = "router-control"
+DATA = "inter-router"
+
+
 class CoreLink:
     """A link attached to this router. ``incoming`` links carry messages into the router."""
 
@@ -74,6 +87,7 @@ class CoreLink:
         "handle",
         "identity",
         "incoming",
+        "kind",
         "name",
         "outstanding",
         "owed_credit",
@@ -95,6 +109,8 @@ class CoreLink:
     ) -> None:
         self.identity = identity
         self.name = name
+        # ENDPOINT (a client), CONTROL or DATA (inter-router, qd.router / qd.router-data).
+        self.kind = ENDPOINT
         self.incoming = incoming
         self.address_key = address_key
         self.anonymous = incoming and address_key is None

@@ -6,6 +6,7 @@ import logging
 from typing import Any, Callable, Dict, List, Tuple
 
 from .. import log_config
+from ..core.address_table import CLOSEST
 from ..core.links import CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, REJECTED
 from ..schema import EntityTypeDef, UnknownEntityType, entity_type
@@ -26,7 +27,9 @@ class ManagementAgent:
         # Replies come "from" this in-process endpoint.
         self.origin = CoreLink(0, "$management", True, None, None, None)
         for key in self.addresses():
-            self.forwarder.table.get(key).handler = self.handle
+            address = self.forwarder.table.get(key)
+            address.handler = self.handle
+            address.distribution = CLOSEST  # as qdrouterd reports its agent
         self._node_operations: Dict[str, Callable[[Request], Reply]] = {
             "QUERY": self._query,
             "GET-TYPES": lambda r: (OK, schema_ops.types_map(self._entity_type_filter(r))),

@@ -19,11 +19,15 @@ PREFIX = "org.apache.qpid.dispatch."
 Row = Dict[str, Any]
 
 
-def address_key(address: str) -> str:
+def address_key(address: str, router_id: str = "") -> str:
     """qdrouterd's address keys: a class character (L local, T topological, M mobile with
-    its phase), then the address; qdstat shows the class from it."""
+    its phase), then the address; qdstat shows the class from it. This router's own
+    topological addresses (dynamic reply-to) are local, as qdrouterd shows them."""
     if address.startswith("_local/"):
         return "L" + address[7:]
+    own = f"_topo/0/{router_id}/"
+    if router_id and address.startswith(own):
+        return "L" + address[len(own):]
     if address.startswith("_topo/"):
         return "T" + address[6:]
     return "M0" + address
@@ -109,11 +113,11 @@ def _link_row(link: CoreLink, capacity: int) -> Row:
 
 
 def address_rows(router: Any) -> List[Row]:
-    return [_address_row(address) for address in router.table]
+    return [_address_row(address, router.id) for address in router.table]
 
 
-def _address_row(address: Address) -> Row:
-    key = address_key(address.key)
+def _address_row(address: Address, router_id: str) -> Row:
+    key = address_key(address.key, router_id)
     counters = address.counters
     return {
         "identity": key,
@@ -123,7 +127,7 @@ def _address_row(address: Address) -> Row:
         "distribution": address.distribution,
         "inProcess": 1 if address.handler is not None else 0,
         "subscriberCount": len(address.consumers),
-        "remoteCount": 0,
+        "remoteCount": len(address.remote),
         "containerCount": 0,
         "deliveriesIngress": counters.deliveries_ingress,
         "deliveriesEgress": counters.deliveries_egress,

@@ -1,0 +1,50 @@
+"""Reading router annotations off arriving messages and writing them on departing ones
+(book 3.3.1). Used off the fast path: only messages that carry, or need, x-opt-qd keys."""
+
+from __future__ import annotations
+
+from ..core.links import DATA, CoreLink, InFlight
+from .message_sections import find_sections, read_annotations, read_to, rewrite_annotations
+from .proton_ffi import normalize_address
+
+
+def inspect(link: CoreLink, message: InFlight) -> str | None:
+    """Record the message's router annotations, prepare the payload for consumers that
+    strip them, and return the address to route an anonymous link's message by."""
+    raw = message.raw
+    ma_start, ma_end, props_start = find_sections(raw)
+    to_override = None
+    if ma_start >= 0:
+        annotations = read_annotations(raw, ma_start, ma_end)
+        to_override = annotations.to_override
+        if not link.strip_in:
+            # Only other routers' (or trusted) annotations count for mesh decisions.
+            message.ingress = annotations.ingress
+            message.trace = annotations.trace
+        if (to_override is not None or annotations.ingress is not None or annotations.trace is not None
+                or annotations.phase is not None or annotations.has_other_qd_keys):
+            message.payload = rewrite_annotations(raw, ma_start, ma_end, strip_qd=True,
+                                                  keep_to_override=False, ingress=None, trace_append=None)
+    if not link.anonymous:
+        return link.address_key
+    if to_override is not None:
+        return normalize_address(to_override)
+    return normalize_address(read_to(raw, props_start))
+
+
+def annotated(message: InFlight, out_link: CoreLink, node: str) -> bytes:
+    """The message for a link that keeps router annotations. Toward another router it
+    carries ingress, trace (started here if absent) and the address in x-opt-qd.to; toward a
+    client that asked to keep annotations, ingress and an existing trace."""
+    raw = message.raw
+    ma_start, ma_end, _ = find_sections(raw)
+    to_mesh = out_link.kind == DATA
+    return rewrite_annotations(
+        raw, ma_start, ma_end,
+        strip_qd=message.in_link.strip_in,
+        keep_to_override=True,
+        ingress=node,
+        trace_append=node,
+        to_override=message.key if to_mesh else None,
+        trace_create=to_mesh,
+    )
