@@ -1,0 +1,318 @@
+"""RoutingEngine: the routing protocol driven by its caller (no I/O, no clock, no threads).
+
+The caller (the router's I/O layer) must:
+* call ``tick(now)`` about once a second and send what it returns;
+* hand every control message received to ``on_message(opcode, body, conn_key, now)`` (opcode
+  from the 'opcode' application property) and send what it returns;
+* report inter-router connections with ``neighbor_link_up/down``;
+* send each ``Outbound`` with application properties ``{'opcode': out.opcode}``: on
+  connection ``out.via`` when set, else as routed by ``forward_targets(out.address, my_id)``;
+  messages arriving for ``_topo/...`` addresses are routed the same way (with the ingress
+  router as origin) and handed to ``on_message`` when ``local`` is True.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, FrozenSet, Hashable, List, Set, Tuple
+
+from qdrouter.protocol.link_state import LinkStateDatabase
+from qdrouter.protocol.messages import (
+    ControlMessage,
+    Hello,
+    IncompatibleVersion,
+    LinkStateRequest,
+    LinkStateUpdate,
+    MobileAddressRequest,
+    MobileAddressUpdate,
+    ProtocolError,
+    RouterAdvertisement,
+    decode,
+)
+from qdrouter.protocol.mobile import (
+    TREATMENT_ANYCAST_BALANCED,
+    MobileAddressSync,
+    decode_address,
+    encode_address,
+)
+from qdrouter.protocol.neighbors import NeighborChange, NeighborTable
+from qdrouter.protocol.paths import Route, build_graph, compute_routes, compute_valid_origins
+
+HELLO_ADDRESS = "_local/qdhello"
+
+
+def router_address(router_id: str, area: str = "0") -> str:
+    """Control address of one router (router_id 'all' = every router)."""
+    return f"_topo/{area}/{router_id}/qdrouter"
+
+
+def router_ma_address(router_id: str, area: str = "0") -> str:
+    """Mobile-address-sync address of one router ('all' = every router)."""
+    return f"_topo/{area}/{router_id}/qdrouter.ma"
+
+
+@dataclass(frozen=True)
+class Outbound:
+    address: str
+    body: Dict[str, Any]
+    opcode: str
+    via: Hashable | None = None  # connection to send on; None = route by address
+
+    @property
+    def application_properties(self) -> Dict[str, str]:
+        return {"opcode": self.opcode}
+
+
+@dataclass(frozen=True)
+class Delivery:
+    local: bool  # hand the message to this router's own on_message
+    conns: Tuple[Hashable, ...] = ()  # connections to forward copies on
+
+
+@dataclass(frozen=True)
+class RoutingEvent:
+    kind: str  # neighbor_up, neighbor_down, routes, valid_origins, addresses, duplicate_id, error
+    data: Any = None
+
+
+@dataclass
+class _Counters:
+    received: Dict[str, int] = field(default_factory=dict)
+    errors: int = 0
+    incompatible: Set[str] = field(default_factory=set)
+
+
+class RoutingEngine:
+    def __init__(self, my_id: str, area: str = "0", *, hello_interval: float = 1.0,
+                 hello_max_age: float = 3.0,
+                 ra_interval: float = 30.0, ra_interval_flux: float = 4.0, remote_ls_max_age: float = 60.0,
+                 instance: int = 0, on_event: Callable[[RoutingEvent], None] | None = None) -> None:
+        self.my_id = my_id
+        self.area = area
+        # Upstream uses the boot time in seconds; a restarted router is recognised by it.
+        self.instance = instance
+        self.hello_interval = hello_interval
+        self.on_event = on_event
+        self.counters = _Counters()
+        self._neighbors = NeighborTable(my_id, instance, hello_max_age)
+        self._lsdb = LinkStateDatabase(my_id, area, ra_interval, ra_interval_flux, remote_ls_max_age)
+        self._mobile = MobileAddressSync(my_id, area)
+        self._routes: Dict[str, Route] = {}
+        self._valid_origins: Dict[str, FrozenSet[str]] = {}
+        self._vo_dirty = False
+        self._last_hello: float | None = None
+        self._pending_mar: Dict[str, MobileAddressRequest] = {}
+
+    # -- caller entry points ------------------------------------------------------------
+
+    def neighbor_link_up(self, conn_key: Hashable, cost: int = 1) -> List[Outbound]:
+        self._apply_neighbor_changes(self._neighbors.link_up(conn_key, cost))
+        # Greet at once so discovery does not wait for the next hello interval.
+        return [self._hello(conn_key)]
+
+    def neighbor_link_down(self, conn_key: Hashable) -> None:
+        self._apply_neighbor_changes(self._neighbors.link_down(conn_key))
+
+    def local_address_added(self, address: str, hint: int = TREATMENT_ANYCAST_BALANCED) -> None:
+        """A local consumer for a mobile address appeared; announced on the next tick."""
+        self._mobile.add_local(encode_address(address), hint)
+
+    def local_address_removed(self, address: str) -> None:
+        self._mobile.remove_local(encode_address(address))
+
+    def tick(self, now: float) -> List[Outbound]:
+        out: List[Outbound] = []
+        self._apply_neighbor_changes(self._neighbors.expire(now))
+        if self._last_hello is None or now - self._last_hello >= self.hello_interval:
+            self._last_hello = now
+            out.extend(self._hello(conn) for conn in self._neighbors.connections())
+        # Differential MAU first, then the RA that carries the new mobile_seq (upstream order),
+        # so routers that got the MAU do not send a needless MAR.
+        mau = self._mobile.flush()
+        if mau is not None:
+            out.append(Outbound(router_ma_address("all", self.area), mau.to_dict(), mau.OPCODE))
+        result = self._lsdb.tick(now, set(self._routes))
+        for rid in result.restarted + result.forgotten:
+            self._pending_mar.pop(rid, None)
+            if self._mobile.forget(rid):
+                self._emit("addresses", self.remote_addresses())
+        self._recompute_if_needed()
+        if result.send_ra or mau is not None:
+            ra = self._lsdb.advertisement(self._mobile.mobile_seq, self.instance)
+            out.append(Outbound(router_address("all", self.area), ra.to_dict(), ra.OPCODE))
+        out.extend(self._lsr(rid) for rid in result.lsr_to)
+        if self._vo_dirty:
+            self.valid_origins()
+        out.extend(self._after_change())
+        return out
+
+    def on_message(self, opcode: Any, body: Any, conn_key: Hashable | None, now: float) -> List[Outbound]:
+        """Handle one control message.  conn_key: the connection it arrived on (HELLO needs it)."""
+        try:
+            msg = decode(opcode, body)
+        except IncompatibleVersion as exc:
+            self.counters.incompatible.add(exc.router_id)  # upstream logs these once and ignores
+            return []
+        except ProtocolError as exc:
+            self.counters.errors += 1
+            self._emit("error", str(exc))
+            return []
+        self.counters.received[msg.OPCODE] = self.counters.received.get(msg.OPCODE, 0) + 1
+        out = self._dispatch(msg, conn_key, now)
+        out.extend(self._after_change())
+        return out
+
+    # -- observable state ---------------------------------------------------------------
+
+    def routing_table(self) -> Dict[str, Tuple[str, int]]:
+        """{router_id: (next_hop_id, cost)} for every reachable remote router."""
+        return {rid: (r.next_hop, r.cost) for rid, r in self._routes.items()}
+
+    def valid_origins(self) -> Dict[str, FrozenSet[str]]:
+        if self._vo_dirty:
+            self._vo_dirty = False
+            vo = compute_valid_origins(self.my_id, build_graph(self._lsdb.collection()), self._routes)
+            if vo != self._valid_origins:
+                self._valid_origins = vo
+                self._emit("valid_origins", vo)
+        return dict(self._valid_origins)
+
+    def remote_addresses(self) -> Dict[str, Set[str]]:
+        """{address: routers with a consumer}; phase-0 mobile keys decoded to plain addresses."""
+        return {decode_address(k): v for k, v in self._mobile.remote_keys().items()}
+
+    def neighbors(self) -> Dict[str, Hashable]:
+        return {rid: conn for rid, (conn, _) in self._neighbors.neighbors().items()}
+
+    def link_state(self) -> Dict[str, Any]:
+        return self._lsdb.my_ls.to_dict()
+
+    @property
+    def duplicate_id_detected(self) -> bool:
+        return self._neighbors.duplicate_id_detected
+
+    def forward_targets(self, address: str, origin: str) -> Delivery:
+        """Where a control message for ``address`` that entered the network at ``origin`` goes.
+
+        _local/...: here only.  _topo/<area>/<id>/...: here if id is me, else the next hop.
+        _topo/<area>/all/...: here (unless I sent it) plus one copy per next-hop connection
+        leading to a destination for which origin is a valid origin (upstream multicast).
+        """
+        if address.startswith("amqp:/"):
+            address = address[len("amqp:/"):]
+        parts = address.split("/")
+        if parts[0] == "_local":
+            return Delivery(local=True)
+        if parts[0] != "_topo" or len(parts) < 4:
+            return Delivery(local=False)
+        target = parts[2]
+        if target == "all":
+            vo = self.valid_origins()
+            conns: List[Hashable] = []
+            for dest in sorted(self._routes):
+                if origin == self.my_id or origin in vo.get(dest, ()):
+                    conn = self._neighbors.conn_for(self._routes[dest].next_hop)
+                    if conn is not None and conn not in conns:
+                        conns.append(conn)
+            return Delivery(local=origin != self.my_id, conns=tuple(conns))
+        if target == self.my_id:
+            return Delivery(local=True)
+        conn = self._conn_towards(target)
+        return Delivery(local=False, conns=(conn,) if conn is not None else ())
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _dispatch(self, msg: ControlMessage, conn_key: Hashable | None, now: float) -> List[Outbound]:
+        out: List[Outbound] = []
+        if isinstance(msg, Hello):
+            if conn_key is not None:
+                self._apply_neighbor_changes(self._neighbors.on_hello(conn_key, msg, now))
+                if self._neighbors.duplicate_id_detected:
+                    self._emit("duplicate_id", msg.id)
+        elif isinstance(msg, RouterAdvertisement):
+            if msg.id != self.my_id:
+                self._lsdb.on_ra(msg, now)
+                self._forget_restarted()
+                mar = self._mobile.on_ra(msg.id, msg.mobile_seq)
+                if mar is not None:
+                    self._pending_mar[msg.id] = mar
+        elif isinstance(msg, LinkStateUpdate):
+            self._lsdb.on_lsu(msg, now)
+            self._forget_restarted()
+        elif isinstance(msg, LinkStateRequest):
+            if msg.id != self.my_id:
+                lsu = self._lsdb.answer_lsr(msg.id, self.instance)
+                address = router_address(msg.id, self.area)
+                out.append(self._unicast(address, lsu.to_dict(), lsu.OPCODE, msg.id))
+        elif isinstance(msg, MobileAddressUpdate):
+            # Like mobile.c: a MAU from a router we do not track yet is dropped; its RA will
+            # make us ask (MAR) once it is known.
+            if msg.id in self._lsdb.routers:
+                changed, mar = self._mobile.on_mau(msg)
+                if mar is not None:
+                    self._pending_mar[msg.id] = mar
+                if changed:
+                    self._emit("addresses", self.remote_addresses())
+        elif isinstance(msg, MobileAddressRequest):
+            reply = self._mobile.on_mar(msg)
+            if reply is not None:
+                out.append(self._unicast(router_ma_address(msg.id, self.area), reply.to_dict(), reply.OPCODE,
+                                         msg.id))
+        return out
+
+    def _forget_restarted(self) -> None:
+        # A restarted router's addresses are void; drop them now rather than at the next tick.
+        for rid in self._lsdb.take_restarted():
+            self._pending_mar.pop(rid, None)
+            if self._mobile.forget(rid):
+                self._emit("addresses", self.remote_addresses())
+
+    def _after_change(self) -> List[Outbound]:
+        """Recompute routes if the topology moved, then send requests that became routable."""
+        self._recompute_if_needed()
+        out = [self._lsr(rid) for rid in self._lsdb.take_ls_requests(set(self._routes))]
+        for rid in [r for r in self._pending_mar if r in self._routes]:
+            mar = self._pending_mar.pop(rid)
+            out.append(self._unicast(router_ma_address(rid, self.area), mar.to_dict(), mar.OPCODE, rid))
+        return out
+
+    def _recompute_if_needed(self) -> None:
+        if not self._lsdb.topology_changed:
+            return
+        self._lsdb.topology_changed = False
+        # Routes are cheap (one Dijkstra) and are needed at once to route LSRs; the valid
+        # origins (one search per candidate origin) are computed lazily or on the next tick.
+        routes = compute_routes(self.my_id, build_graph(self._lsdb.collection()))
+        self._vo_dirty = True
+        if routes != self._routes:
+            self._routes = routes
+            self._emit("routes", self.routing_table())
+
+    def _apply_neighbor_changes(self, changes: List[NeighborChange]) -> None:
+        for change in changes:
+            if change.up:
+                self._lsdb.set_peer(change.router_id, change.cost)
+                self._emit("neighbor_up", (change.router_id, change.conn_key))
+            else:
+                self._lsdb.remove_peer(change.router_id)
+                self._emit("neighbor_down", (change.router_id, change.conn_key))
+
+    def _hello(self, conn_key: Hashable) -> Outbound:
+        hello = self._neighbors.hello_for(conn_key)
+        return Outbound(HELLO_ADDRESS, hello.to_dict(), hello.OPCODE, via=conn_key)
+
+    def _lsr(self, router_id: str) -> Outbound:
+        lsr = LinkStateRequest(self.my_id, self.area)
+        return self._unicast(router_address(router_id, self.area), lsr.to_dict(), lsr.OPCODE, router_id)
+
+    def _conn_towards(self, router_id: str) -> Hashable | None:
+        route = self._routes.get(router_id)
+        hop = route.next_hop if route else router_id  # a neighbour before the first recompute
+        return self._neighbors.conn_for(hop)
+
+    def _unicast(self, address: str, body: Dict[str, Any], opcode: str, router_id: str) -> Outbound:
+        return Outbound(address, body, opcode, via=self._conn_towards(router_id))
+
+    def _emit(self, kind: str, data: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(RoutingEvent(kind, data))

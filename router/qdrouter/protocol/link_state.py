@@ -1,0 +1,193 @@
+"""The link-state database (upstream link.py LinkStateEngine + the bookkeeping of node.py).
+
+Holds my own link state (neighbour -> cost, ls_seq bumped on every change) and every remote
+router's last link state with its ls_seq, instance and last-heard time.  It decides, like
+upstream:
+* an RA is due every raInterval, or raIntervalFlux while the topology is in flux (a change
+  within the last 2 * raIntervalFlux), and immediately after my own link state changed;
+* an LSR is due to a router whose RA announces a newer ls_seq than we hold, to a new
+  neighbour, to a router seen restarting (new instance), and to routers first learned of
+  through another router's link state (once they are reachable);
+* a remote link state is cleared after remoteLsMaxAge without RA/LSU from its router, and a
+  router with no links that nobody lists is forgotten after three such checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Set
+
+from qdrouter.protocol.messages import LinkState, LinkStateUpdate, RouterAdvertisement
+
+
+@dataclass
+class RemoteRouter:
+    id: str
+    instance: int | None
+    link_state: LinkState
+    last_seen: float = 0.0
+    need_ls_request: bool = True
+    keep_alive_count: int = 0
+    expired: bool = False  # LS cleared by remoteLsMaxAge: its links no longer count at all
+
+
+@dataclass
+class TickResult:
+    send_ra: bool = False
+    lsr_to: List[str] = field(default_factory=list)
+    forgotten: List[str] = field(default_factory=list)  # routers dropped from the database
+    restarted: List[str] = field(default_factory=list)  # routers seen with a new instance
+
+
+class LinkStateDatabase:
+    def __init__(self, my_id: str, area: str, ra_interval: float, ra_interval_flux: float,
+                 remote_ls_max_age: float) -> None:
+        self.my_id = my_id
+        self.area = area
+        self.ra_interval = ra_interval
+        self.ra_interval_flux = ra_interval_flux
+        self.remote_ls_max_age = remote_ls_max_age
+        self.my_ls = LinkState(my_id, 0, {}, area)
+        self.routers: Dict[str, RemoteRouter] = {}
+        self.topology_changed = False  # a recompute of the paths is needed
+        self._my_ls_changed = False
+        self._last_ra: float | None = None
+        self._last_change: float | None = None
+        self._restarted: List[str] = []
+        self._forgotten: List[str] = []
+
+    # -- my own link state ----------------------------------------------------------------
+
+    def set_peer(self, router_id: str, cost: int) -> None:
+        if self.my_ls.peers.get(router_id) != cost:
+            self.my_ls.peers[router_id] = cost
+            self._my_ls_changed = True
+            # A new neighbour: ask for its link state right away (upstream neighbor_refresh).
+            self._router(router_id, None).need_ls_request = True
+
+    def remove_peer(self, router_id: str) -> None:
+        if self.my_ls.peers.pop(router_id, None) is not None:
+            self._my_ls_changed = True
+
+    # -- inbound ------------------------------------------------------------------------
+
+    def _router(self, router_id: str, instance: int | None) -> RemoteRouter:
+        node = self.routers.get(router_id)
+        if node is None:
+            node = self.routers[router_id] = RemoteRouter(router_id, instance, LinkState(router_id, 0, {}))
+            self.topology_changed = True
+        elif instance is not None and node.instance != instance:
+            if node.instance is not None:
+                # The router restarted: its old link state and addresses are void.
+                node.link_state = LinkState(router_id, 0, {})
+                node.need_ls_request = True
+                self.topology_changed = True
+                self._restarted.append(router_id)
+            node.instance = instance
+        return node
+
+    def on_ra(self, msg: RouterAdvertisement, now: float) -> bool:
+        """Record an RA; True if we must request the sender's link state."""
+        if msg.id == self.my_id:
+            return False
+        node = self._router(msg.id, msg.instance)
+        node.last_seen = now
+        if node.link_state.ls_seq < msg.ls_seq:
+            node.need_ls_request = True
+        return node.need_ls_request
+
+    def on_lsu(self, msg: LinkStateUpdate, now: float) -> bool:
+        """Adopt a newer link state; True if the topology changed."""
+        if msg.id == self.my_id or msg.ls.id != msg.id:
+            return False
+        node = self._router(msg.id, msg.instance)
+        if msg.ls.ls_seq <= node.link_state.ls_seq:
+            return False
+        node.link_state = msg.ls
+        node.expired = False
+        node.last_seen = now
+        node.need_ls_request = False
+        self.topology_changed = True
+        for peer in msg.ls.peers:
+            if peer != self.my_id:
+                self._router(peer, None)  # learned of it: request its LS once reachable
+        return True
+
+    def answer_lsr(self, requester: str, instance: int) -> LinkStateUpdate:
+        if requester != self.my_id:
+            self._router(requester, None)
+        ls = LinkState(self.my_id, self.my_ls.ls_seq, dict(self.my_ls.peers), self.area)
+        return LinkStateUpdate(self.my_id, ls.ls_seq, ls, instance, self.area)
+
+    # -- time ----------------------------------------------------------------------------
+
+    def in_flux(self, now: float) -> bool:
+        return self._last_change is not None and now - self._last_change <= 2 * self.ra_interval_flux
+
+    def tick(self, now: float, reachable: Set[str]) -> TickResult:
+        result = TickResult()
+        self._expire(now)
+        if self._my_ls_changed:
+            self._my_ls_changed = False
+            self.my_ls.ls_seq += 1
+            self.topology_changed = True
+            result.send_ra = True
+        if self.topology_changed:
+            self._last_change = now
+        interval = self.ra_interval_flux if self.in_flux(now) else self.ra_interval
+        if self._last_ra is None or now - self._last_ra >= interval:
+            result.send_ra = True
+        if result.send_ra:
+            self._last_ra = now
+        result.lsr_to = self.take_ls_requests(reachable)
+        result.restarted, self._restarted = self._restarted, []
+        result.forgotten = self._forgotten
+        self._forgotten = []
+        return result
+
+    def take_ls_requests(self, reachable: Set[str]) -> List[str]:
+        """Routers owed an LSR that we can route to; clears their flag."""
+        due = [rid for rid, node in sorted(self.routers.items()) if node.need_ls_request and rid in reachable]
+        for rid in due:
+            self.routers[rid].need_ls_request = False
+        return due
+
+    def take_restarted(self) -> List[str]:
+        out, self._restarted = self._restarted, []
+        return out
+
+    def _expire(self, now: float) -> None:
+        forgotten: List[str] = []
+        for rid, node in list(self.routers.items()):
+            if node.link_state.peers and now - node.last_seen > self.remote_ls_max_age:
+                node.link_state = LinkState(rid, 0, {})
+                node.expired = True
+                self.topology_changed = True
+            if node.link_state.peers or rid in self.my_ls.peers:
+                node.keep_alive_count = 0
+                continue
+            if any(rid in other.link_state.peers for oid, other in self.routers.items() if oid != rid):
+                continue
+            # Learned-of routers get three checks before removal, so that a router we heard of
+            # before its link state arrived is not dropped at once (upstream keep_alive_count).
+            node.keep_alive_count += 1
+            if node.keep_alive_count > 2:
+                del self.routers[rid]
+                forgotten.append(rid)
+                self.topology_changed = True
+        self._forgotten = self._forgotten + forgotten
+
+    # -- views ---------------------------------------------------------------------------
+
+    def collection(self) -> Mapping[str, Mapping[str, int]]:
+        """{router: {peer: cost}} for path computation; routers without known LS left out."""
+        result: Dict[str, Mapping[str, int]] = {self.my_id: self.my_ls.peers}
+        for rid, node in self.routers.items():
+            # A router whose LS we never got stays out, so links to it count provisionally
+            # (see paths.py); an expired one is in with no links, so links to it are ignored.
+            if node.link_state.ls_seq > 0 or node.expired:
+                result[rid] = node.link_state.peers
+        return result
+
+    def advertisement(self, mobile_seq: int, instance: int) -> RouterAdvertisement:
+        return RouterAdvertisement(self.my_id, self.my_ls.ls_seq, mobile_seq, instance, self.area)

@@ -1,0 +1,207 @@
+"""RoutingEngine instances wired together in-process.
+
+The Network below plays the I/O layer: it delivers each Outbound on its connection, or
+routes it hop by hop with forward_targets(), exactly as the router's I/O layer must.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Deque, Dict, List, Optional, Set, Tuple
+
+from qdrouter.protocol import HELLO_ADDRESS, Outbound, RoutingEngine, RoutingEvent, router_address
+
+# (receiving router, opcode, body, address, origin, connection key at the receiver)
+Pending = Tuple[str, str, Dict[str, Any], str, str, Optional[str]]
+
+
+class Network:
+    def __init__(self, names: List[str], links: List[Tuple[str, str]], **timers: float) -> None:
+        self.events: Dict[str, List[RoutingEvent]] = {n: [] for n in names}
+        self.engines = {n: RoutingEngine(n, instance=1, on_event=self.events[n].append, **timers)
+                        for n in names}
+        self.queue: Deque[Pending] = deque()
+        self.now = 0.0
+        self.sent: Dict[str, int] = {}
+        self.links: Set[Tuple[str, str]] = set()
+        for a, b in links:
+            self.connect(a, b)
+
+    # Connection key at router X for its link to Y is the string "Y".
+    def connect(self, a: str, b: str, cost: int = 1) -> None:
+        self.links.add((a, b))
+        self._send(a, self.engines[a].neighbor_link_up(b, cost))
+        self._send(b, self.engines[b].neighbor_link_up(a, cost))
+
+    def disconnect(self, a: str, b: str) -> None:
+        self.links.discard((a, b))
+        self.links.discard((b, a))
+        self.engines[a].neighbor_link_down(b)
+        self.engines[b].neighbor_link_down(a)
+
+    def remove_router(self, name: str) -> None:
+        for a, b in list(self.links):
+            if name in (a, b):
+                self.disconnect(a, b)
+        del self.engines[name]
+
+    def _linked(self, a: str, b: str) -> bool:
+        return (a, b) in self.links or (b, a) in self.links
+
+    def _send(self, sender: str, outs: List[Outbound]) -> None:
+        for out in outs:
+            self.sent[out.opcode] = self.sent.get(out.opcode, 0) + 1
+            if out.via is not None:
+                self._hop(sender, str(out.via), out.opcode, out.body, out.address, sender)
+            else:
+                self._route(sender, out.opcode, out.body, out.address, sender)
+
+    def _hop(self, here: str, peer: str, opcode: str, body: Dict[str, Any], address: str,
+             origin: str) -> None:
+        if peer in self.engines and self._linked(here, peer):
+            self.queue.append((peer, opcode, body, address, origin, here))
+
+    def _route(self, here: str, opcode: str, body: Dict[str, Any], address: str, origin: str) -> None:
+        delivery = self.engines[here].forward_targets(address, origin)
+        for conn in delivery.conns:
+            self._hop(here, str(conn), opcode, body, address, origin)
+
+    def pump(self) -> None:
+        for _ in range(100000):
+            if not self.queue:
+                return
+            here, opcode, body, address, origin, conn = self.queue.popleft()
+            engine = self.engines.get(here)
+            if engine is None:
+                continue
+            if address == HELLO_ADDRESS:
+                self._send(here, engine.on_message(opcode, body, conn, self.now))
+                continue
+            delivery = engine.forward_targets(address, origin)
+            for next_conn in delivery.conns:
+                self._hop(here, str(next_conn), opcode, body, address, origin)
+            if delivery.local:
+                self._send(here, engine.on_message(opcode, body, conn, self.now))
+        raise AssertionError("message storm")
+
+    def run(self, seconds: float, step: float = 0.5) -> None:
+        end = self.now + seconds
+        while self.now < end:
+            self.now += step
+            for name, engine in list(self.engines.items()):
+                self._send(name, engine.tick(self.now))
+            self.pump()
+
+    def converged(self) -> bool:
+        names = set(self.engines)
+        adjacency: Dict[str, Set[str]] = {n: set() for n in names}
+        for a, b in self.links:
+            adjacency[a].add(b)
+            adjacency[b].add(a)
+        for name, engine in self.engines.items():
+            table = engine.routing_table()
+            if set(table) != names - {name}:
+                return False
+            for dest in table:  # following next hops must reach dest over real links
+                here, seen = name, 0
+                while here != dest:
+                    hop = self.engines[here].routing_table()[dest][0]
+                    if hop not in adjacency[here] or seen > len(names):
+                        return False
+                    here, seen = hop, seen + 1
+        return True
+
+
+def ring_links(names: List[str]) -> List[Tuple[str, str]]:
+    return [(names[i], names[(i + 1) % len(names)]) for i in range(len(names))]
+
+
+def test_ring_converges_within_protocol_timers() -> None:
+    names = [f"R{i}" for i in range(6)]
+    net = Network(names, [*ring_links(names), ("R0", "R3")])
+    for _ in range(20):
+        net.run(0.5)
+        if net.converged():
+            break
+    # HELLO (1 s) + RA/LSR/LSU exchanges ripple hop by hop; well inside raIntervalFlux.
+    assert net.converged() and net.now <= 4.0, net.now
+    assert net.engines["R0"].routing_table()["R3"] == ("R3", 1)
+    assert net.engines["R1"].routing_table()["R4"][1] == 3
+    assert any(e.kind == "neighbor_up" for e in net.events["R0"])
+    assert any(e.kind == "routes" for e in net.events["R0"])
+
+
+def test_reconvergence_after_removing_a_router() -> None:
+    names = [f"R{i}" for i in range(5)]
+    net = Network(names, ring_links(names))
+    net.run(6)
+    assert net.converged()
+    net.remove_router("R2")
+    net.run(6)
+    assert net.converged()
+    assert net.engines["R1"].routing_table()["R3"] == ("R0", 3)
+    assert "R2" not in net.engines["R0"].routing_table()
+
+
+def test_silent_router_is_dropped_by_hello_timeout() -> None:
+    # No link-down notification: the neighbours notice only through missing HELLOs.
+    names = ["A", "B", "C"]
+    net = Network(names, [("A", "B"), ("B", "C")])
+    net.run(4)
+    assert net.converged()
+    del net.engines["C"]  # C dies silently; B keeps the connection open
+    net.run(3.5)
+    assert "C" not in net.engines["B"].neighbors()
+    net.run(2)
+    assert "C" not in net.engines["A"].routing_table()
+
+
+def test_mobile_addresses_propagate_and_withdraw() -> None:
+    names = [f"R{i}" for i in range(4)]
+    net = Network(names, ring_links(names))
+    net.run(4)
+    net.engines["R2"].local_address_added("queue.a")
+    net.engines["R3"].local_address_added("queue.a")
+    net.engines["R0"].local_address_added("topic.b")
+    net.run(2)
+    assert net.engines["R1"].remote_addresses() == {"queue.a": {"R2", "R3"}, "topic.b": {"R0"}}
+    assert net.engines["R0"].remote_addresses() == {"queue.a": {"R2", "R3"}}
+    net.engines["R3"].local_address_removed("queue.a")
+    net.run(2)
+    assert net.engines["R1"].remote_addresses()["queue.a"] == {"R2"}
+    assert any(e.kind == "addresses" for e in net.events["R1"])
+
+
+def test_late_joiner_catches_up_with_mar() -> None:
+    names = ["A", "B"]
+    net = Network(names, [("A", "B")])
+    net.engines["A"].local_address_added("x")
+    net.run(4)
+    net.engines["C"] = RoutingEngine("C", instance=1)
+    net.connect("B", "C")
+    net.run(6)  # C learns A's mobile_seq from its RA, sends MAR, receives an absolute MAU
+    assert net.engines["C"].remote_addresses() == {"x": {"A"}}
+
+
+def test_outbound_addresses_and_opcodes() -> None:
+    engine = RoutingEngine("A", instance=5)
+    (hello,) = engine.neighbor_link_up("c1", 1)
+    assert (hello.address, hello.opcode, hello.via) == ("_local/qdhello", "HELLO", "c1")
+    assert hello.body == {"id": "A", "pv": 1, "area": "0", "instance": 5, "seen": []}
+    assert hello.application_properties == {"opcode": "HELLO"}
+    out = engine.tick(0.0)
+    ra = [o for o in out if o.opcode == "RA"]
+    assert ra and ra[0].address == "_topo/0/all/qdrouter" and ra[0].via is None
+    assert router_address("B") == "_topo/0/B/qdrouter"
+    engine.local_address_added("q")
+    mau = [o for o in engine.tick(1.0) if o.opcode == "MAU"]
+    assert mau[0].address == "_topo/0/all/qdrouter.ma"
+    assert mau[0].body["add"] == ["M0q"] and mau[0].body["del"] == [] and mau[0].body["hints"] == [3]
+
+
+def test_malformed_and_newer_messages_are_dropped() -> None:
+    engine = RoutingEngine("A")
+    assert engine.on_message("RA", {"id": "B"}, "c1", 0.0) == []
+    assert engine.counters.errors == 1
+    assert engine.on_message("RA", {"id": "B", "pv": 9}, "c1", 0.0) == []
+    assert engine.counters.incompatible == {"B"}
