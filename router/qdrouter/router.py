@@ -11,6 +11,7 @@ from .amqp.connector import Connector
 from .amqp.server import AmqpServer, ListenerError
 from .config import port_number
 from .core.address_table import AddressTable
+from .interior import MeshNode
 from .log_config import MODULES
 from .management.agent import ManagementAgent
 from .management.config_effects import ConfigEffects
@@ -32,11 +33,16 @@ class Router:
         settings = router_entities[0].attributes if router_entities else {}
         self.id = str(settings.get("id") or "Router.default")
         self.mode = str(settings.get("mode", "standalone"))
-        if self.mode != "standalone":
+        if self.mode not in ("standalone", "interior"):
             raise RouterSetupError(f"{router_entities[0].source}: router: attribute 'mode': {self.mode!r} "
-                                   f"is not supported yet (only standalone)")
+                                   f"is not supported (standalone or interior)")
         self.table = AddressTable()
         self.server = AmqpServer(self.id, self.table)
+        self.mesh: MeshNode | None = None
+        if self.mode == "interior":
+            timers = {key: float(value) for key, value in settings.items()
+                      if key.endswith("Seconds") and isinstance(value, (int, float))}
+            self.mesh = MeshNode(self.id, self.server, self.table, timers)
         self.store = ConfigStore()
         self.effects = ConfigEffects(self)
         self._listening: Dict[str, int] = {}
@@ -80,6 +86,7 @@ class Router:
 
     def open_listener(self, entity: ManagedEntity) -> None:
         settings, port = _connection_settings(entity)
+        self._check_role(entity, settings.role)
         try:
             _, _, fd = self.server.listen(str(entity.attributes.get("host") or ""), port, settings)
         except ListenerError as error:
@@ -88,9 +95,18 @@ class Router:
 
     def open_connector(self, entity: ManagedEntity) -> None:
         settings, port = _connection_settings(entity)
-        connector = Connector(self.server, str(entity.attributes.get("host") or "127.0.0.1"), port, settings)
+        self._check_role(entity, settings.role)
+        mesh = self.mesh if settings.role == "inter-router" else None
+        on_up = mesh.connector_opened if mesh is not None else None
+        connector = Connector(self.server, str(entity.attributes.get("host") or "127.0.0.1"), port, settings,
+                              on_up=on_up)
         self.connectors[entity.identity] = connector
         connector.start()
+
+    def _check_role(self, entity: ManagedEntity, role: str) -> None:
+        if role == "inter-router" and self.mesh is None:
+            raise ManagementStatus(400, f"{entity.etype.short_name}: attribute 'role': 'inter-router' needs "
+                                        f"router mode 'interior' (this router is standalone)")
 
     def close_connector(self, entity: ManagedEntity) -> None:
         connector = self.connectors.pop(entity.identity, None)
@@ -113,7 +129,7 @@ class Router:
         return {"connectionStatus": connector.status, "connectionMsg": connector.message}
 
     def run(self) -> None:
-        log.info("Router %s started (standalone)", self.id)
+        log.info("Router %s started (%s)", self.id, self.mode)
         self.server.run()
         log.info("Router %s stopped", self.id)
 

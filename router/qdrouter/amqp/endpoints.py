@@ -6,11 +6,12 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
-from typing import Any, Dict
+from typing import Any, Callable, Dict, List
 
-from ..core.links import CoreLink
+from ..core.links import ENDPOINT, CoreLink
 from .connection import AmqpConnection
 from .deliveries import DeliveryAdaptor
+from .inter_router import INTER_ROUTER, attach_links, link_kind, make_link
 from .proton_ffi import LOCAL_CLOSED, LOCAL_UNINIT, c_string, lib, set_condition, terminus_address
 
 log = logging.getLogger("qdrouter.ROUTER")
@@ -23,6 +24,9 @@ class EndpointHandler:
         self.forwarder = adaptor.forwarder
         self.connections: Dict[Any, AmqpConnection] = {}
         self._link_ids = itertools.count(1)
+        # The mesh's hooks: inter-router links as they attach and go.
+        self.on_inter_router_link: Callable[[CoreLink], None] | None = None
+        self.on_inter_router_link_lost: Callable[[CoreLink], None] | None = None
 
     # ---- connections -------------------------------------------------------------------
     def connection_opened(self, pn_connection: Any) -> None:
@@ -82,6 +86,9 @@ class EndpointHandler:
         lib.pn_terminus_copy(lib.pn_link_target(pn_link), lib.pn_link_remote_target(pn_link))
         name = c_string(lib.pn_link_name(pn_link)) or ""
         settings = connection.settings
+        if settings.role == INTER_ROUTER:
+            self._inter_router_link(connection, pn_link, name)
+            return
         if lib.pn_link_is_receiver(pn_link):
             key = terminus_address(lib.pn_link_remote_target(pn_link))
             link = CoreLink(
@@ -126,6 +133,33 @@ class EndpointHandler:
             log.debug("Consumer link %s attached to %s", name, key)
         self.adaptor.dirty.add(connection)
 
+    def _inter_router_link(self, connection: AmqpConnection, pn_link: Any, name: str) -> None:
+        kind = link_kind(pn_link)
+        if kind is None:
+            set_condition(lib.pn_link_condition(pn_link), "amqp:not-allowed",
+                          "Inter-router connections carry only qd.router and qd.router-data links")
+            lib.pn_link_open(pn_link)
+            lib.pn_link_close(pn_link)
+            self.adaptor.dirty.add(connection)
+            return
+        link = make_link(next(self._link_ids), name, bool(lib.pn_link_is_receiver(pn_link)), connection,
+                         pn_link, kind)
+        lib.pn_link_open(pn_link)
+        self.add_inter_router_links(connection, [link])
+
+    def open_inter_router(self, connection: AmqpConnection) -> None:
+        """The connecting side of an inter-router connection attaches its links."""
+        self.add_inter_router_links(connection, attach_links(connection, lambda: next(self._link_ids)))
+
+    def add_inter_router_links(self, connection: AmqpConnection, links: List[CoreLink]) -> None:
+        for link in links:
+            self._register(connection, link)
+            if link.incoming:
+                self.forwarder.producer_attached(link)
+            if self.on_inter_router_link is not None:
+                self.on_inter_router_link(link)
+        self.adaptor.dirty.add(connection)
+
     def _consumer_address(self, pn_link: Any) -> str | None:
         remote_source = lib.pn_link_remote_source(pn_link)
         if lib.pn_terminus_is_dynamic(remote_source):
@@ -157,3 +191,5 @@ class EndpointHandler:
             self.forwarder.producer_detached(link)
         else:
             self.forwarder.consumer_detached(link)
+        if link.kind != ENDPOINT and self.on_inter_router_link_lost is not None:
+            self.on_inter_router_link_lost(link)

@@ -18,9 +18,11 @@ def inspect(link: CoreLink, message: InFlight) -> str | None:
         annotations = read_annotations(raw, ma_start, ma_end)
         to_override = annotations.to_override
         if not link.strip_in:
-            # Only other routers' (or trusted) annotations count for mesh decisions.
-            message.ingress = annotations.ingress
-            message.trace = annotations.trace
+            # Only other routers' (or trusted) annotations count for mesh decisions. They
+            # name routers as "<area>/<id>"; routing works with ids.
+            message.ingress = _router_id(annotations.ingress)
+            if annotations.trace is not None:
+                message.trace = [_router_id(node) for node in annotations.trace]
         if (to_override is not None or annotations.ingress is not None or annotations.trace is not None
                 or annotations.phase is not None or annotations.has_other_qd_keys):
             message.payload = rewrite_annotations(raw, ma_start, ma_end, strip_qd=True,
@@ -48,3 +50,9 @@ def annotated(message: InFlight, out_link: CoreLink, node: str) -> bytes:
         to_override=message.key if to_mesh else None,
         trace_create=to_mesh,
     )
+
+
+def _router_id(node: str | None) -> str | None:
+    if node is not None and node.startswith("0/"):
+        return node[2:]
+    return node

@@ -46,7 +46,7 @@ class Forwarder:
         if link.address_key is not None:
             link.address = self.table.get(link.address_key)
             link.address.producers.append(link)
-        if link.anonymous or link.address.routable():
+        if link.anonymous or self._routable(link.address):
             self._open_window(link)
 
     def producer_detached(self, link: CoreLink) -> None:
@@ -71,9 +71,33 @@ class Forwarder:
                 self.on_local_address(address.key, True)
 
     def address_became_routable(self, address: Address) -> None:
-        if address.routable():
+        if self._routable(address):
             for producer in address.producers:
                 self._open_window(producer)
+
+    def topology_changed(self) -> None:
+        """Routers came or went: producers on `_topo/0/<router>/...` may now have a route."""
+        for address in self.table:
+            if address.producers and topological_router(address.key) is not None:
+                self.address_became_routable(address)
+
+    def _routable(self, address: Address) -> bool:
+        if address.routable():
+            return True
+        return self._topological_link(address.key, None) is not None
+
+    def _topological_link(self, key: str | None, message: InFlight | None) -> CoreLink | None:
+        """The data link toward the router a `_topo/0/<router>/...` address names, if that
+        router is another one the mesh can reach (and the message has not been there)."""
+        mesh = self.mesh
+        if mesh is None or not key:
+            return None
+        router = topological_router(key)
+        if router is None or router == mesh.my_id:
+            return None
+        if message is not None and message.trace and router in message.trace:
+            return None
+        return mesh.link_toward(router)
 
     def remote_consumers_changed(self, address: Address) -> None:
         """The mesh learned which routers consume ``address``."""
@@ -139,16 +163,13 @@ class Forwarder:
         """Route a message by address (anonymous senders, other routers)."""
         message.key = key
         address = self.table.find(key) if key else None
-        if address is None or not address.routable():
-            router = topological_router(key) if key else None
-            mesh = self.mesh
-            if router is not None and mesh is not None and router != mesh.my_id:
-                link = mesh.link_toward(router)
-                if link is not None and router not in (message.trace or ()):
-                    message.in_link.credit -= 1
-                    self._send(link, message, message.settled, address)
-                    self._release_credit(message.in_link)
-                    return
+        if address is None:
+            link = self._topological_link(key, message)
+            if link is not None:
+                message.in_link.credit -= 1
+                self._send(link, message, message.settled, None)
+                self._release_credit(message.in_link)
+                return
         self.forward(message, address)
 
     def forward(self, message: InFlight, address: Address | None) -> None:
@@ -159,6 +180,12 @@ class Forwarder:
             return
         if (address is None or address.distribution == UNAVAILABLE
                 or not (address.consumers or address.remote)):
+            link = self._topological_link(address.key, message) if address is not None else None
+            if link is not None:
+                message.key = address.key  # type: ignore[union-attr]
+                self._send(link, message, message.settled, address)
+                self._release_credit(message.in_link)
+                return
             self._no_route(address, message)
             return
         message.key = address.key
@@ -292,7 +319,7 @@ class Forwarder:
         # Credit returns only while the producer's address has somewhere to go.
         if link.handle is None:
             return
-        if link.anonymous or link.address.routable():
+        if link.anonymous or self._routable(link.address):
             link.owed_credit += 1
             link.credit += 1
             self.credit_dirty.add(link)

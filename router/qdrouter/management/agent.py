@@ -36,7 +36,7 @@ class ManagementAgent:
             "GET-ATTRIBUTES": lambda r: (OK, schema_ops.attributes_map(self._entity_type_filter(r))),
             "GET-OPERATIONS": lambda r: (OK, schema_ops.operations_map(self._entity_type_filter(r))),
             "GET-ANNOTATIONS": lambda r: (OK, schema_ops.annotations_map(self._entity_type_filter(r))),
-            "GET-MGMT-NODES": lambda r: (OK, []),
+            "GET-MGMT-NODES": lambda r: (OK, self._management_nodes()),
             "GET-SCHEMA": lambda r: (OK, schema_ops.schema_map()),
             "GET-JSON-SCHEMA": lambda r: (OK, schema_ops.json_schema()),
             "GET-LOG": self._get_log,
@@ -106,6 +106,12 @@ class ManagementAgent:
         rows = rows[offset:] if count is None else rows[offset:offset + count]
         return OK, {"attributeNames": names, "results": [[row.get(name) for name in names] for row in rows]}
 
+    def _management_nodes(self) -> List[str]:
+        mesh = self.router.mesh
+        if mesh is None:
+            return []
+        return [f"amqp:/_topo/0/{router_id}/$management" for router_id in sorted(mesh.routes.table)]
+
     def _get_log(self, request: Request) -> Reply:
         limit = _int_property(request, "limit", None)
         entries = list(log_config.RECENT.entries)
@@ -128,6 +134,8 @@ class ManagementAgent:
             return operational.link_rows(router)
         if short == "router.address":
             return operational.address_rows(router)
+        if short == "router.node":
+            return router.mesh.node_rows() if router.mesh is not None else []
         if short in ("management", MANAGEMENT_TYPE):
             return [{"name": "self", "identity": "self", "type": etype.long_name}]
         configured = [entity.as_map() for entity in router.store.of_type(etype)]

@@ -117,7 +117,8 @@ def address_rows(router: Any) -> List[Row]:
 
 
 def _address_row(address: Address, router_id: str) -> Row:
-    key = address_key(address.key, router_id)
+    # The agent's own addresses keep their class, so each key stays unique.
+    key = address_key(address.key, "" if address.handler is not None else router_id)
     counters = address.counters
     return {
         "identity": key,
@@ -166,7 +167,7 @@ def router_row(router: Any, configured: Row) -> Row:
         "addrCount": len(router.table),
         "linkCount": len(links),
         "blockedLinkCount": 0,
-        "nodeCount": 0,
+        "nodeCount": len(router.mesh.routes.table) if router.mesh is not None else 0,
         "linkRouteCount": 0,
         "autoLinkCount": 0,
         "connectionCount": len(router.server.by_fd),

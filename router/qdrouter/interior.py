@@ -1,0 +1,222 @@
+"""A router in `mode: interior`: the routing protocol (protocol/) wired to the router's
+links (amqp/) and forwarding (core/). Control messages travel on the qd.router links of
+inter-router connections; what the protocol learns becomes MeshRoutes and the addresses'
+remote consumers."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Dict, Hashable, List
+
+from proton import Message
+
+from .amqp.proton_ffi import ffi, lib
+from .amqp.server import AmqpServer
+from .core.address_table import AddressTable
+from .core.links import CONTROL, DATA, CoreLink
+from .core.mesh_routes import MeshRoutes
+from .protocol.engine import Outbound, RoutingEngine, RoutingEvent
+
+log = logging.getLogger("qdrouter.ROUTER_HELLO")
+TICK_S = 0.25
+
+
+class Peer:
+    """One inter-router connection and its links."""
+
+    __slots__ = ("connection", "control_out", "cost", "data_out", "up")
+
+    def __init__(self, connection: Any, cost: int) -> None:
+        self.connection = connection
+        self.cost = cost
+        self.control_out: CoreLink | None = None
+        self.data_out: CoreLink | None = None
+        self.up = False
+
+
+class MeshNode:
+    def __init__(self, router_id: str, server: AmqpServer, table: AddressTable,
+                 timers: Dict[str, float]) -> None:
+        self.router_id = router_id
+        self.server = server
+        self.table = table
+        self.engine = RoutingEngine(
+            router_id,
+            hello_interval=timers.get("helloIntervalSeconds", 1.0),
+            hello_max_age=timers.get("helloMaxAgeSeconds", 3.0),
+            ra_interval=timers.get("raIntervalSeconds", 30.0),
+            ra_interval_flux=timers.get("raIntervalFluxSeconds", 4.0),
+            remote_ls_max_age=timers.get("remoteLsMaxAgeSeconds", 60.0),
+            instance=int(time.time()),
+            on_event=self._on_event,
+        )
+        self.routes = MeshRoutes(router_id)
+        adaptor = server.adaptor
+        self.forwarder = adaptor.forwarder
+        self.forwarder.mesh = self.routes
+        self.forwarder.on_local_address = self._local_address
+        adaptor.control_handler = self._on_control
+        server.endpoints.on_inter_router_link = self._link_attached
+        server.endpoints.on_inter_router_link_lost = self._link_lost
+        self.peers: Dict[Hashable, Peer] = {}
+        self._neighbor_peer: Dict[str, int] = {}
+        self._tag = 0
+        # Control messages go pre-settled, so one tag serves them all.
+        self._tag_buffer = ffi.new("char[]", b"c")
+        self._tag_value = ffi.new("pn_bytes_t *", (1, self._tag_buffer))[0]
+        server.timers.call_later(TICK_S, self._tick)
+
+    # ---- connections and links -----------------------------------------------------------
+    def connector_opened(self, connection: Any) -> None:
+        self.server.endpoints.open_inter_router(connection)
+
+    def _peer(self, connection: Any) -> Peer:
+        peer = self.peers.get(connection.identity)
+        if peer is None:
+            peer = Peer(connection, connection.settings.cost)
+            self.peers[connection.identity] = peer
+        return peer
+
+    def _link_attached(self, link: CoreLink) -> None:
+        peer = self._peer(link.connection)
+        if link.incoming:
+            return
+        if link.kind == CONTROL:
+            peer.control_out = link
+        elif link.kind == DATA:
+            peer.data_out = link
+            self._refresh_data_links()
+        if peer.control_out is not None and not peer.up:
+            peer.up = True
+            self._send_all(self.engine.neighbor_link_up(link.connection.identity, peer.cost))
+
+    def _link_lost(self, link: CoreLink) -> None:
+        peer = self.peers.get(getattr(link.connection, "identity", -1))
+        if peer is None or link.incoming:
+            return
+        if link is peer.data_out:
+            peer.data_out = None
+        if link is peer.control_out:
+            peer.control_out = None
+            if peer.up:
+                peer.up = False
+                self.engine.neighbor_link_down(link.connection.identity)
+            del self.peers[link.connection.identity]
+        self._refresh_data_links()
+
+    # ---- protocol traffic --------------------------------------------------------------
+    def _tick(self) -> None:
+        try:
+            self._send_all(self.engine.tick(time.monotonic()))
+        finally:
+            self.server.timers.call_later(TICK_S, self._tick)
+
+    def _on_control(self, link: CoreLink, raw: bytes) -> None:
+        message = Message()
+        try:
+            message.decode(raw)
+        except Exception as error:  # a peer's garbage must not stop the router
+            log.info("Undecodable control message from connection %s: %s", link.connection.identity, error)
+            return
+        properties: Dict[str, Any] = dict(message.properties or {})
+        opcode = properties.get("opcode")
+        body = message.body
+        address = message.address or ""
+        origin = body.get("id") if isinstance(body, dict) else None
+        conn_key = link.connection.identity
+        targets = self.engine.forward_targets(address, str(origin) if origin else self.router_id)
+        for key in targets.conns:
+            if key != conn_key:
+                self._send_raw(key, raw)
+        if targets.local or address.startswith("_local/"):
+            self._send_all(self.engine.on_message(opcode, body, conn_key, time.monotonic()))
+
+    def _send_all(self, outbound: List[Outbound]) -> None:
+        for out in outbound:
+            encoded = bytes(Message(address=out.address, properties=out.application_properties,
+                                    body=out.body).encode())
+            if out.via is not None:
+                self._send_raw(out.via, encoded)
+                continue
+            for key in self.engine.forward_targets(out.address, self.router_id).conns:
+                self._send_raw(key, encoded)
+
+    def _send_raw(self, conn_key: Hashable, encoded: bytes) -> None:
+        peer = self.peers.get(conn_key)
+        if peer is None or peer.control_out is None or peer.control_out.handle is None:
+            return
+        handle = peer.control_out.handle
+        delivery = lib.pn_delivery(handle, self._tag_value)
+        lib.pn_link_send(handle, encoded, len(encoded))
+        lib.pn_link_advance(handle)
+        lib.pn_delivery_settle(delivery)
+        self.server.adaptor.dirty.add(peer.connection)
+
+    # ---- what the protocol learned -----------------------------------------------------
+    def _on_event(self, event: RoutingEvent) -> None:
+        if event.kind in ("routes", "neighbor_up", "neighbor_down"):
+            self._refresh_data_links()
+            if event.kind != "neighbor_down":
+                log.info("Routes of %s: %s", self.router_id, self.engine.routing_table())
+        elif event.kind == "valid_origins":
+            self.routes.valid_origins = {k: set(v) for k, v in event.data.items()}
+        elif event.kind == "addresses":
+            self._apply_addresses(event.data)
+        elif event.kind == "duplicate_id":
+            log.error("Another router uses this router's id %r", self.router_id)
+
+    def _refresh_data_links(self) -> None:
+        links = {}
+        for router_id, conn_key in self.engine.neighbors().items():
+            peer = self.peers.get(conn_key)
+            if peer is not None and peer.data_out is not None:
+                links[router_id] = peer.data_out
+        self.routes.data_links = links
+        self.routes.table = self.engine.routing_table()
+        self.routes.valid_origins = {k: set(v) for k, v in self.engine.valid_origins().items()}
+        self.forwarder.topology_changed()
+
+    def _apply_addresses(self, remote: Dict[str, Any]) -> None:
+        remote = dict(remote)
+        for address in self.table:
+            routers = remote.get(address.key)
+            new = sorted(routers) if routers else []
+            if new != address.remote:
+                address.remote = new
+                self.forwarder.remote_consumers_changed(address)
+        for key, routers in remote.items():
+            if self.table.find(str(key)) is None and routers:
+                address = self.table.get(key)
+                address.remote = sorted(routers)
+                self.forwarder.remote_consumers_changed(address)
+
+    def _local_address(self, key: str, added: bool) -> None:
+        if added:
+            self.engine.local_address_added(key)
+        else:
+            self.engine.local_address_removed(key)
+
+    # ---- management --------------------------------------------------------------------
+    def node_rows(self) -> List[Dict[str, Any]]:
+        table = self.engine.routing_table()
+        neighbors = self.engine.neighbors()
+        rows = []
+        for router_id, (next_hop, cost) in sorted(table.items()):
+            rows.append({
+                "identity": router_id,
+                "name": f"router.node/{router_id}",
+                "type": "org.apache.qpid.dispatch.router.node",
+                "id": router_id,
+                "protocolVersion": 1,
+                "instance": None,
+                "linkState": sorted(self.engine._lsdb.routers[router_id].link_state.peers)
+                if router_id in self.engine._lsdb.routers else [],
+                "nextHop": None if router_id in neighbors else next_hop,
+                "validOrigins": sorted(self.routes.valid_origins.get(router_id, ())),
+                "address": f"amqp:/_topo/0/{router_id}",
+                "routerLink": None,
+                "cost": cost,
+                "lastTopoChange": None,
+            })
+        return rows
