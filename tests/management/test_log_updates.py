@@ -1,0 +1,54 @@
+"""UPDATE of log entities changes log levels at run time; GET-LOG shows the effect."""
+
+from __future__ import annotations
+
+from tests.management.mgmt import LOG, MgmtClient, assert_routing
+from tests.router.amqpclient import Net
+from tests.router.routerproc import Router
+
+
+def levels(mgmt: MgmtClient) -> set:
+    return {entry[1] for entry in mgmt.ok("GET-LOG")}
+
+
+def test_update_default_log_to_debug_shows_debug_entries(mgmt: MgmtClient, router: Router, net: Net) -> None:
+    mgmt.ok("GET-TYPES")
+    assert "debug" not in levels(mgmt), "debug entries at the default level info+"
+    reply = mgmt.request("UPDATE", type="log", name="log/DEFAULT", body={"enable": "debug+"})
+    assert reply.status == 200, reply
+    assert reply.body["enable"] == "debug+"
+    assert reply.body["type"] == LOG
+    mgmt.ok("GET-TYPES")
+    assert_routing(net, router.url)
+    entries = mgmt.ok("GET-LOG")
+    debug = [e for e in entries if e[1] == "debug"]
+    assert debug, f"no debug entries after enable=debug+: {entries[-5:]}"
+    assert mgmt.ok("READ", type="log", identity="log/DEFAULT")["enable"] == "debug+"
+
+    back = mgmt.request("UPDATE", type=LOG, identity="log/DEFAULT", body={"enable": "info+"})
+    assert back.status == 200, back
+    count = len([e for e in mgmt.ok("GET-LOG") if e[1] == "debug"])
+    mgmt.ok("GET-TYPES")
+    assert len([e for e in mgmt.ok("GET-LOG") if e[1] == "debug"]) == count, "debug still logged"
+
+
+def test_update_log_with_bad_enable_is_refused_and_keeps_level(mgmt: MgmtClient) -> None:
+    reply = mgmt.request("UPDATE", type="log", name="log/DEFAULT", body={"enable": "loud+"})
+    assert reply.status == 400, reply
+    assert "enable" in reply.description
+    assert mgmt.ok("READ", type="log", name="log/DEFAULT")["enable"] == "info+"
+
+
+def test_delete_of_log_entity_is_refused(mgmt: MgmtClient) -> None:
+    reply = mgmt.request("DELETE", type="log", name="log/AGENT")
+    assert 400 <= reply.status < 500, reply
+    assert "log/AGENT" in [r["name"] for r in mgmt.query("log", ["name"])]
+
+
+def test_update_log_output_file_that_cannot_be_opened_names_output_file(mgmt: MgmtClient) -> None:
+    reply = mgmt.request("UPDATE", type="log", name="log/DEFAULT",
+                         body={"enable": "info+", "outputFile": "/nonexistent/dir/x.log"})
+    assert reply.status == 400, reply
+    assert "outputFile" in reply.description, reply
+    after = mgmt.ok("READ", type="log", name="log/DEFAULT")
+    assert after.get("outputFile") is None and after["enable"] == "info+"
