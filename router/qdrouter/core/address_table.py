@@ -97,7 +97,11 @@ class AddressTable:
 
     def add_prefix(self, prefix: str, distribution: str) -> None:
         if distribution not in DISTRIBUTIONS:
-            raise ValueError(f"distribution {distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
+            raise ValueError(f"attribute 'distribution': {distribution!r} is not one of "
+                             f"{', '.join(DISTRIBUTIONS)}")
+        if any(existing == prefix for existing, _ in self._prefixes):
+            # As qdrouterd: a second entity would be shadowed and shown but never applied.
+            raise ValueError(f"attribute 'prefix': {prefix!r} conflicts with an existing address entity")
         # The constant itself, so hot-path comparisons can be identity checks.
         distribution = DISTRIBUTIONS[DISTRIBUTIONS.index(distribution)]
         self._prefixes.append((prefix, distribution))

@@ -59,7 +59,7 @@ class ConfigEffects:
             try:
                 self.host.table.add_prefix(str(attrs.get("prefix") or ""), str(attrs.get("distribution")))
             except ValueError as error:
-                raise bad_request(f"address: attribute 'distribution': {error}") from None
+                raise bad_request(f"address: {error}") from None
         elif kind == "log":
             self.apply_logging()
         elif kind in NOT_YET_SUPPORTED:
@@ -87,7 +87,9 @@ class ConfigEffects:
             except (log_config.LogSettingError, OSError) as error:
                 entity.attributes.clear()
                 entity.attributes.update(previous)
-                raise bad_request(f"log: attribute 'enable': {error}") from None
+                self.apply_logging()  # the failed attempt may have removed the handlers
+                attribute = "outputFile" if isinstance(error, OSError) else "enable"
+                raise bad_request(f"log: attribute '{attribute}': {error}") from None
 
     def apply_logging(self) -> None:
         settings = []

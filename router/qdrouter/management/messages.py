@@ -11,6 +11,7 @@ from typing import Any, Dict
 
 from proton import Message
 
+from ..amqp.message_sections import MessageFormatError, skip_value
 from .status import ManagementStatus, bad_request, describe
 
 MAX_REQUEST_BYTES = 1024 * 1024
@@ -36,6 +37,7 @@ class UndecodableRequest(Exception):
 def decode_request(raw: bytes) -> Request:
     """The request's addressing, or UndecodableRequest; check_request then validates it, so
     that a bad request can still be answered at its reply-to address."""
+    _check_complete(raw)
     message = Message()
     try:
         message.decode(raw)
@@ -46,11 +48,26 @@ def decode_request(raw: bytes) -> Request:
         reply_to = reply_to[6:]
     properties = message.properties
     correlation_id = message.correlation_id if message.correlation_id is not None else message.id
+    if isinstance(correlation_id, memoryview):
+        correlation_id = bytes(correlation_id)  # proton would encode a memoryview as null
     request = Request("", {}, message.body, reply_to, correlation_id)
     request.properties = properties if isinstance(properties, dict) else {}
     if len(raw) > MAX_REQUEST_BYTES:
         request.extra["too_large"] = len(raw)
     return request
+
+
+def _check_complete(raw: bytes) -> None:
+    """Every section must be whole: proton's decoder silently drops a truncated body, and a
+    truncated CREATE must not run with whatever attributes survived."""
+    position = 0
+    try:
+        while position < len(raw):
+            position = skip_value(raw, position)
+    except MessageFormatError as error:
+        raise UndecodableRequest(f"malformed AMQP message: {error}") from None
+    if position != len(raw):
+        raise UndecodableRequest("malformed AMQP message: trailing bytes after the last section")
 
 
 def check_request(request: Request) -> None:
