@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Sequence
 from .amqp.connection import ListenerSettings
 from .amqp.connector import Connector
 from .amqp.server import AmqpServer, ListenerError
+from .auto_links import AutoLinks
 from .config import port_number
 from .core.address_table import AddressTable
 from .interior import MeshNode
@@ -45,6 +46,8 @@ class Router:
             self.mesh = MeshNode(self.id, self.server, self.table, timers)
         self.store = ConfigStore()
         self.effects = ConfigEffects(self)
+        self.auto_links = AutoLinks(self.server)
+        self.server.endpoints.on_connection_opened = self.auto_links.connection_opened
         self._listening: Dict[str, int] = {}
         self.connectors: Dict[str, Connector] = {}
         self._load(entities)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Set
 
 from ..core.address_table import MULTICAST, UNAVAILABLE, AddressTable
 from ..core.forwarder import Forwarder
-from ..core.links import CONTROL, CoreLink, InFlight
+from ..core.links import CONTROL, ENDPOINT, CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED, RELEASED
 from .inbound import annotated, inspect
 from .message_sections import MessageFormatError
@@ -181,6 +181,8 @@ class DeliveryAdaptor:
                 self._reject_malformed(message, str(error))
                 return
             if link.anonymous:
+                if address_key and link.kind == ENDPOINT:
+                    address_key = self.table.ingress_key(address_key)
                 self.forwarder.route(message, address_key)
                 return
         self.forwarder.forward(message, link.address)

@@ -27,6 +27,11 @@ class EndpointHandler:
         # The mesh's hooks: inter-router links as they attach and go.
         self.on_inter_router_link: Callable[[CoreLink], None] | None = None
         self.on_inter_router_link_lost: Callable[[CoreLink], None] | None = None
+        # Links this router attached itself (auto-links), told when the peer answers the
+        # attach (True) or detaches (False, with the peer's error if any).
+        self.link_watchers: Dict[Any, Callable[[bool, str | None], None]] = {}
+        # Told when any connection has opened (auto-links wait for their container).
+        self.on_connection_opened: Callable[[AmqpConnection], None] | None = None
 
     # ---- connections -------------------------------------------------------------------
     def connection_opened(self, pn_connection: Any) -> None:
@@ -42,6 +47,8 @@ class EndpointHandler:
         self.adaptor.dirty.add(connection)
         if connection.on_opened is not None:
             connection.on_opened(connection)
+        if self.on_connection_opened is not None:
+            self.on_connection_opened(connection)
 
     def connection_closed(self, pn_connection: Any) -> None:
         connection = self.connections.get(pn_connection)
@@ -78,6 +85,9 @@ class EndpointHandler:
     # ---- links -------------------------------------------------------------------------
     def link_opened(self, pn_link: Any) -> None:
         if not lib.pn_link_state(pn_link) & LOCAL_UNINIT:
+            watcher = self.link_watchers.get(pn_link)
+            if watcher is not None:
+                watcher(True, None)
             return
         connection = self.connections.get(lib.pn_session_connection(lib.pn_link_session(pn_link)))
         if connection is None:
@@ -89,8 +99,11 @@ class EndpointHandler:
         if settings.role == INTER_ROUTER:
             self._inter_router_link(connection, pn_link, name)
             return
+        table = self.forwarder.table
         if lib.pn_link_is_receiver(pn_link):
             key = terminus_address(lib.pn_link_remote_target(pn_link))
+            if key is not None:
+                key = table.ingress_key(key)
             link = CoreLink(
                 next(self._link_ids),
                 name,
@@ -107,6 +120,8 @@ class EndpointHandler:
             log.debug("Producer link %s attached to %s", name, key or "(anonymous)")
         else:
             key = self._consumer_address(pn_link)
+            if key is not None:
+                key = table.egress_key(key)
             if key is None:
                 set_condition(
                     lib.pn_link_condition(pn_link),
@@ -170,12 +185,25 @@ class EndpointHandler:
         return terminus_address(remote_source)
 
     def link_closed(self, pn_link: Any) -> None:
+        watcher = self.link_watchers.pop(pn_link, None)
+        if watcher is not None:
+            watcher(False, _remote_error(lib.pn_link_remote_condition(pn_link)))
         link = self.adaptor.links.get(pn_link)
         if link is not None:
             self._forget(link)
             self.adaptor.dirty.add(link.connection)
         if not lib.pn_link_state(pn_link) & LOCAL_CLOSED:
             lib.pn_link_close(pn_link)
+
+    def link_closed_locally(self, link: CoreLink) -> None:
+        """The router itself detaches one of its links (an auto-link being deleted)."""
+        self._forget(link)
+
+    def new_link_id(self) -> int:
+        return next(self._link_ids)
+
+    def register(self, connection: AmqpConnection, link: CoreLink) -> None:
+        self._register(connection, link)
 
     def _register(self, connection: AmqpConnection, link: CoreLink) -> None:
         connection.links[link.handle] = link
@@ -185,6 +213,9 @@ class EndpointHandler:
         handle = link.handle
         if handle is None:
             return
+        watcher = self.link_watchers.pop(handle, None)
+        if watcher is not None:
+            watcher(False, "connection closed")
         self.adaptor.links.pop(handle, None)
         link.connection.links.pop(handle, None)
         if link.incoming:
@@ -193,3 +224,10 @@ class EndpointHandler:
             self.forwarder.consumer_detached(link)
         if link.kind != ENDPOINT and self.on_inter_router_link_lost is not None:
             self.on_inter_router_link_lost(link)
+
+
+def _remote_error(condition: Any) -> str | None:
+    if not lib.pn_condition_is_set(condition):
+        return None
+    return (f"{c_string(lib.pn_condition_get_name(condition))}: "
+            f"{c_string(lib.pn_condition_get_description(condition))}")

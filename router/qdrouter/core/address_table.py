@@ -78,6 +78,19 @@ class Address:
         return bool(self.consumers) or self.handler is not None or bool(self.remote)
 
 
+def phased(address: str, phase: int) -> str:
+    """The table key of an address phase. Phase 0 is the address itself; other phases (a
+    waypoint's way back from the broker) get a prefix no AMQP address starts with."""
+    return address if not phase else f"\x00{phase}\x00{address}"
+
+
+def split_phase(key: str) -> Tuple[str, int]:
+    if key.startswith("\x00"):
+        phase, _, address = key[1:].partition("\x00")
+        return address, int(phase)
+    return key, 0
+
+
 def prefix_matches(prefix: str, address: str) -> bool:
     """Prefix match on token boundaries, as later qdrouterd releases do: 'a.b' matches
     'a.b', 'a.b.c' and 'a.b/c' but not 'a.bc'."""
@@ -92,6 +105,8 @@ class AddressTable:
     def __init__(self, prefixes: Iterable[Tuple[str, str]] = ()) -> None:
         self._prefixes: List[Tuple[str, str]] = []
         self._addresses: Dict[str, Address] = {}
+        # prefix -> (ingress phase, egress phase) of waypoint / phased address entities
+        self._phases: Dict[str, Tuple[int, int]] = {}
         for prefix, distribution in prefixes:
             self.add_prefix(prefix, distribution)
 
@@ -111,14 +126,42 @@ class AddressTable:
 
     def remove_prefix(self, prefix: str, distribution: str) -> None:
         self._prefixes.remove((prefix, distribution))
+        self._phases.pop(prefix, None)
         self._redistribute()
+
+    def set_phases(self, prefix: str, ingress: int, egress: int) -> None:
+        """Producers to matching addresses use phase ``ingress``, consumers ``egress``
+        (a waypoint: 0 toward the broker, 1 back from it)."""
+        self._phases[prefix] = (ingress, egress)
+
+    def _phases_of(self, address: str) -> Tuple[int, int]:
+        best = -1
+        phases = (0, 0)
+        for prefix, value in self._phases.items():
+            if len(prefix) > best and prefix_matches(prefix, address):
+                best, phases = len(prefix), value
+        return phases
+
+    def ingress_key(self, address: str) -> str:
+        """Where producers' messages for ``address`` go in."""
+        if not self._phases:
+            return address
+        return phased(address, self._phases_of(address)[0])
+
+    def egress_key(self, address: str) -> str:
+        """Where consumers of ``address`` take messages from."""
+        if not self._phases:
+            return address
+        return phased(address, self._phases_of(address)[1])
 
     def _redistribute(self) -> None:
         """Configured prefixes changed at run time: existing addresses follow at once."""
         for address in self._addresses.values():
-            address.distribution = self.distribution_for(address.key)
+            if address.handler is None:  # in-process nodes keep their own
+                address.distribution = self.distribution_for(address.key)
 
     def distribution_for(self, key: str) -> str:
+        key = split_phase(key)[0]
         for prefix, distribution in self._prefixes:
             if prefix_matches(prefix, key):
                 return distribution

@@ -142,6 +142,9 @@ class ManagementAgent:
         if short == "connector":
             for row, entity in zip(configured, router.store.of_type(etype)):
                 row.update(router.connector_status(entity))
+        elif short == "router.config.autoLink":
+            for row, entity in zip(configured, router.store.of_type(etype)):
+                row.update(router.auto_links.status(entity))
         if short == "router":
             return [operational.router_row(router, configured[0] if configured else {})]
         return configured

@@ -18,13 +18,14 @@ log = logging.getLogger("qdrouter.AGENT")
 
 # Types the router keeps and reports but does not act on yet (later issues).
 NOT_YET_SUPPORTED = frozenset(
-    ("router.config.linkRoute", "router.config.autoLink", "policy", "vhost", "sslProfile",
+    ("router.config.linkRoute", "policy", "vhost", "sslProfile",
      "router.config.exchange", "router.config.binding", "authServicePlugin")
 )
 
 
 class ListenerHost(Protocol):
     table: AddressTable
+    auto_links: Any
 
     def open_listener(self, entity: ManagedEntity) -> None: ...
 
@@ -56,12 +57,21 @@ class ConfigEffects:
         elif kind == "router.config.address":
             if attrs.get("pattern"):
                 raise ManagementStatus(501, "address: attribute 'pattern' is not supported yet; use 'prefix'")
+            prefix = str(attrs.get("prefix") or "")
             try:
-                self.host.table.add_prefix(str(attrs.get("prefix") or ""), str(attrs.get("distribution")))
+                self.host.table.add_prefix(prefix, str(attrs.get("distribution")))
             except ValueError as error:
                 raise bad_request(f"address: {error}") from None
+            waypoint = bool(attrs.get("waypoint"))
+            ingress = attrs.get("ingressPhase")
+            egress = attrs.get("egressPhase")
+            if waypoint or ingress is not None or egress is not None:
+                self.host.table.set_phases(prefix, int(ingress or 0),
+                                           int(egress if egress is not None else (1 if waypoint else 0)))
         elif kind == "log":
             self.apply_logging()
+        elif kind == "router.config.autoLink":
+            self.host.auto_links.add(entity)
         elif kind in NOT_YET_SUPPORTED:
             log.warning("%s: %s %r is kept but has no effect yet (not supported by this release)",
                         entity.source, kind, entity.name)
@@ -72,6 +82,8 @@ class ConfigEffects:
             self.host.close_listener(entity)
         elif kind == "connector":
             self.host.close_connector(entity)
+        elif kind == "router.config.autoLink":
+            self.host.auto_links.remove(entity)
         elif kind == "router.config.address":
             attrs = entity.attributes
             self.host.table.remove_prefix(str(attrs.get("prefix") or ""), str(attrs.get("distribution")))

@@ -12,7 +12,7 @@ from typing import Any, Dict, List
 
 from .. import __version__
 from ..amqp.proton_ffi import c_string, lib
-from ..core.address_table import Address
+from ..core.address_table import Address, split_phase
 from ..core.links import CoreLink
 
 PREFIX = "org.apache.qpid.dispatch."
@@ -30,7 +30,8 @@ def address_key(address: str, router_id: str = "") -> str:
         return "L" + address[len(own):]
     if address.startswith("_topo/"):
         return "T" + address[6:]
-    return "M0" + address
+    plain, phase = split_phase(address)
+    return f"M{phase}{plain}"
 
 
 def connection_rows(router: Any) -> List[Row]:
