@@ -35,6 +35,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Dict, List, Sequence
 
+# bench/mesh.py does `import run`: make that this module even when it runs as a script.
+sys.modules.setdefault("run", sys.modules[__name__])
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 LOADGEN_DIR = BENCH_DIR / "loadgen"
@@ -524,18 +527,20 @@ def run_clients(
             port = int(rp.wait_event("ready", 30)["port"])
         else:
             port = router.port
+            # A mesh (bench/mesh.py) has its receivers on another router than the sender.
+            receiver_port = getattr(router, "receiver_port", port)
             # Balanced: each receiver's share is unknown, so they stop on --idle.
             per_receiver = count if sc.fanout == sc.receivers else 0
             for i in range(sc.receivers):
                 rp = Proc(
                     f"{kind} receiver {i + 1}",
-                    receiver_argv(args, sc, ["-c", f"{HOST}:{port}"], per_receiver, lat_files[i]),
+                    receiver_argv(args, sc, ["-c", f"{HOST}:{receiver_port}"], per_receiver, lat_files[i]),
                 )
                 procs.append(rp)
                 receivers.append(rp)
             for rp in receivers:
                 rp.wait_event("ready", 30)  # link attached: the router knows the consumer
-            time.sleep(args.settle)
+            time.sleep(getattr(router, "settle", args.settle))
         sp = Proc(f"{kind} sender", sender_argv(args, sc, port, count))
         procs.append(sp)
         sender = sp.result(run_timeout)
@@ -679,7 +684,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--messages", "-m", type=int, default=100_000, help="messages per measured run")
     p.add_argument("--size", "-s", type=int, default=100, help="message body size in bytes (>= 8)")
     p.add_argument(
-        "--scenarios", default=",".join(SCENARIOS), help=f"comma-separated subset of: {', '.join(SCENARIOS)}"
+        "--scenarios",
+        default=",".join([*SCENARIOS, *mesh.MESH_SCENARIOS]),
+        help="comma-separated subset of the single-router and mesh scenarios (see bench/README.md)",
     )
     p.add_argument(
         "--repeat", "-r", type=int, default=1, help="repeat each measurement K times, report medians"
@@ -718,14 +725,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=30.0,
         help="how long to wait for the router to listen, seconds",
     )
+    p.add_argument("--idle-peers", type=int, default=20, help="idle-memory: inter-router peers to connect")
+    p.add_argument("--idle-settle", type=float, default=5.0, help="idle-memory: seconds before sampling RSS")
+    p.add_argument("--route-sizes", default="100,1000", help="routes: mesh sizes to time")
     p.add_argument("--json", dest="json_out", default=None, help="write all results as JSON to this file")
     p.add_argument("--rebuild", action="store_true", help="rebuild the load generators first")
     args = p.parse_args(argv)
     names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
-    unknown = [n for n in names if n not in SCENARIOS]
+    unknown = [n for n in names if n not in SCENARIOS and n not in mesh.MESH_SCENARIOS]
     if unknown or not names:
-        p.error(f"unknown scenario(s) {unknown}; choose from {', '.join(SCENARIOS)}")
-    args.scenario_list = [SCENARIOS[n] for n in names]
+        p.error(f"unknown scenario(s) {unknown}; choose from {', '.join([*SCENARIOS, *mesh.MESH_SCENARIOS])}")
+    args.scenario_list = [SCENARIOS[n] for n in names if n in SCENARIOS]
+    # Mesh scenarios start routers with qdmesh/python -m qdrouter, so not with --router-cmd.
+    mesh_names = [n for n in names if n in mesh.MESH_SCENARIOS]
+    args.mesh_list = [] if args.direct_only or args.router_cmd else mesh_names
+    args.route_sizes = [int(x) for x in args.route_sizes.split(",") if x.strip()]
     if args.messages < 1 or args.repeat < 1 or args.size < 8 or args.warmup < 0:
         p.error("--messages and --repeat must be >= 1, --size >= 8 (the timestamp), --warmup >= 0")
     return args
@@ -773,6 +787,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         f"p99 {fmt_us(r.p99_us)} µs, lost {r.lost}; {fmt_cpu(r)}",
                         file=sys.stderr,
                     )
+            mesh_results = mesh.run_mesh(args, args.mesh_list, workdir)
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -782,7 +797,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     summaries = [scenario_summary(sc, direct[sc.name], routed[sc.name]) for sc in args.scenario_list]
     print(f"\n_{header}_\n")
-    print(markdown_table(summaries, args.direct_only))
+    if args.scenario_list:
+        print(markdown_table(summaries, args.direct_only))
+    if mesh_results:
+        print("\n" + mesh.markdown(mesh_results))
 
     if args.json_out:
         doc = {
@@ -791,6 +809,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "args": {k: v for k, v in vars(args).items() if k != "scenario_list"},
             "router_cmd": None if args.direct_only else router_argv(args, Path("CONFIG"), 0),
             "summary": summaries,
+            "mesh": mesh_results,
             "runs": {
                 name: {
                     "direct": [asdict(m) for m in direct[name]],
@@ -802,6 +821,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(args.json_out).write_text(json.dumps(doc, indent=2) + "\n")
     return 0
 
+
+# Last, so that everything bench/mesh.py takes from this module is defined.
+if str(BENCH_DIR) not in sys.path:
+    sys.path.insert(0, str(BENCH_DIR))
+import mesh  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())
