@@ -186,7 +186,7 @@ def time_routes(sizes: Sequence[int], repeat: int) -> List[Dict[str, Any]]:
 
 def routes(args: argparse.Namespace) -> Dict[str, Any]:
     argv = [args.python, str(Path(__file__).resolve()), "routes", "--sizes",
-            ",".join(map(str, args.route_sizes)), "--repeat", str(max(3, args.repeat))]
+            ",".join(map(str, args.route_sizes)), "--repeat", str(max(5, args.repeat))]
     proc = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=1800)
     if proc.returncode != 0 or not proc.stdout.strip():
         raise run.BenchError(f"route timing failed ({run.shlex.join(argv)}):\n{proc.stderr[-2000:]}")
@@ -293,6 +293,10 @@ def run_mesh(args: argparse.Namespace, names: Sequence[str], workdir: Path) -> L
     return out
 
 
+def _ms(v: float) -> str:
+    return f"{v:,.1f}" if v < 100 else f"{v:,.0f}"
+
+
 def markdown(results: List[Dict[str, Any]]) -> str:
     parts = []
     lines = [r for r in results if r["scenario"] in LINE3]
@@ -314,8 +318,8 @@ def markdown(results: List[Dict[str, Any]]) -> str:
             t = ["| routers | shape | links | graph build ms | routing table ms | valid origins ms |",
                  "|---:|---|---:|---:|---:|---:|"]
             for x in r["results"]:
-                cells = [f"{min(x[k]):.1f}-{max(x[k]):.1f}" if max(x[k]) < 100 else
-                         f"{min(x[k]):,.0f}-{max(x[k]):,.0f}"
+                # Median (min-max): the views of different routers, and a JIT warming up, differ.
+                cells = [f"{_ms(statistics.median(x[k]))} ({_ms(min(x[k]))}-{_ms(max(x[k]))})"
                          for k in ("graph_ms", "routing_table_ms", "valid_origins_ms")]
                 t.append(f"| {x['routers']:,} | {x['shape']} | {x['links']:,} | {' | '.join(cells)} |")
             parts.append("\n".join(t))
