@@ -8,10 +8,13 @@ from typing import Any, Dict, List, Sequence
 
 from .amqp.connection import ListenerSettings
 from .amqp.connector import Connector
+from .amqp.link_routing import LinkRouter
+from .amqp.proton_ffi import lib
 from .amqp.server import AmqpServer, ListenerError
 from .auto_links import AutoLinks
 from .config import port_number
 from .core.address_table import AddressTable
+from .core.link_route_table import LinkRoute, LinkRouteTable
 from .interior import MeshNode
 from .log_config import MODULES
 from .management.agent import ManagementAgent
@@ -46,6 +49,10 @@ class Router:
             self.mesh = MeshNode(self.id, self.server, self.table, timers)
         self.store = ConfigStore()
         self.effects = ConfigEffects(self)
+        self.link_routes = LinkRouteTable()
+        link_router = LinkRouter(self.link_routes, self.server.adaptor.dirty, self.route_container)
+        self.server.endpoints.link_router = link_router
+        self.server.adaptor.link_router = link_router
         self.auto_links = AutoLinks(self.server)
         self.server.endpoints.on_connection_opened = self.auto_links.connection_opened
         self._listening: Dict[str, int] = {}
@@ -125,6 +132,35 @@ class Router:
         return self.store.of_type(entity_type("log"))
 
     # ---- running -----------------------------------------------------------------------
+    def route_container(self, route: LinkRoute) -> Any:
+        """The open connection a link route leads to (by connector name or container id)."""
+        for connection in self.server.by_fd.values():
+            if connection.closed or connection.settings.role == "inter-router":
+                continue
+            state = lib.pn_connection_state(connection.pn_connection)
+            if not (state & lib.PN_LOCAL_ACTIVE and state & lib.PN_REMOTE_ACTIVE):
+                continue
+            if route.connection is not None:
+                if connection.settings.name == route.connection:
+                    return connection
+            elif route.container_id is not None and connection.remote_container == route.container_id:
+                return connection
+        return None
+
+    def add_link_route(self, entity: ManagedEntity) -> None:
+        attrs = entity.attributes
+        self.link_routes.add(LinkRoute(
+            entity.identity, str(attrs.get("direction")), prefix=attrs.get("prefix"),
+            pattern=attrs.get("pattern"), connection=attrs.get("connection"),
+            container_id=attrs.get("containerId"), add_prefix=attrs.get("addExternalPrefix"),
+            del_prefix=attrs.get("delExternalPrefix")))
+
+    def link_route_status(self, entity: ManagedEntity) -> Dict[str, Any]:
+        for route in self.link_routes.routes:
+            if route.identity == entity.identity:
+                return {"operStatus": "active" if self.route_container(route) is not None else "inactive"}
+        return {}
+
     def connector_status(self, entity: ManagedEntity) -> Dict[str, Any]:
         connector = self.connectors.get(entity.identity)
         if connector is None:

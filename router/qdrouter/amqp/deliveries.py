@@ -27,6 +27,8 @@ class DeliveryAdaptor:
         self.router_id = router_id
         # How router annotations name this router (area 0, as qdrouterd).
         self.node = f"0/{router_id}"
+        # Link-routed links are not the core's: their deliveries pass straight through.
+        self.link_router: Any = None
         # Routing-protocol messages arriving on inter-router control links.
         self.control_handler: Callable[[CoreLink, bytes], None] | None = None
         self.table = table
@@ -81,6 +83,8 @@ class DeliveryAdaptor:
         def on_delivery(delivery: Any) -> None:
             link = links_get(delivery_link(delivery))
             if link is None:
+                if state.link_router is not None:
+                    state.link_router.on_delivery(delivery)
                 return
             if not link.incoming:
                 # On our sending links proton only raises PN_DELIVERY for remote updates.
@@ -224,7 +228,7 @@ class DeliveryAdaptor:
                 return
             in_delivery = message.delivery
             if state and state != accepted and in_delivery is not None:
-                _copy_disposition(delivery, in_delivery, state)
+                copy_disposition(delivery, in_delivery, state)
             if not is_settled(delivery):
                 if state and in_delivery is not None:
                     update(in_delivery, state)
@@ -382,7 +386,7 @@ class DeliveryAdaptor:
         self._pointer = ffi.from_buffer(self._buffer)
 
 
-def _copy_disposition(source: Any, target: Any, state: int) -> None:
+def copy_disposition(source: Any, target: Any, state: int) -> None:
     remote = lib.pn_delivery_remote(source)
     local = lib.pn_delivery_local(target)
     if state == REJECTED:

@@ -32,6 +32,8 @@ class EndpointHandler:
         self.link_watchers: Dict[Any, Callable[[bool, str | None], None]] = {}
         # Told when any connection has opened (auto-links wait for their container).
         self.on_connection_opened: Callable[[AmqpConnection], None] | None = None
+        # Ties link-routed attaches to their containers (set up by the router).
+        self.link_router: Any = None
 
     # ---- connections -------------------------------------------------------------------
     def connection_opened(self, pn_connection: Any) -> None:
@@ -66,6 +68,8 @@ class EndpointHandler:
         """The connection is going: every link of it leaves the core."""
         for link in list(connection.links.values()):
             self._forget(link)
+        if self.link_router is not None:
+            self.link_router.connection_gone(connection)
 
     # ---- sessions ----------------------------------------------------------------------
     def session_opened(self, session: Any) -> None:
@@ -88,6 +92,8 @@ class EndpointHandler:
             watcher = self.link_watchers.get(pn_link)
             if watcher is not None:
                 watcher(True, None)
+            elif self.link_router is not None:
+                self.link_router.remote_opened(pn_link)
             return
         connection = self.connections.get(lib.pn_session_connection(lib.pn_link_session(pn_link)))
         if connection is None:
@@ -98,6 +104,9 @@ class EndpointHandler:
         settings = connection.settings
         if settings.role == INTER_ROUTER:
             self._inter_router_link(connection, pn_link, name)
+            return
+        if self.link_router is not None and settings.role == "normal" \
+                and self.link_router.try_route(connection, pn_link):
             return
         table = self.forwarder.table
         if lib.pn_link_is_receiver(pn_link):
@@ -185,6 +194,8 @@ class EndpointHandler:
         return terminus_address(remote_source)
 
     def link_closed(self, pn_link: Any) -> None:
+        if self.link_router is not None and self.link_router.remote_closed(pn_link):
+            return
         watcher = self.link_watchers.pop(pn_link, None)
         if watcher is not None:
             watcher(False, _remote_error(lib.pn_link_remote_condition(pn_link)))

@@ -215,9 +215,12 @@ class AmqpServer:
                     if pending_sends or pending_outcomes:
                         flush_sends()
                     if kind == flow_type:
-                        link = links.get(lib.pn_event_link(event))
+                        pn_link = lib.pn_event_link(event)
+                        link = links.get(pn_link)
                         if link is not None:
                             adaptor.on_flow(link)
+                        elif adaptor.link_router is not None:
+                            adaptor.link_router.on_flow(pn_link)
                     else:
                         handler = handlers.get(kind)
                         if handler is not None:

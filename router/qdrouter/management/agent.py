@@ -145,6 +145,9 @@ class ManagementAgent:
         elif short == "router.config.autoLink":
             for row, entity in zip(configured, router.store.of_type(etype)):
                 row.update(router.auto_links.status(entity))
+        elif short == "router.config.linkRoute":
+            for row, entity in zip(configured, router.store.of_type(etype)):
+                row.update(router.link_route_status(entity))
         if short == "router":
             return [operational.router_row(router, configured[0] if configured else {})]
         return configured

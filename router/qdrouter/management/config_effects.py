@@ -18,7 +18,7 @@ log = logging.getLogger("qdrouter.AGENT")
 
 # Types the router keeps and reports but does not act on yet (later issues).
 NOT_YET_SUPPORTED = frozenset(
-    ("router.config.linkRoute", "policy", "vhost", "sslProfile",
+    ("policy", "vhost", "sslProfile",
      "router.config.exchange", "router.config.binding", "authServicePlugin")
 )
 
@@ -26,6 +26,9 @@ NOT_YET_SUPPORTED = frozenset(
 class ListenerHost(Protocol):
     table: AddressTable
     auto_links: Any
+    link_routes: Any
+
+    def add_link_route(self, entity: ManagedEntity) -> None: ...
 
     def open_listener(self, entity: ManagedEntity) -> None: ...
 
@@ -72,6 +75,8 @@ class ConfigEffects:
             self.apply_logging()
         elif kind == "router.config.autoLink":
             self.host.auto_links.add(entity)
+        elif kind == "router.config.linkRoute":
+            self.host.add_link_route(entity)
         elif kind in NOT_YET_SUPPORTED:
             log.warning("%s: %s %r is kept but has no effect yet (not supported by this release)",
                         entity.source, kind, entity.name)
@@ -84,6 +89,8 @@ class ConfigEffects:
             self.host.close_connector(entity)
         elif kind == "router.config.autoLink":
             self.host.auto_links.remove(entity)
+        elif kind == "router.config.linkRoute":
+            self.host.link_routes.remove(entity.identity)
         elif kind == "router.config.address":
             attrs = entity.attributes
             self.host.table.remove_prefix(str(attrs.get("prefix") or ""), str(attrs.get("distribution")))

@@ -1,0 +1,223 @@
+"""Link routing (book 2.4): an attach that matches a link route is passed to the container
+on a link of the same name, and the two links are tied together: deliveries, dispositions,
+settlement, credit, drain and detach (with its error) pass straight through."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Dict
+
+from ..core.link_route_table import LinkRoute, LinkRouteTable
+from .connection import AmqpConnection
+from .deliveries import copy_disposition
+from .proton_ffi import LOCAL_CLOSED, c_string, ffi, lib, set_condition, terminus_address
+
+log = logging.getLogger("qdrouter.ROUTER_CORE")
+
+NO_ROUTE = "qd:no-route-to-dest"
+
+
+class RoutedLink:
+    __slots__ = ("connection", "deliveries", "incoming", "peer", "pn_link")
+
+    def __init__(self, pn_link: Any, connection: AmqpConnection, incoming: bool) -> None:
+        self.pn_link = pn_link
+        self.connection = connection
+        # True when the router receives on this link (its peer end sends).
+        self.incoming = incoming
+        self.peer: RoutedLink | None = None
+        # Our delivery on this link -> the matching delivery on the peer link.
+        self.deliveries: Dict[Any, Any] = {}
+
+
+class LinkRouter:
+    def __init__(self, table: LinkRouteTable, dirty: Any,
+                 find_container: Callable[[LinkRoute], AmqpConnection | None]) -> None:
+        self.table = table
+        self.dirty = dirty
+        self.find_container = find_container
+        self.routed: Dict[Any, RoutedLink] = {}
+        self._sessions: Dict[int, Any] = {}
+        self._buffer = bytearray(64 * 1024)
+        self._pointer = ffi.from_buffer(self._buffer)
+
+    # ---- attach ------------------------------------------------------------------------
+    def try_route(self, connection: AmqpConnection, pn_link: Any) -> bool:
+        """Route a client's attach if a link route matches; True when handled here."""
+        incoming = bool(lib.pn_link_is_receiver(pn_link))
+        remote = lib.pn_link_remote_target(pn_link) if incoming else lib.pn_link_remote_source(pn_link)
+        address = terminus_address(remote)
+        route = self.table.find(address, incoming)
+        if route is None or address is None:
+            return False
+        lib.pn_terminus_copy(lib.pn_link_source(pn_link), lib.pn_link_remote_source(pn_link))
+        lib.pn_terminus_copy(lib.pn_link_target(pn_link), lib.pn_link_remote_target(pn_link))
+        container = self.find_container(route)
+        if container is None:
+            set_condition(lib.pn_link_condition(pn_link), NO_ROUTE, "No route to the destination node")
+            lib.pn_link_open(pn_link)
+            lib.pn_link_close(pn_link)
+            self.dirty.add(connection)
+            log.info("Link route for %s: no destination connected; attach refused", address)
+            return True
+        session = self._session(container)
+        name = lib.pn_link_name(pn_link)
+        peer_link = lib.pn_sender(session, name) if incoming else lib.pn_receiver(session, name)
+        lib.pn_terminus_copy(lib.pn_link_source(peer_link), lib.pn_link_remote_source(pn_link))
+        lib.pn_terminus_copy(lib.pn_link_target(peer_link), lib.pn_link_remote_target(pn_link))
+        routed_terminus = lib.pn_link_target(peer_link) if incoming else lib.pn_link_source(peer_link)
+        lib.pn_terminus_set_address(routed_terminus, route.external(address).encode())
+        lib.pn_link_set_snd_settle_mode(peer_link, lib.pn_link_remote_snd_settle_mode(pn_link))
+        lib.pn_link_set_rcv_settle_mode(peer_link, lib.pn_link_remote_rcv_settle_mode(pn_link))
+        lib.pn_link_open(peer_link)
+        client = RoutedLink(pn_link, connection, incoming)
+        container_side = RoutedLink(peer_link, container, not incoming)
+        client.peer, container_side.peer = container_side, client
+        self.routed[pn_link] = client
+        self.routed[peer_link] = container_side
+        self.dirty.add(container)
+        log.debug("Link route: %s attach for %s routed to connection %d", "in" if incoming else "out",
+                  address, container.identity)
+        return True
+
+    def _session(self, connection: AmqpConnection) -> Any:
+        session = self._sessions.get(connection.identity)
+        if session is None:
+            session = lib.pn_session(connection.pn_connection)
+            lib.pn_session_open(session)
+            self._sessions[connection.identity] = session
+        return session
+
+    def remote_opened(self, pn_link: Any) -> bool:
+        """The container answered our attach: answer the client's with its termini."""
+        routed = self.routed.get(pn_link)
+        if routed is None:
+            return False
+        client = routed.peer
+        if client is not None and lib.pn_link_state(client.pn_link) & lib.PN_LOCAL_UNINIT:
+            lib.pn_terminus_copy(lib.pn_link_source(client.pn_link), lib.pn_link_remote_source(pn_link))
+            lib.pn_terminus_copy(lib.pn_link_target(client.pn_link), lib.pn_link_remote_target(pn_link))
+            lib.pn_link_open(client.pn_link)
+            self.dirty.add(client.connection)
+        return True
+
+    # ---- detach ------------------------------------------------------------------------
+    def remote_closed(self, pn_link: Any) -> bool:
+        """One end detached: detach the other with the same error."""
+        routed = self.routed.pop(pn_link, None)
+        if routed is None:
+            return False
+        condition = lib.pn_link_remote_condition(pn_link)
+        peer = routed.peer
+        if peer is not None and self.routed.pop(peer.pn_link, None) is not None:
+            if lib.pn_condition_is_set(condition):
+                set_condition(lib.pn_link_condition(peer.pn_link),
+                              c_string(lib.pn_condition_get_name(condition)) or "amqp:internal-error",
+                              c_string(lib.pn_condition_get_description(condition)) or "")
+            self._close(peer)
+        if not lib.pn_link_state(pn_link) & LOCAL_CLOSED:
+            lib.pn_link_close(pn_link)
+        self.dirty.add(routed.connection)
+        return True
+
+    def connection_gone(self, connection: AmqpConnection) -> None:
+        for routed in [r for r in self.routed.values() if r.connection is connection]:
+            self.routed.pop(routed.pn_link, None)
+            peer = routed.peer
+            if peer is not None and self.routed.pop(peer.pn_link, None) is not None:
+                set_condition(lib.pn_link_condition(peer.pn_link), "qd:routed-link-lost",
+                              "The other end of this routed link went away")
+                self._close(peer)
+        self._sessions.pop(connection.identity, None)
+
+    def _close(self, routed: RoutedLink) -> None:
+        for delivery in routed.deliveries:
+            lib.pn_delivery_settle(delivery)
+        routed.deliveries.clear()
+        if lib.pn_link_state(routed.pn_link) & lib.PN_LOCAL_UNINIT:
+            lib.pn_link_open(routed.pn_link)
+        lib.pn_link_close(routed.pn_link)
+        self.dirty.add(routed.connection)
+
+    # ---- deliveries --------------------------------------------------------------------
+    def on_delivery(self, delivery: Any) -> None:
+        routed = self.routed.get(lib.pn_delivery_link(delivery))
+        if routed is None or routed.peer is None:
+            return
+        peer = routed.peer
+        if routed.incoming:
+            if lib.pn_delivery_readable(delivery) and not lib.pn_delivery_partial(delivery):
+                self._pass_message(routed, peer, delivery)
+            elif lib.pn_delivery_settled(delivery):
+                self._settle_pair(routed, peer, delivery)
+            return
+        state = lib.pn_delivery_remote_state(delivery)
+        other = routed.deliveries.get(delivery)
+        if other is not None and state:
+            copy_disposition(delivery, other, state)
+            lib.pn_delivery_update(other, state)
+            self.dirty.add(peer.connection)
+        if lib.pn_delivery_settled(delivery):
+            self._settle_pair(routed, peer, delivery)
+
+    def _pass_message(self, routed: RoutedLink, peer: RoutedLink, delivery: Any) -> None:
+        size = lib.pn_delivery_pending(delivery)
+        if size > len(self._buffer):
+            self._buffer = bytearray(size)
+            self._pointer = ffi.from_buffer(self._buffer)
+        buffer = self._buffer
+        count = lib.pn_link_recv(routed.pn_link, self._pointer, size)
+        lib.pn_link_advance(routed.pn_link)
+        if count < 0:  # aborted
+            lib.pn_delivery_settle(delivery)
+            return
+        out = lib.pn_delivery(peer.pn_link, lib.pn_delivery_tag(delivery))
+        lib.pn_link_send(peer.pn_link, bytes(buffer[:count]), count)
+        lib.pn_link_advance(peer.pn_link)
+        if lib.pn_delivery_settled(delivery):
+            lib.pn_delivery_settle(out)
+            lib.pn_delivery_settle(delivery)
+        else:
+            routed.deliveries[delivery] = out
+            peer.deliveries[out] = delivery
+        self.dirty.add(peer.connection)
+        self.dirty.add(routed.connection)
+
+    def _settle_pair(self, routed: RoutedLink, peer: RoutedLink, delivery: Any) -> None:
+        other = routed.deliveries.pop(delivery, None)
+        lib.pn_delivery_settle(delivery)
+        if other is not None:
+            peer.deliveries.pop(other, None)
+            lib.pn_delivery_settle(other)
+            self.dirty.add(peer.connection)
+        self.dirty.add(routed.connection)
+
+    # ---- flow --------------------------------------------------------------------------
+    def on_flow(self, pn_link: Any) -> bool:
+        """Credit and drain go upstream: the receiving end's credit becomes the sending end's."""
+        routed = self.routed.get(pn_link)
+        if routed is None or routed.peer is None:
+            return routed is not None
+        peer = routed.peer
+        if not routed.incoming:
+            # A consumer flowed on our sending link: grant the same to the producer.
+            sender, receiver = pn_link, peer.pn_link
+            want = lib.pn_link_credit(sender)
+            have = lib.pn_link_credit(receiver) + lib.pn_link_queued(sender)
+            drain = bool(lib.pn_link_get_drain(sender))
+            if drain and not lib.pn_link_get_drain(receiver):
+                lib.pn_link_drain(receiver, max(0, want - have))
+            elif want > have:
+                lib.pn_link_flow(receiver, want - have)
+            if drain and lib.pn_link_queued(sender) == 0 and lib.pn_link_credit(receiver) <= 0:
+                lib.pn_link_drained(sender)
+        else:
+            # The producer answered (e.g. drained): finish the consumer's drain.
+            sender = peer.pn_link
+            if lib.pn_link_get_drain(sender) and lib.pn_link_credit(pn_link) <= 0:
+                lib.pn_link_set_drain(pn_link, False)
+                lib.pn_link_drained(sender)
+        self.dirty.add(routed.connection)
+        self.dirty.add(peer.connection)
+        return True
+
