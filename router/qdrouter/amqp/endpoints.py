@@ -109,62 +109,41 @@ class EndpointHandler:
                 and self.link_router.try_route(connection, pn_link):
             return
         table = self.forwarder.table
-        if lib.pn_link_is_receiver(pn_link):
+        incoming = bool(lib.pn_link_is_receiver(pn_link))
+        if incoming:
             key = terminus_address(lib.pn_link_remote_target(pn_link))
-            if key is not None:
-                key = table.ingress_key(key)
-            link = CoreLink(
-                next(self._link_ids),
-                name,
-                True,
-                key,
-                connection,
-                pn_link,
-                settings.strip_in,
-                settings.strip_out,
-            )
-            self._register(connection, link)
-            lib.pn_link_open(pn_link)
-            self.forwarder.producer_attached(link)
-            log.debug("Producer link %s attached to %s", name, key or "(anonymous)")
+            key = table.ingress_key(key) if key is not None else None
         else:
             key = self._consumer_address(pn_link)
-            if key is not None:
-                key = table.egress_key(key)
             if key is None:
-                set_condition(
-                    lib.pn_link_condition(pn_link),
-                    "amqp:invalid-field",
-                    "A receiving link needs a source address or a dynamic source",
-                )
-                lib.pn_link_open(pn_link)
-                lib.pn_link_close(pn_link)
-                self.adaptor.dirty.add(connection)
+                self._refuse(connection, pn_link, "amqp:invalid-field",
+                             "A receiving link needs a source address or a dynamic source")
                 return
-            link = CoreLink(
-                next(self._link_ids),
-                name,
-                False,
-                key,
-                connection,
-                pn_link,
-                settings.strip_in,
-                settings.strip_out,
-            )
-            self._register(connection, link)
-            lib.pn_link_open(pn_link)
+            key = table.egress_key(key)
+        link = CoreLink(next(self._link_ids), name, incoming, key, connection, pn_link,
+                        settings.strip_in, settings.strip_out)
+        self._register(connection, link)
+        lib.pn_link_open(pn_link)
+        if incoming:
+            self.forwarder.producer_attached(link)
+        else:
             self.forwarder.consumer_attached(link)
-            log.debug("Consumer link %s attached to %s", name, key)
+        log.debug("%s link %s attached to %s", "Producer" if incoming else "Consumer", name,
+                  key or "(anonymous)")
+        self.adaptor.dirty.add(connection)
+
+    def _refuse(self, connection: AmqpConnection, pn_link: Any, condition: str, description: str) -> None:
+        """Answer an attach only to detach it at once with an error, as AMQP requires."""
+        set_condition(lib.pn_link_condition(pn_link), condition, description)
+        lib.pn_link_open(pn_link)
+        lib.pn_link_close(pn_link)
         self.adaptor.dirty.add(connection)
 
     def _inter_router_link(self, connection: AmqpConnection, pn_link: Any, name: str) -> None:
         kind = link_kind(pn_link)
         if kind is None:
-            set_condition(lib.pn_link_condition(pn_link), "amqp:not-allowed",
-                          "Inter-router connections carry only qd.router and qd.router-data links")
-            lib.pn_link_open(pn_link)
-            lib.pn_link_close(pn_link)
-            self.adaptor.dirty.add(connection)
+            self._refuse(connection, pn_link, "amqp:not-allowed",
+                         "Inter-router connections carry only qd.router and qd.router-data links")
             return
         link = make_link(next(self._link_ids), name, bool(lib.pn_link_is_receiver(pn_link)), connection,
                          pn_link, kind)
