@@ -1,0 +1,74 @@
+"""Fixtures for mesh tests: several interior routers (real processes) wired from an edge list.
+
+The repository root goes on sys.path so that ``tests.router.*`` (router process and AMQP
+client toolkit) import under plain ``pytest`` as well as ``python -m pytest``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Iterator, List, Sequence
+
+import pytest
+
+_REPO_ROOT = str(Path(__file__).resolve().parents[2])
+if _REPO_ROOT not in sys.path:
+    sys.path.insert(0, _REPO_ROOT)
+
+from tests.mesh.meshproc import Edge, Mesh, Timers, build_mesh, start_order  # noqa: E402
+from tests.router.amqpclient import Net  # noqa: E402
+
+MeshFactory = Callable[..., Mesh]
+"""``mesh_factory(edges, timers=None, converge=True) -> started (and converged) Mesh``."""
+
+LINE3: List[Edge] = [("B", "A", 1), ("C", "B", 1)]
+# A ring A-B-C-D-E-A with a chord B-E: two disjoint paths between most pairs.
+RING5_CHORD: List[Edge] = [("B", "A", 1), ("C", "B", 1), ("D", "C", 1), ("E", "D", 1),
+                           ("E", "A", 1), ("E", "B", 1)]
+FULL4: List[Edge] = [(b, a, 1) for i, a in enumerate("ABCD") for b in "ABCD"[i + 1:]]
+
+
+def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    for item in items:
+        if "tests/mesh" in str(item.fspath) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(90))
+
+
+@pytest.fixture
+def mesh_factory(tmp_path: Path) -> Iterator[MeshFactory]:
+    """Build, start and wait for convergence of meshes; at teardown every router still up
+    must exit 0 on SIGTERM without a traceback in its log."""
+    meshes: List[Mesh] = []
+
+    def make(edges: Sequence[Edge], timers: Timers | None = None, converge: bool = True) -> Mesh:
+        mesh = build_mesh(tmp_path / f"mesh{len(meshes)}", edges, timers)
+        meshes.append(mesh)
+        t0 = time.monotonic()
+        for name in start_order(list(mesh.routers), edges):
+            mesh.routers[name].start()
+        if converge:
+            started = time.monotonic() - t0
+            took = mesh.wait_converged(timeout=mesh.timers.convergence_bound + started + 5)
+            print(f"mesh {sorted(mesh.routers)} started in {started:.2f}s, converged {took:.2f}s later")
+        return mesh
+
+    yield make
+    errors = []
+    for mesh in meshes:
+        mesh.close()
+        for r in mesh.routers.values():
+            try:
+                r.stop(check=True)
+            except AssertionError as e:
+                errors.append(str(e))
+    if errors:
+        pytest.fail("\n\n".join(errors), pytrace=False)
+
+
+@pytest.fixture
+def net() -> Iterator[Net]:
+    n = Net()
+    yield n
+    n.close()

@@ -1,0 +1,73 @@
+"""Convergence of meshes of interior routers: every router lists every other router with a
+next hop and cost of a shortest path (router.node, as qdstat -n shows it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from typing import Dict, List
+
+import pytest
+
+from tests.mesh.conftest import FULL4, LINE3, RING5_CHORD, MeshFactory
+from tests.mesh.meshproc import Edge
+from tests.router.routerproc import router_env
+
+# A-C direct but expensive; A-B-D-C cheap in total though longer in hops.
+UNEQUAL: List[Edge] = [("C", "A", 10), ("B", "A", 1), ("D", "B", 1), ("D", "C", 1)]
+
+
+@pytest.mark.parametrize("edges", [LINE3, RING5_CHORD, FULL4, UNEQUAL],
+                         ids=["line3", "ring5-chord", "full4", "unequal-costs"])
+def test_mesh_converges_to_shortest_paths(mesh_factory: MeshFactory, edges: List[Edge]) -> None:
+    mesh = mesh_factory(edges)
+    for rid in mesh.routers:
+        ok, why = mesh.table_matches(rid, next_hops=True)
+        assert ok, why
+
+
+def qdstat(*args: str, timeout: float = 20) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "qdrouter.tools.qdstat", *args], capture_output=True,
+                          text=True, timeout=timeout, env=router_env(), stdin=subprocess.DEVNULL)
+
+
+def test_qdstat_n_shows_cheapest_routes(mesh_factory: MeshFactory) -> None:
+    mesh = mesh_factory(UNEQUAL)
+    a = mesh["A"]
+    out = qdstat("-b", f"127.0.0.1:{a.port}", "-n")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    for rid in "BCD":
+        assert rid in text, text
+    js = qdstat("-b", f"127.0.0.1:{a.port}", "-n", "--json")
+    assert js.returncode == 0, js.stderr
+    print(text)
+    print(js.stdout)
+    rows = json.loads(js.stdout)
+    rows = rows if isinstance(rows, list) else rows.get("rows", rows)
+    assert rows, js.stdout
+    # C is a neighbour of A, but the cheap way there is A-B-D-C (cost 3 < 10).
+    c = mesh.nodes("A")["C"]
+    assert c["cost"] == 3 and c["nextHop"] == "B", c
+
+
+def test_connector_only_cost_seen_by_both_ends(mesh_factory: MeshFactory) -> None:
+    """The brief's config style: cost on the connector only.  Both ends must route with it,
+    else the two directions of a link disagree (A->B cost 5, B->A cost 1)."""
+    mesh = mesh_factory([("B", "A", 5)], converge=False)
+    # Rewrite A's inter-router listener without a cost (default 1) and restart A.
+    a = mesh["A"]
+    a.inter_listeners["B"] = (a.inter_listeners["B"][0], 1)
+    a.write_config()
+    a.terminate()
+    a.restart()
+    mesh.wait_converged(timeout=15, routers=["B"])
+    rows: Dict[str, Dict[str, object]] = {}
+    end = time.monotonic() + 10
+    while "B" not in rows and time.monotonic() < end:
+        rows = mesh.nodes("A")
+        time.sleep(0.2)
+    assert rows.get("B", {}).get("cost") == 5, \
+        f"A (listener, no cost) sees B at {rows.get('B')}; B's connector says cost 5"
