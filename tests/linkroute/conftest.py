@@ -1,0 +1,89 @@
+"""Fixtures for link-routing tests: real router subprocesses (an edge router ``R1`` with link
+routes, and qdmesh routers as route containers) and the shared client event loop.
+
+A second qdmesh router is a real AMQP container: a sender attaching to target X produces to
+address X on it, a receiver attaching to source X consumes from X, so a test can put its own
+consumers and producers on the container router and watch what passes through the routed link.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List
+
+import pytest
+
+_REPO_ROOT = str(Path(__file__).resolve().parents[2])
+if _REPO_ROOT not in sys.path:
+    sys.path.insert(0, _REPO_ROOT)
+
+from tests.linkroute.lrutil import both_ways, connector, wait_active  # noqa: E402
+from tests.router.amqpclient import Net  # noqa: E402
+from tests.router.routerproc import Router, RouterFactory  # noqa: E402
+
+EdgeFactory = Callable[..., Router]
+
+
+def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    # A routed link that never answers must fail a test, never hang the run.
+    for item in items:
+        if "tests/linkroute" in str(item.fspath) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(60))
+
+
+@pytest.fixture
+def router_factory(tmp_path: Path) -> Iterator[RouterFactory]:
+    """Routers with custom config; each is SIGTERMed at teardown and must exit 0 without a
+    traceback (unless the test killed it on purpose)."""
+    started: List[Router] = []
+
+    def make(**kwargs: Any) -> Router:
+        workdir = tmp_path / f"r{len(started)}"
+        workdir.mkdir()
+        r = Router(workdir, **kwargs)
+        started.append(r)
+        return r.start()
+
+    yield make
+    errors = []
+    for r in started:
+        try:
+            r.stop(check=True)
+        except AssertionError as e:
+            errors.append(str(e))
+    if errors:
+        pytest.fail("\n\n".join(errors), pytrace=False)
+
+
+@pytest.fixture
+def net() -> Iterator[Net]:
+    n = Net()
+    yield n
+    n.close()
+
+
+@pytest.fixture
+def container(router_factory: RouterFactory) -> Router:
+    """A qdmesh router 'C' used as the route container (its container id is 'C')."""
+    return router_factory(router_id="C")
+
+
+@pytest.fixture
+def edge_factory(router_factory: RouterFactory) -> EdgeFactory:
+    """``edge(routes, containers={name: port}, active=N)``: router R1 with a route-container
+    connector per container and the given linkRoute sections; waits for N active routes."""
+    def make(routes: str, containers: Dict[str, int] | None = None, active: int = 0,
+             router_id: str = "R1") -> Router:
+        extra = "".join(connector(name, port) for name, port in (containers or {}).items()) + routes
+        r = router_factory(router_id=router_id, extra_config=extra)
+        if active:
+            wait_active(r, active)
+        return r
+    return make
+
+
+@pytest.fixture
+def edge(edge_factory: EdgeFactory, container: Router) -> Router:
+    """R1 link-routing prefix ``lr`` both ways to the container router C (connector 'cont')."""
+    return edge_factory(both_ways("lr", connection="cont"), {"cont": container.port}, active=2)

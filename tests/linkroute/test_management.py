@@ -1,0 +1,84 @@
+"""linkRoute entities through the tools: qdstat --linkroutes status, qdmanage create/delete at
+run time (book 2.4 configuration, managed like any other entity)."""
+
+from __future__ import annotations
+
+from tests.router.amqpclient import ACCEPTED, Net, msg, send_and_settle
+from tests.router.routerproc import Router
+
+from .conftest import EdgeFactory
+from .lrutil import (
+    NO_ROUTE,
+    both_ways,
+    link_route,
+    linkroute_rows,
+    qdmanage,
+    run_tool,
+    statuses,
+    tool_out,
+    wait_for,
+)
+
+
+def test_qdstat_shows_active_and_inactive(edge_factory: EdgeFactory, container: Router) -> None:
+    routes = both_ways("up", connection="cont") + link_route("in", pattern="down.#", connection="none")
+    edge = edge_factory(routes, {"cont": container.port}, active=2)
+    assert statuses(edge) == {("up", "in"): "active", ("up", "out"): "active", ("down.#", "in"): "inactive"}
+    text = tool_out("qdstat", edge, "--linkroutes")
+    assert text.splitlines()[0] == "Link Routes", text
+    assert text.count("active") == 3 and text.count("inactive") == 1, text
+    rows = {(r.get("prefix") or r.get("pattern")): r for r in linkroute_rows(edge)}
+    assert rows["up"].get("distrib") == "linkBalanced", rows
+
+
+def test_create_and_delete_at_run_time(edge_factory: EdgeFactory, container: Router, net: Net) -> None:
+    edge = edge_factory("", {"cont": container.port})
+    consumer = net.connect(container.url).receiver("dyn.q")
+    client = net.connect(edge.url)
+
+    before = client.sender("dyn.q")          # no route yet: message-routed on R1, never reaches C
+    assert before.remote_opened and not before.remote_closed
+    before.close()
+
+    created = qdmanage(edge, "create", "--type", "linkRoute", "--name", "dyn-in", "prefix=dyn",
+                       "direction=in", "connection=cont")
+    assert created["name"] == "dyn-in" and created["prefix"] == "dyn", created
+    wait_for(lambda: (statuses(edge).get(("dyn", "in")) == "active", statuses(edge)), 10, "dyn active")
+    rows = qdmanage(edge, "query", "--type", "linkRoute")
+    assert [r["name"] for r in rows] == ["dyn-in"] and rows[0]["operStatus"] == "active", rows
+
+    routed = client.sender("dyn.q")
+    outcomes = send_and_settle(net, routed, [msg("via route")])
+    assert outcomes[0].state == ACCEPTED
+    net.wait(lambda: consumer.bodies() == ["via route"], 10, "the routed message at C")
+    routed.close()
+
+    qdmanage(edge, "delete", "--type", "linkRoute", "--name", "dyn-in")
+    assert qdmanage(edge, "query", "--type", "linkRoute") == []
+    assert statuses(edge) == {}
+    after = client.sender("dyn.q")
+    assert after.remote_opened and not after.remote_closed
+    after.send(msg("not routed"))
+    net.pump(0.5)
+    assert consumer.bodies() == ["via route"], "a deleted link route still routes"
+
+
+def test_create_route_to_missing_container_then_refused(edge_factory: EdgeFactory, net: Net) -> None:
+    edge = edge_factory("")
+    qdmanage(edge, "create", "--type", "linkRoute", "--name", "p", "pattern=nowhere.*", "direction=out",
+             "containerId=ghost")
+    assert statuses(edge) == {("nowhere.*", "out"): "inactive"}
+    rcv = net.connect(edge.url).receiver("nowhere.q")
+    net.wait(lambda: rcv.remote_closed, 5, "the refusal")
+    assert rcv.remote_condition is not None and rcv.remote_condition.name == NO_ROUTE
+
+
+def test_create_rejects_bad_link_routes(edge_factory: EdgeFactory) -> None:
+    edge = edge_factory("")
+    for attrs in (["direction=in", "connection=c"],                      # neither prefix nor pattern
+                  ["prefix=a", "pattern=a.#", "direction=in"],           # both
+                  ["prefix=a", "direction=sideways"],                    # bad direction
+                  ["prefix=a", "direction=in", "connection=c", "containerId=x"]):
+        r = run_tool("qdmanage", edge, "create", "--type", "linkRoute", *attrs)
+        assert r.returncode != 0, f"created a bad linkRoute {attrs}: {r.stdout}"
+    assert qdmanage(edge, "query", "--type", "linkRoute") == []
