@@ -55,7 +55,6 @@ class AutoLinks:
         self.endpoints = server.endpoints
         self.forwarder = server.adaptor.forwarder
         self.links: Dict[str, AutoLink] = {}
-        self._sessions: Dict[int, Any] = {}
 
     # ---- configuration -----------------------------------------------------------------
     def add(self, entity: ManagedEntity) -> None:
@@ -97,11 +96,10 @@ class AutoLinks:
         if auto.retry is not None:
             auto.retry.cancel()
             auto.retry = None
-        session = self._sessions.get(connection.identity)
-        if session is None or connection.closed:
-            session = lib.pn_session(connection.pn_connection)
-            lib.pn_session_open(session)
-            self._sessions[connection.identity] = session
+        # A session of its own: a container may refuse one link by ending its session
+        # (RabbitMQ does), which must not take the other auto-links down with it.
+        session = lib.pn_session(connection.pn_connection)
+        lib.pn_session_open(session)
         name = f"qdlink.auto.{auto.identity}.{self.endpoints.new_link_id()}".encode()
         if auto.incoming:
             pn_link = lib.pn_receiver(session, name)
@@ -141,12 +139,12 @@ class AutoLinks:
             return
         auto.link = None
         connection = auto.connection
-        if error is None or error == "connection closed" or connection is None or connection.closed:
+        if error == "connection closed" or connection is None or connection.closed:
             auto.status = INACTIVE
             auto.last_error = error if error != "connection closed" else auto.last_error
             return
         auto.status = FAILED
-        auto.last_error = error
+        auto.last_error = error or "detached by the container"
         log.warning("Auto-link %s failed: %s; retrying in %g s", auto.identity, error, RETRY_S)
         auto.retry = self.server.timers.call_later(RETRY_S, lambda: self._retry(auto))
 

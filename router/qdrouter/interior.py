@@ -200,7 +200,6 @@ class MeshNode:
     # ---- management --------------------------------------------------------------------
     def node_rows(self) -> List[Dict[str, Any]]:
         table = self.engine.routing_table()
-        neighbors = self.engine.neighbors()
         rows = []
         for router_id, (next_hop, cost) in sorted(table.items()):
             rows.append({
@@ -212,7 +211,8 @@ class MeshNode:
                 "instance": None,
                 "linkState": sorted(self.engine._lsdb.routers[router_id].link_state.peers)
                 if router_id in self.engine._lsdb.routers else [],
-                "nextHop": None if router_id in neighbors else next_hop,
+                # qdrouterd shows no next hop for a router reached directly.
+                "nextHop": None if next_hop == router_id else next_hop,
                 "validOrigins": sorted(self.routes.valid_origins.get(router_id, ())),
                 "address": f"amqp:/_topo/0/{router_id}",
                 "routerLink": None,

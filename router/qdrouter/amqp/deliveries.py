@@ -395,6 +395,7 @@ def copy_disposition(source: Any, target: Any, state: int) -> None:
             copy = lib.pn_disposition_condition(local)
             lib.pn_condition_set_name(copy, lib.pn_condition_get_name(condition))
             lib.pn_condition_set_description(copy, lib.pn_condition_get_description(condition))
+            lib.pn_data_copy(lib.pn_condition_info(copy), lib.pn_condition_info(condition))
     elif state == MODIFIED:
         lib.pn_disposition_set_failed(local, lib.pn_disposition_is_failed(remote))
         lib.pn_disposition_set_undeliverable(local, lib.pn_disposition_is_undeliverable(remote))

@@ -77,12 +77,17 @@ class EndpointHandler:
             lib.pn_session_open(session)
 
     def session_closed(self, session: Any) -> None:
+        """The peer ended a session: its links end with it (with the session's error)."""
         connection = self.connections.get(lib.pn_session_connection(session))
+        error = _remote_error(lib.pn_session_remote_condition(session)) or "session ended"
         if connection is not None:
             for link in list(connection.links.values()):
-                if lib.pn_link_session(link.handle) == session:
-                    self._forget(link)
-                    lib.pn_link_close(link.handle)
+                handle = link.handle
+                if handle is not None and lib.pn_link_session(handle) == session:
+                    self._forget(link, error)
+                    lib.pn_link_close(handle)
+            if self.link_router is not None:
+                self.link_router.session_gone(session)
             self.adaptor.dirty.add(connection)
         lib.pn_session_close(session)
 
@@ -199,13 +204,13 @@ class EndpointHandler:
         connection.links[link.handle] = link
         self.adaptor.links[link.handle] = link
 
-    def _forget(self, link: CoreLink) -> None:
+    def _forget(self, link: CoreLink, error: str = "connection closed") -> None:
         handle = link.handle
         if handle is None:
             return
         watcher = self.link_watchers.pop(handle, None)
         if watcher is not None:
-            watcher(False, "connection closed")
+            watcher(False, error)
         self.adaptor.links.pop(handle, None)
         link.connection.links.pop(handle, None)
         if link.incoming:

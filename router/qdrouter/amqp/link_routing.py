@@ -130,6 +130,22 @@ class LinkRouter:
                 self._close(peer)
         self._sessions.pop(connection.identity, None)
 
+    def session_gone(self, session: Any) -> None:
+        """A session ended under routed links: their other ends are detached."""
+        for routed in [r for r in self.routed.values() if lib.pn_link_session(r.pn_link) == session]:
+            if self.routed.pop(routed.pn_link, None) is None:
+                continue
+            peer = routed.peer
+            if peer is not None and self.routed.pop(peer.pn_link, None) is not None:
+                set_condition(lib.pn_link_condition(peer.pn_link), "qd:routed-link-lost",
+                              "The other end of this routed link went away")
+                self._close(peer)
+            if not lib.pn_link_state(routed.pn_link) & LOCAL_CLOSED:
+                lib.pn_link_close(routed.pn_link)
+        for key, cached in list(self._sessions.items()):
+            if cached == session:
+                del self._sessions[key]
+
     def _close(self, routed: RoutedLink) -> None:
         for delivery in routed.deliveries:
             lib.pn_delivery_settle(delivery)
@@ -180,6 +196,7 @@ class LinkRouter:
         else:
             routed.deliveries[delivery] = out
             peer.deliveries[out] = delivery
+        self._finish_drain(routed.pn_link, peer.pn_link)
         self.dirty.add(peer.connection)
         self.dirty.add(routed.connection)
 
@@ -205,7 +222,7 @@ class LinkRouter:
             want = lib.pn_link_credit(sender)
             have = lib.pn_link_credit(receiver) + lib.pn_link_queued(sender)
             drain = bool(lib.pn_link_get_drain(sender))
-            if drain and not lib.pn_link_get_drain(receiver):
+            if drain:
                 lib.pn_link_drain(receiver, max(0, want - have))
             elif want > have:
                 lib.pn_link_flow(receiver, want - have)
@@ -213,11 +230,17 @@ class LinkRouter:
                 lib.pn_link_drained(sender)
         else:
             # The producer answered (e.g. drained): finish the consumer's drain.
-            sender = peer.pn_link
-            if lib.pn_link_get_drain(sender) and lib.pn_link_credit(pn_link) <= 0:
-                lib.pn_link_set_drain(pn_link, False)
-                lib.pn_link_drained(sender)
+            self._finish_drain(pn_link, peer.pn_link)
         self.dirty.add(routed.connection)
         self.dirty.add(peer.connection)
         return True
 
+
+
+    def _finish_drain(self, receiver: Any, sender: Any) -> None:
+        """The producer's credit is used up (by messages or its drain answer): the consumer's
+        drain is complete, and the next drain must be asked afresh."""
+        if lib.pn_link_credit(receiver) <= 0 and lib.pn_link_get_drain(receiver):
+            lib.pn_link_set_drain(receiver, False)
+            if lib.pn_link_get_drain(sender) and lib.pn_link_queued(sender) == 0:
+                lib.pn_link_drained(sender)

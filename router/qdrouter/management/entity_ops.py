@@ -3,7 +3,7 @@ so a rejected request leaves the router as it was."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..schema import CREATE, UPDATE, EntityTypeDef, UnknownEntityType, entity_type, validate_attributes
 from .config_store import ManagedEntity
@@ -11,7 +11,7 @@ from .messages import Request
 from .status import CREATED, NO_CONTENT, OK, ManagementStatus, bad_request, not_allowed, not_found
 
 Reply = Tuple[int, Any]
-Rows = Callable[[EntityTypeDef | None], List[Dict[str, Any]]]
+Rows = Callable[[Optional[EntityTypeDef]], List[Dict[str, Any]]]
 
 
 def _type(request: Request, required: bool) -> EntityTypeDef | None:
