@@ -74,7 +74,8 @@ class MeshNode:
     def _peer(self, connection: Any) -> Peer:
         peer = self.peers.get(connection.identity)
         if peer is None:
-            peer = Peer(connection, connection.settings.cost)
+            # The larger of the two ends' costs, as qdrouterd does.
+            peer = Peer(connection, max(connection.settings.cost, connection.remote_cost or 1))
             self.peers[connection.identity] = peer
         return peer
 

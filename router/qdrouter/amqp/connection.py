@@ -120,7 +120,12 @@ class AmqpConnection:
         lib.pn_connection_set_container(self.pn_connection, container_id.encode())
         lib.pn_connection_collect(self.pn_connection, collector)
         lib.pn_transport_bind(transport, self.pn_connection)
+        self.remote_cost: int | None = None
         if client:
+            if settings.role == "inter-router":
+                # As qdrouterd: the connector's cost travels in the open, so both ends agree.
+                _put_int_property(lib.pn_connection_properties(self.pn_connection),
+                                  COST_PROPERTY, settings.cost)
             lib.pn_connection_open(self.pn_connection)
 
     def check_connected(self) -> bool:
@@ -221,3 +226,42 @@ class AmqpConnection:
         lib.pn_transport_unbind(self.transport)
         lib.pn_decref(self.transport)
         lib.pn_connection_release(self.pn_connection)
+
+
+COST_PROPERTY = "qd.inter-router-cost"
+
+
+def _put_int_property(data: Any, key: str, value: int) -> None:
+    encoded = key.encode()
+    lib.pn_data_put_map(data)
+    lib.pn_data_enter(data)
+    lib.pn_data_put_symbol(data, ffi.new("pn_bytes_t *", (len(encoded), ffi.new("char[]", encoded)))[0])
+    lib.pn_data_put_int(data, value)
+    lib.pn_data_exit(data)
+
+
+def read_int_property(data: Any, key: str) -> int | None:
+    """An integer from a connection's properties map, or None."""
+    lib.pn_data_rewind(data)
+    if not lib.pn_data_next(data) or lib.pn_data_type(data) != lib.PN_MAP:
+        return None
+    lib.pn_data_enter(data)
+    found: int | None = None
+    while lib.pn_data_next(data):
+        kind = lib.pn_data_type(data)
+        name = None
+        if kind in (lib.PN_SYMBOL, lib.PN_STRING):
+            raw = lib.pn_data_get_symbol(data) if kind == lib.PN_SYMBOL else lib.pn_data_get_string(data)
+            name = bytes(ffi.buffer(raw.start, raw.size)).decode("utf-8", "replace")
+        if not lib.pn_data_next(data):
+            break
+        if name == key:
+            value_kind = lib.pn_data_type(data)
+            getters = {lib.PN_INT: lib.pn_data_get_int, lib.PN_UINT: lib.pn_data_get_uint,
+                       lib.PN_LONG: lib.pn_data_get_long, lib.PN_ULONG: lib.pn_data_get_ulong}
+            getter = getters.get(value_kind)
+            if getter is not None:
+                found = int(getter(data))
+    lib.pn_data_exit(data)
+    lib.pn_data_rewind(data)
+    return found

@@ -9,7 +9,7 @@ import uuid
 from typing import Any, Callable, Dict, List
 
 from ..core.links import ENDPOINT, CoreLink
-from .connection import AmqpConnection
+from .connection import COST_PROPERTY, AmqpConnection, read_int_property
 from .deliveries import DeliveryAdaptor
 from .inter_router import INTER_ROUTER, attach_links, link_kind, make_link
 from .proton_ffi import LOCAL_CLOSED, LOCAL_UNINIT, c_string, lib, set_condition, terminus_address
@@ -41,6 +41,9 @@ class EndpointHandler:
         if connection is None:
             return
         connection.remote_container = c_string(lib.pn_connection_remote_container(pn_connection))
+        if connection.settings.role == INTER_ROUTER:
+            connection.remote_cost = read_int_property(
+                lib.pn_connection_remote_properties(pn_connection), COST_PROPERTY)
         connection.user = c_string(lib.pn_transport_get_user(connection.transport))
         if lib.pn_connection_state(pn_connection) & LOCAL_UNINIT:
             lib.pn_connection_open(pn_connection)
