@@ -206,10 +206,11 @@ class AmqpConnection:
                 return
 
     def finished(self) -> bool:
-        """True once the transport has nothing left to say and will hear nothing more."""
-        return bool(lib.pn_transport_closed(self.transport)) or (
-            self.input_closed and lib.pn_transport_pending(self.transport) < 0
-        )
+        """True once the peer can hear nothing more from us or we from it. After the socket's
+        input ends (the peer closed or died), what could be written has been written by the
+        caller; waiting for a close frame that cannot come would leave the connection's
+        deliveries hanging until the idle timeout."""
+        return self.input_closed or bool(lib.pn_transport_closed(self.transport))
 
     def tick(self, now_ms: int) -> int:
         return int(lib.pn_transport_tick(self.transport, now_ms))

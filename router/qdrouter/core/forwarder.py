@@ -76,9 +76,12 @@ class Forwarder:
                 self._open_window(producer)
 
     def topology_changed(self) -> None:
-        """Routers came or went: producers on `_topo/0/<router>/...` may now have a route."""
+        """Routers came or went: producers whose window closed while their destination was
+        unreachable (remote consumers, `_topo/0/<router>/...`) may have a route again."""
         for address in self.table:
-            if address.producers and topological_router(address.key) is not None:
+            if address.undelivered and address.remote:
+                self._reroute_undelivered(address)
+            if address.producers and (address.remote or topological_router(address.key) is not None):
                 self.address_became_routable(address)
 
     def _routable(self, address: Address) -> bool:
@@ -102,7 +105,7 @@ class Forwarder:
     def remote_consumers_changed(self, address: Address) -> None:
         """The mesh learned which routers consume ``address``."""
         self.address_became_routable(address)
-        if address.remote and not address.consumers:
+        if not address.consumers:
             self._reroute_undelivered(address)
         self.table.discard_if_unused(address)
 
@@ -195,10 +198,9 @@ class Forwarder:
             return
         link = self._pick(address, message)
         if link is None:
-            if address.consumers:
-                address.undelivered.append(message)
-            else:
-                self._no_route(address, message)
+            # Consumers exist (here, or on routers the mesh cannot reach this instant): the
+            # message waits for credit or for the mesh to reconverge, within the sender's window.
+            address.undelivered.append(message)
             return
         self._send(link, message, message.settled, address)
         self._release_credit(message.in_link)
@@ -312,8 +314,10 @@ class Forwarder:
             if address is not None:
                 address.counters.released_no_route += 1
             self.io.finish_incoming(message, RELEASED)
-        if in_link.anonymous:
-            self._release_credit(in_link)
+        # Credit comes back only if the address can still take messages: a sender to an
+        # address nobody consumes is held (no credit), one whose route merely flickered
+        # (a mesh reconverging) keeps flowing.
+        self._release_credit(in_link)
 
     def _release_credit(self, link: CoreLink) -> None:
         # Credit returns only while the producer's address has somewhere to go.
