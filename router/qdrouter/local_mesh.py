@@ -170,6 +170,17 @@ def check_ports_free(specs: Sequence[RouterSpec]) -> None:
 # ---- running ------------------------------------------------------------------------------
 
 
+def _die_with_parent() -> None:
+    # In the child before exec: SIGTERM when qdmesh dies, even by SIGKILL (Linux).  The routers
+    # have their own sessions, so nothing else would stop them if qdmesh were killed outright.
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
 class RouterProcess:
     def __init__(self, spec: RouterSpec, python: str, workdir: Path) -> None:
         self.spec = spec
@@ -186,7 +197,8 @@ class RouterProcess:
             # Own session: a terminal's Ctrl-C reaches only us, and we stop the routers in order.
             self.popen = subprocess.Popen([self.python, "-m", "qdrouter", "-c", str(self.config)],
                                           stdin=subprocess.DEVNULL, stdout=self._log_file,
-                                          stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                                          stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                          preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         except OSError as e:
             raise MeshError(f"cannot start router {self.spec.router_id} with {self.python}: {e}") from None
 
@@ -210,10 +222,6 @@ class RouterProcess:
             self._log_file.close()
 
 
-def known_routers(client: Any) -> Set[str]:
-    return {str(row.get("id")) for row in client.query("router.node", ["id"])}
-
-
 def wait_converged(procs: Sequence[RouterProcess], timeout: float, poll: float = 0.25) -> None:
     """Return once every router's router.node lists all the others; MeshError on timeout."""
     from .tools.errors import ManagementError
@@ -235,7 +243,7 @@ def wait_converged(procs: Sequence[RouterProcess], timeout: float, poll: float =
                 if client is None:
                     client = clients[rid] = ManagementClient(p.spec.address, timeout=2.0)
                 try:
-                    absent = everyone - {rid} - known_routers(client)
+                    absent = everyone - {rid} - {str(r.get("id")) for r in client.query("router.node")}
                 except ManagementError as e:
                     missing[rid] = f"management not reachable ({e})"
                     clients.pop(rid).close()  # reconnect next round: the router may still be starting

@@ -166,3 +166,17 @@ def test_single_router_and_sigterm(tmp_path: Path, mesh_factory: List[MeshComman
     assert msg.body == "hello"
     assert mesh.stop(signal.SIGTERM) == 0
     assert router_pids(str(tmp_path)) == []
+
+
+def test_routers_go_when_qdmesh_is_killed(tmp_path: Path, mesh_factory: List[MeshCommand]) -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("relies on PR_SET_PDEATHSIG")
+    mesh = MeshCommand(["--routers", "2"], tmp_path)
+    mesh_factory.append(mesh)
+    mesh.wait_for(r"ready", READY_TIMEOUT)
+    assert len(router_pids(str(tmp_path))) == 2
+    assert mesh.stop(signal.SIGKILL) == -signal.SIGKILL
+    deadline = time.monotonic() + 15
+    while router_pids(str(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert router_pids(str(tmp_path)) == []

@@ -171,7 +171,7 @@ class FakeClient:
     def __init__(self, address: str, timeout: float = 0) -> None:
         self.router_id = {"127.0.0.1:1": "R1", "127.0.0.1:2": "R2", "127.0.0.1:3": "R3"}[address]
 
-    def query(self, entity_type: str, names: List[str]) -> List[Dict[str, str]]:
+    def query(self, entity_type: str, names: List[str] | None = None) -> List[Dict[str, str]]:
         assert entity_type == "router.node"
         return [{"id": rid} for rid in self.views[self.router_id]]
 
