@@ -38,6 +38,8 @@ class Forwarder:
         self.mesh = mesh
         # Incoming links owed credit since the adaptor last flushed.
         self.credit_dirty: Set[CoreLink] = set()
+        # Addresses with messages held until an inter-router link has credit again.
+        self.waiting_for_mesh: Set[Address] = set()
         # Told when a mobile address gains its first local consumer (True) or loses its last.
         self.on_local_address: Callable[[str, bool], None] | None = None
 
@@ -144,6 +146,8 @@ class Forwarder:
 
     def consumer_credit(self, link: CoreLink, credit: int) -> None:
         link.credit = credit
+        if link.kind == DATA and credit > 0 and self.waiting_for_mesh:
+            self._resume_mesh_waiters()
         backlog = link.backlog
         while link.credit > 0 and backlog:
             message = backlog.popleft()
@@ -157,6 +161,13 @@ class Forwarder:
             message = queue.popleft()
             self._send(link, message, message.settled, address)
             self._release_credit(message.in_link)
+
+    def _resume_mesh_waiters(self) -> None:
+        """An inter-router link got credit: messages held for other routers move on."""
+        waiting = list(self.waiting_for_mesh)
+        self.waiting_for_mesh.clear()
+        for address in waiting:
+            self._reroute_undelivered(address)
 
     def consumer_settled(self, link: CoreLink) -> None:
         link.outstanding -= 1
@@ -201,6 +212,8 @@ class Forwarder:
             # Consumers exist (here, or on routers the mesh cannot reach this instant): the
             # message waits for credit or for the mesh to reconverge, within the sender's window.
             address.undelivered.append(message)
+            if address.remote:
+                self.waiting_for_mesh.add(address)
             return
         self._send(link, message, message.settled, address)
         self._release_credit(message.in_link)
@@ -255,8 +268,8 @@ class Forwarder:
                 if router in trace:
                     continue
                 link = mesh.link_toward(router)
-                if link is None:
-                    continue
+                if link is None or link.credit <= 0:
+                    continue  # the next router grants credit as it passes messages on
                 score = mesh.cost(router) + (link.outstanding if address.distribution == BALANCED else 0)
                 if least < 0 or score < least:
                     best, least = link, score

@@ -19,6 +19,8 @@ from typing import Dict, List, Mapping, Set
 
 from qdrouter.protocol.messages import LinkState, LinkStateUpdate, RouterAdvertisement
 
+# Seconds to wait for an LSU before asking again.
+LSR_RETRY_S = 2.0
 
 @dataclass
 class RemoteRouter:
@@ -55,6 +57,9 @@ class LinkStateDatabase:
         self._last_change: float | None = None
         self._restarted: List[str] = []
         self._forgotten: List[str] = []
+        # Routers asked for their link state (LSR) -> when; cleared by the LSU.
+        self._awaiting_lsu: Dict[str, float] = {}
+        self._clock = 0.0
 
     # -- my own link state ----------------------------------------------------------------
 
@@ -101,6 +106,7 @@ class LinkStateDatabase:
         if msg.id == self.my_id or msg.ls.id != msg.id:
             return False
         node = self._router(msg.id, msg.instance)
+        self._awaiting_lsu.pop(msg.id, None)  # any answer ends the request
         if msg.ls.ls_seq <= node.link_state.ls_seq:
             return False
         node.link_state = msg.ls
@@ -139,6 +145,8 @@ class LinkStateDatabase:
             result.send_ra = True
         if result.send_ra:
             self._last_ra = now
+        self._clock = now
+        self._retry_ls_requests(now)
         result.lsr_to = self.take_ls_requests(reachable)
         result.restarted, self._restarted = self._restarted, []
         result.forgotten = self._forgotten
@@ -146,11 +154,24 @@ class LinkStateDatabase:
         return result
 
     def take_ls_requests(self, reachable: Set[str]) -> List[str]:
-        """Routers owed an LSR that we can route to; clears their flag."""
+        """Routers owed an LSR that we can route to; clears their flag. Each request is
+        remembered until its LSU arrives, and asked again after LSR_RETRY_S: a request or
+        answer lost while links were still attaching must not leave the database stale
+        until the next periodic advertisement."""
         due = [rid for rid, node in sorted(self.routers.items()) if node.need_ls_request and rid in reachable]
         for rid in due:
             self.routers[rid].need_ls_request = False
+            self._awaiting_lsu[rid] = self._clock
         return due
+
+    def _retry_ls_requests(self, now: float) -> None:
+        for rid, asked in list(self._awaiting_lsu.items()):
+            node = self.routers.get(rid)
+            if node is None:
+                del self._awaiting_lsu[rid]
+            elif now - asked >= LSR_RETRY_S:
+                node.need_ls_request = True
+                del self._awaiting_lsu[rid]
 
     def take_restarted(self) -> List[str]:
         out, self._restarted = self._restarted, []
