@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.mesh.conftest import FULL4, LINE3, RING5_CHORD, MeshFactory
-from tests.mesh.test_topology import UNEQUAL, UNEQUAL_FLAKY
+from tests.mesh.test_topology import UNEQUAL
 from tests.mesh.traffic import trace_of, wait_received, wait_remote
 from tests.router.amqpclient import ACCEPTED, Net, msg, send_and_settle
 
@@ -25,7 +25,6 @@ def test_anycast_across_line(mesh_factory: MeshFactory, net: Net, prefix: str) -
     assert trace_of(rcv.received[0]) == ["0/A", "0/B", "0/C"], rcv.received[0].message.annotations
 
 
-@UNEQUAL_FLAKY
 def test_forwarding_follows_cheapest_path_not_fewest_hops(mesh_factory: MeshFactory, net: Net) -> None:
     """UNEQUAL: A-C direct costs 10, A-B-D-C costs 3; traffic A->C must go via B and D."""
     mesh = mesh_factory(UNEQUAL)
@@ -37,7 +36,6 @@ def test_forwarding_follows_cheapest_path_not_fewest_hops(mesh_factory: MeshFact
     assert trace_of(rcv.received[0]) == ["0/A", "0/B", "0/D", "0/C"]
 
 
-@UNEQUAL_FLAKY
 def test_closest_prefers_local_then_lowest_cost(mesh_factory: MeshFactory, net: Net) -> None:
     mesh = mesh_factory(UNEQUAL)
     addr = "closest/pref"

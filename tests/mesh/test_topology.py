@@ -17,15 +17,9 @@ from tests.router.routerproc import router_env
 
 # A-C direct but expensive; A-B-D-C cheap in total though longer in hops.
 UNEQUAL: List[Edge] = [("C", "A", 10), ("B", "A", 1), ("D", "B", 1), ("D", "C", 1)]
-# Known router bug, open in the mesh issue: in about one start in six on this topology, A
-# keeps the direct cost-10 route to C for more than the convergence deadline (a link-state
-# update appears to be lost while links are attaching). Not strict, so the other runs still
-# check the routes; remove once the protocol bug is found.
-UNEQUAL_FLAKY = pytest.mark.xfail(strict=False, reason="intermittent stale link state on the "
-                                  "unequal-cost topology (known bug, see the mesh issue)")
 
 
-@pytest.mark.parametrize("edges", [LINE3, RING5_CHORD, FULL4, pytest.param(UNEQUAL, marks=UNEQUAL_FLAKY)],
+@pytest.mark.parametrize("edges", [LINE3, RING5_CHORD, FULL4, UNEQUAL],
                          ids=["line3", "ring5-chord", "full4", "unequal-costs"])
 def test_mesh_converges_to_shortest_paths(mesh_factory: MeshFactory, edges: List[Edge]) -> None:
     mesh = mesh_factory(edges)
@@ -39,7 +33,6 @@ def qdstat(*args: str, timeout: float = 20) -> subprocess.CompletedProcess:
                           text=True, timeout=timeout, env=router_env(), stdin=subprocess.DEVNULL)
 
 
-@UNEQUAL_FLAKY
 def test_qdstat_n_shows_cheapest_routes(mesh_factory: MeshFactory) -> None:
     mesh = mesh_factory(UNEQUAL)
     a = mesh["A"]

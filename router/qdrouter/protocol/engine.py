@@ -214,6 +214,13 @@ class RoutingEngine:
                     conn = self._neighbors.conn_for(self._routes[dest].next_hop)
                     if conn is not None and conn not in conns:
                         conns.append(conn)
+            if origin == self.my_id:
+                # Our own advertisements always reach every neighbour, even before routes to
+                # them exist (a path needs both ends' link states): otherwise an RA sent
+                # while links come up is lost until the next periodic one.
+                for conn in self._neighbors.connections():
+                    if conn not in conns:
+                        conns.append(conn)
             return Delivery(local=origin != self.my_id, conns=tuple(conns))
         if target == self.my_id:
             return Delivery(local=True)
