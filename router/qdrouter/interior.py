@@ -109,7 +109,9 @@ class MeshNode:
     # ---- protocol traffic --------------------------------------------------------------
     def _tick(self) -> None:
         try:
-            self._send_all(self.engine.tick(time.monotonic()))
+            now = time.monotonic()
+            self._send_all(self.engine.tick(now))
+            self.forwarder.sweep_held(now)
         finally:
             self.server.timers.call_later(TICK_S, self._tick)
 

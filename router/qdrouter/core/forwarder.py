@@ -8,7 +8,8 @@ returns credit only when a message has been handed on (or given an outcome).
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Protocol, Set
+import time
+from typing import Any, Callable, Dict, List, Protocol, Set
 
 from .address_table import BALANCED, CLOSEST, MULTICAST, UNAVAILABLE, Address, AddressTable
 from .links import DATA, CoreLink, InFlight
@@ -16,6 +17,8 @@ from .mesh_routes import MeshRoutes, is_mobile, topological_router
 from .outcomes import ACCEPTED, MODIFIED, RELEASED
 
 DEFAULT_LINK_CAPACITY = 250
+# Seconds a message may wait for the mesh to offer a route (or credit) to another router.
+HOLD_LIMIT_S = 10.0
 
 
 class DeliveryIO(Protocol):
@@ -38,8 +41,9 @@ class Forwarder:
         self.mesh = mesh
         # Incoming links owed credit since the adaptor last flushed.
         self.credit_dirty: Set[CoreLink] = set()
-        # Addresses with messages held until an inter-router link has credit again.
-        self.waiting_for_mesh: Set[Address] = set()
+        # Addresses holding messages for other routers (no route or no credit this instant),
+        # with the time they started holding; see sweep_held.
+        self.waiting_for_mesh: Dict[Address, float] = {}
         # Told when a mobile address gains its first local consumer (True) or loses its last.
         self.on_local_address: Callable[[str, bool], None] | None = None
 
@@ -164,10 +168,29 @@ class Forwarder:
 
     def _resume_mesh_waiters(self) -> None:
         """An inter-router link got credit: messages held for other routers move on."""
-        waiting = list(self.waiting_for_mesh)
+        waiting = list(self.waiting_for_mesh.items())
         self.waiting_for_mesh.clear()
-        for address in waiting:
+        for address, since in waiting:
             self._reroute_undelivered(address)
+            if address.undelivered and address in self.waiting_for_mesh:
+                self.waiting_for_mesh[address] = since  # still waiting: keep its start
+
+    def sweep_held(self, now: float, limit_s: float = HOLD_LIMIT_S) -> None:
+        """Called periodically: retry messages held for other routers, and give up on them
+        after ``limit_s`` (released, so the sender can decide) when no local consumer can
+        take them. Nothing waits forever for a mesh that does not recover."""
+        if not self.waiting_for_mesh:
+            return
+        waiting = list(self.waiting_for_mesh.items())
+        self._resume_mesh_waiters()
+        for address, since in waiting:
+            if now - since < limit_s or not address.undelivered or address.consumers:
+                continue
+            self.waiting_for_mesh.pop(address, None)
+            queue = list(address.undelivered)
+            address.undelivered.clear()
+            for message in queue:
+                self._no_route(address, message)
 
     def consumer_settled(self, link: CoreLink) -> None:
         link.outstanding -= 1
@@ -212,8 +235,8 @@ class Forwarder:
             # Consumers exist (here, or on routers the mesh cannot reach this instant): the
             # message waits for credit or for the mesh to reconverge, within the sender's window.
             address.undelivered.append(message)
-            if address.remote:
-                self.waiting_for_mesh.add(address)
+            if address.remote and address not in self.waiting_for_mesh:
+                self.waiting_for_mesh[address] = time.monotonic()
             return
         self._send(link, message, message.settled, address)
         self._release_credit(message.in_link)
