@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterator, List
+from typing import Callable, Iterator, List
 
 import pytest
 
-from tests.router.amqpclient import Net
-from tests.router.routerproc import Router, RouterFactory
+from tests.router.fixtures import net, router_factory  # noqa: F401 (shared fixtures)
 
 from .rabbit import RabbitBroker, missing_reason
 
@@ -93,31 +92,5 @@ def queue_name(request: pytest.FixtureRequest) -> str:
     return "q-" + re.sub(r"[^A-Za-z0-9]+", "-", request.node.name).strip("-")[:60]
 
 
-@pytest.fixture
-def router_factory(tmp_path: Path) -> Iterator[RouterFactory]:
-    """Routers with custom config; each is SIGTERMed at teardown and must exit 0."""
-    started: List[Router] = []
-
-    def make(**kwargs: Any) -> Router:
-        workdir = tmp_path / f"router{len(started)}"
-        workdir.mkdir()
-        r = Router(workdir, **kwargs)
-        started.append(r)
-        return r.start()
-
-    yield make
-    errors = []
-    for r in started:
-        try:
-            r.stop(check=True)
-        except AssertionError as e:
-            errors.append(str(e))
-    if errors:
-        pytest.fail("\n\n".join(errors), pytrace=False)
 
 
-@pytest.fixture
-def net() -> Iterator[Net]:
-    n = Net()
-    yield n
-    n.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List
+from typing import Callable, Dict, List
 
 import pytest
 
@@ -19,7 +19,7 @@ if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
 
 from tests.linkroute.lrutil import both_ways, connector, wait_active  # noqa: E402
-from tests.router.amqpclient import Net  # noqa: E402
+from tests.router.fixtures import net, router_factory  # noqa: E402,F401 (shared fixtures)
 from tests.router.routerproc import Router, RouterFactory  # noqa: E402
 
 EdgeFactory = Callable[..., Router]
@@ -32,35 +32,8 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(60))
 
 
-@pytest.fixture
-def router_factory(tmp_path: Path) -> Iterator[RouterFactory]:
-    """Routers with custom config; each is SIGTERMed at teardown and must exit 0 without a
-    traceback (unless the test killed it on purpose)."""
-    started: List[Router] = []
-
-    def make(**kwargs: Any) -> Router:
-        workdir = tmp_path / f"r{len(started)}"
-        workdir.mkdir()
-        r = Router(workdir, **kwargs)
-        started.append(r)
-        return r.start()
-
-    yield make
-    errors = []
-    for r in started:
-        try:
-            r.stop(check=True)
-        except AssertionError as e:
-            errors.append(str(e))
-    if errors:
-        pytest.fail("\n\n".join(errors), pytrace=False)
 
 
-@pytest.fixture
-def net() -> Iterator[Net]:
-    n = Net()
-    yield n
-    n.close()
 
 
 @pytest.fixture

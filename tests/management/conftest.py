@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Iterator, List
+from typing import List
 
 import pytest
 
@@ -19,6 +19,7 @@ if _REPO_ROOT not in sys.path:
 
 from tests.management.mgmt import MgmtClient  # noqa: E402
 from tests.router.amqpclient import Net  # noqa: E402
+from tests.router.fixtures import net, router_factory  # noqa: E402,F401 (shared fixtures)
 from tests.router.routerproc import Router, RouterFactory  # noqa: E402
 
 
@@ -29,28 +30,6 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(30))
 
 
-@pytest.fixture
-def router_factory(tmp_path: Path) -> Iterator[RouterFactory]:
-    """Start routers with custom config; each is SIGTERMed at teardown and must exit 0
-    without having logged a traceback."""
-    started: List[Router] = []
-
-    def make(**kwargs: Any) -> Router:
-        workdir = tmp_path / f"r{len(started)}"
-        workdir.mkdir()
-        r = Router(workdir, **kwargs)
-        started.append(r)
-        return r.start()
-
-    yield make
-    errors = []
-    for r in started:
-        try:
-            r.stop(check=True)
-        except AssertionError as e:
-            errors.append(str(e))
-    if errors:
-        pytest.fail("\n\n".join(errors), pytrace=False)
 
 
 @pytest.fixture
@@ -59,11 +38,6 @@ def router(router_factory: RouterFactory) -> Router:
     return router_factory()
 
 
-@pytest.fixture
-def net() -> Iterator[Net]:
-    n = Net()
-    yield n
-    n.close()
 
 
 @pytest.fixture

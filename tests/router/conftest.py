@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Iterator, List
+from typing import List
 
 import pytest
 
-from .amqpclient import Net
+from .fixtures import net, router_factory  # noqa: F401 (shared fixtures)
 from .routerproc import Router, RouterFactory
 
 
@@ -18,27 +17,6 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(60))
 
 
-@pytest.fixture
-def router_factory(tmp_path: Path) -> Iterator[RouterFactory]:
-    """Start routers with custom config; each is SIGTERMed at teardown and must exit 0."""
-    started: List[Router] = []
-
-    def make(**kwargs: Any) -> Router:
-        workdir = tmp_path / f"r{len(started)}"
-        workdir.mkdir()
-        r = Router(workdir, **kwargs)
-        started.append(r)
-        return r.start()
-
-    yield make
-    errors = []
-    for r in started:
-        try:
-            r.stop(check=True)
-        except AssertionError as e:
-            errors.append(str(e))
-    if errors:
-        pytest.fail("\n\n".join(errors), pytrace=False)
 
 
 @pytest.fixture
@@ -47,9 +25,3 @@ def router(router_factory: RouterFactory) -> Router:
     return router_factory()
 
 
-@pytest.fixture
-def net() -> Iterator[Net]:
-    """The client event loop; all connections are closed at teardown."""
-    n = Net()
-    yield n
-    n.close()
