@@ -3,7 +3,7 @@
 Brokers are slow to start (an Erlang node: ~8-9 s here), so two are shared by the whole
 session (``broker``, ``broker2``; tests use queue names of their own); a test that stops and
 restarts a broker makes its own with ``broker_factory``. Without rabbitmq-server installed
-every test here is skipped with the reason (CI installs it with .ci/install-rabbitmq.sh).
+every test here is skipped with the reason (CI installs it with .ci/setup.d/10-rabbitmq.sh).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Callable, Iterator, List
 
 import pytest
 
+from tests.prerequisites import require
 from tests.router.fixtures import net, router_factory  # noqa: F401 (shared fixtures)
 
 from .rabbit import RabbitBroker, missing_reason
@@ -30,8 +31,7 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
 
 def _require_rabbitmq() -> None:
     reason = missing_reason()
-    if reason:
-        pytest.skip(reason)
+    require(not reason, reason or "")
 
 
 def _shutdown_all(brokers: List[RabbitBroker]) -> None:

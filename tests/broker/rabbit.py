@@ -55,7 +55,7 @@ def epmd_binary() -> str | None:
 def missing_reason() -> str | None:
     """Why a broker cannot be started here (None when it can)."""
     if server_script() is None:
-        return "rabbitmq-server is not installed (run .ci/install-rabbitmq.sh)"
+        return "rabbitmq-server is not installed (run .ci/setup.d/10-rabbitmq.sh)"
     if plugin_dir() is None:
         return "RabbitMQ's rabbitmq_amqp1_0 plugin is not installed"
     if epmd_binary() is None:

@@ -11,6 +11,7 @@ from typing import Iterator
 import pytest
 
 from tests.broker.rabbit import RabbitBroker, missing_reason
+from tests.prerequisites import require
 from tests.router.amqpclient import ACCEPTED, Net, msg, send_and_settle
 from tests.router.routerproc import Router
 
@@ -23,8 +24,7 @@ pytestmark = pytest.mark.timeout(180)
 @pytest.fixture(scope="module")
 def rabbit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitBroker]:
     reason = missing_reason()
-    if reason:
-        pytest.skip(reason)
+    require(not reason, reason or "")
     b = RabbitBroker(Path(tmp_path_factory.mktemp("lr-rabbit")))
     b.start()
     yield b

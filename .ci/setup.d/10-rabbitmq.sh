@@ -31,14 +31,14 @@ if ! have_server; then
         else
             status=$?
         fi
-        echo "install-rabbitmq: apt-get failed (attempt $attempt), retrying" >&2
+        echo "setup rabbitmq: apt-get failed (attempt $attempt), retrying" >&2
         sleep $((attempt * 5))
     done
     if [ -n "$made_policy" ]; then
         $SUDO rm -f "$policy"
     fi
     if [ "$status" -ne 0 ]; then
-        echo "install-rabbitmq: could not install rabbitmq-server" >&2
+        echo "setup rabbitmq: could not install rabbitmq-server" >&2
         exit "$status"
     fi
     # If the package started a system broker anyway (no policy-rc.d honoured), stop it.
@@ -53,5 +53,5 @@ if [ "$(id -u)" -eq 0 ] && ! grep -qs rabbitmq_amqp1_0 /etc/rabbitmq/enabled_plu
     rabbitmq-plugins --offline enable rabbitmq_amqp1_0 >/dev/null
 fi
 
-have_server || { echo "install-rabbitmq: rabbitmq-server or its AMQP 1.0 plugin missing" >&2; exit 1; }
-ls -d /usr/lib/rabbitmq/lib/rabbitmq_server-* | sed 's|.*/rabbitmq_server-|install-rabbitmq: rabbitmq-server |'
+have_server || { echo "setup rabbitmq: rabbitmq-server or its AMQP 1.0 plugin missing" >&2; exit 1; }
+ls -d /usr/lib/rabbitmq/lib/rabbitmq_server-* | sed 's|.*/rabbitmq_server-|setup rabbitmq: rabbitmq-server |'

@@ -1,0 +1,1 @@
+"""qdmesh's Kubernetes operator: reconciles RouterMesh, LinkRoute, AutoLink and VhostPolicy."""
