@@ -1,0 +1,1 @@
+"""kubectl-qdstat: qdstat views of the routers of a RouterMesh, through port-forwards."""
