@@ -15,6 +15,8 @@ from .auto_links import AutoLinks
 from .config import port_number
 from .core.address_table import AddressTable
 from .core.link_route_table import LinkRoute, LinkRouteTable
+from .http.pages import ListenerPages
+from .http.server import HttpListenerError, HttpServer
 from .interior import MeshNode
 from .log_config import MODULES
 from .management.agent import ManagementAgent
@@ -42,6 +44,7 @@ class Router:
                                    f"is not supported (standalone or interior)")
         self.table = AddressTable()
         self.server = AmqpServer(self.id, self.table)
+        self.http = HttpServer(self.server)
         self.mesh: MeshNode | None = None
         if self.mode == "interior":
             timers = {key: float(value) for key, value in settings.items()
@@ -95,11 +98,27 @@ class Router:
                     raise RouterSetupError(f"{entity.source}: {error.description}") from None
 
     def open_listener(self, entity: ManagedEntity) -> None:
+        if entity.attributes.get("http"):
+            self._open_http_listener(entity)
+            return
         settings, port = _connection_settings(entity)
         self._check_role(entity, settings.role)
         try:
             _, _, fd = self.server.listen(str(entity.attributes.get("host") or ""), port, settings)
         except ListenerError as error:
+            raise ManagementStatus(400, str(error)) from None
+        self._listening[entity.identity] = fd
+
+    def _open_http_listener(self, entity: ManagedEntity) -> None:
+        """`http: true`: /healthz, /readyz and /metrics (http/) instead of AMQP."""
+        try:
+            port = port_number(entity.attributes.get("port", "amqp"))
+        except Exception as error:
+            raise ManagementStatus(400, f"listener: attribute 'port': {error}") from None
+        try:
+            _, _, fd = self.http.listen(str(entity.attributes.get("host") or ""), port, entity.name,
+                                        ListenerPages(self, entity.attributes))
+        except HttpListenerError as error:
             raise ManagementStatus(400, str(error)) from None
         self._listening[entity.identity] = fd
 
@@ -125,7 +144,7 @@ class Router:
 
     def close_listener(self, entity: ManagedEntity) -> None:
         fd = self._listening.pop(entity.identity, None)
-        if fd is not None:
+        if fd is not None and not self.http.close_listener(fd):
             self.server.close_listener(fd)
 
     def log_entities(self) -> List[ManagedEntity]:

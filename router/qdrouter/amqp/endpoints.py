@@ -8,7 +8,7 @@ import logging
 import uuid
 from typing import Any, Callable, Dict, List
 
-from ..core.links import ENDPOINT, CoreLink
+from ..core.links import ENDPOINT, CoreLink, LinkCounters
 from .connection import COST_PROPERTY, AmqpConnection, read_int_property
 from .deliveries import DeliveryAdaptor
 from .inter_router import INTER_ROUTER, attach_links, link_kind, make_link
@@ -24,6 +24,10 @@ class EndpointHandler:
         self.forwarder = adaptor.forwarder
         self.connections: Dict[Any, AmqpConnection] = {}
         self._link_ids = itertools.count(1)
+        # What links already gone add to the router's delivery totals (management's router
+        # entity, /metrics), so that those never go down when a client leaves: outgoing links'
+        # counters, and the pre-settled deliveries incoming links dropped.
+        self.closed_link_counters = LinkCounters()
         # The mesh's hooks: inter-router links as they attach and go.
         self.on_inter_router_link: Callable[[CoreLink], None] | None = None
         self.on_inter_router_link_lost: Callable[[CoreLink], None] | None = None
@@ -216,6 +220,12 @@ class EndpointHandler:
             watcher(False, error)
         self.adaptor.links.pop(handle, None)
         link.connection.links.pop(handle, None)
+        closed = self.closed_link_counters
+        if link.incoming:
+            closed.dropped_presettled += link.counters.dropped_presettled
+        else:
+            for name in LinkCounters.__slots__:
+                setattr(closed, name, getattr(closed, name) + getattr(link.counters, name))
         if link.incoming:
             self.forwarder.producer_detached(link)
         else:

@@ -38,6 +38,8 @@ class AmqpServer:
         self.selector = selectors.DefaultSelector()
         self.listeners: Dict[int, Tuple[socket.socket, ListenerSettings]] = {}
         self.by_fd: Dict[int, AmqpConnection] = {}
+        # Other sockets served by this loop (the HTTP listeners): fd -> handler(fd, mask).
+        self.io_handlers: Dict[int, Callable[[int, int], None]] = {}
         self._ids = itertools.count(1)
         self._running = False
         self._stopping = False
@@ -158,6 +160,8 @@ class AmqpServer:
                 if connection is None:
                     if fd in listeners:
                         self._accept(fd)
+                    elif fd in self.io_handlers:
+                        self.io_handlers[fd](fd, mask)
                     continue
                 if connection.connecting:
                     if not connection.check_connected():

@@ -152,9 +152,14 @@ def router_row(router: Any, configured: Row) -> Row:
               "modified": 0}
     for link in links:
         if link.incoming:
+            # Pre-settled deliveries without a route are dropped (and counted) on arrival.
+            totals["dropped_presettled"] += link.counters.dropped_presettled
             continue
         for key in totals:
             totals[key] += getattr(link.counters, key)
+    closed = router.server.endpoints.closed_link_counters  # links gone: totals never go down
+    for key in totals:
+        totals[key] += getattr(closed, key)
     ingress = egress = 0
     for address in router.table:
         ingress += address.counters.deliveries_ingress

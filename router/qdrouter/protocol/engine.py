@@ -80,6 +80,7 @@ class _Counters:
     received: Dict[str, int] = field(default_factory=dict)
     errors: int = 0
     incompatible: Set[str] = field(default_factory=set)
+    route_changes: int = 0  # times the routing table changed (a topology change seen here)
 
 
 class RoutingEngine:
@@ -293,6 +294,7 @@ class RoutingEngine:
         self._vo_dirty = True
         if routes != self._routes:
             self._routes = routes
+            self.counters.route_changes += 1
             self._emit("routes", self.routing_table())
 
     def _apply_neighbor_changes(self, changes: List[NeighborChange]) -> None:

@@ -72,6 +72,9 @@ LISTENER = entity(
              doc="HTTP listeners: answer liveness checks at /healthz."),
         conf("metrics", BOOLEAN, default=True,
              doc="HTTP listeners: serve Prometheus metrics at /metrics."),
+        conf("metricsMaxAddresses", INTEGER, default=100,
+             doc="HTTP listeners: at most this many mobile addresses get per-address series in "
+                 "/metrics (the busiest ones); -1 for no bound."),
         conf("websockets", BOOLEAN, default=True,
              doc="HTTP listeners: accept AMQP over WebSocket."),
         conf("http", BOOLEAN, default=False,

@@ -1,0 +1,1 @@
+"""HTTP on the router's listeners with `http: true`: health checks and Prometheus metrics."""
