@@ -95,6 +95,9 @@ class AmqpConnection:
         self.remote_container: str | None = None
         self.opened_at = time.time()
         self.user: str | None = None
+        # Policy: counted against the global connection limit, and the vhost grant once open.
+        self.admitted = False
+        self.policy: Any = None
         # Outgoing (connector) connections: still connecting, and who to tell about it.
         self.client = client
         self.connecting = client

@@ -51,6 +51,12 @@ class DeliveryAdaptor:
         self._tag_count = 0
         self._settled_tag_pointer = ffi.new("char[]", b"s")
         self.flush_pending = self.sends_flusher()
+        # Policy: producer links whose messages need a look (size limit or user-id check),
+        # by proton pointer. Empty unless policy sets such a limit, so the fast path pays
+        # one truth test per message.
+        self.policed: Dict[Any, Any] = {}
+        self.policer: Any = None
+        self.on_link_refused: Callable[[CoreLink], None] | None = None
 
     # ---- events ------------------------------------------------------------------------
     def delivery_handler(self) -> Callable[[Any], None]:
@@ -78,6 +84,7 @@ class DeliveryAdaptor:
         pending_append = self.pending_sends.append
         multicast = MULTICAST
         unavailable = UNAVAILABLE
+        policed = self.policed
         state = self
 
         def on_delivery(delivery: Any) -> None:
@@ -89,6 +96,11 @@ class DeliveryAdaptor:
             if not link.incoming:
                 # On our sending links proton only raises PN_DELIVERY for remote updates.
                 consumer_disposition(link, delivery)
+                return
+            if policed and link.handle in policed:
+                policed_raw = state.policer.message(link, delivery)
+                if policed_raw is not None:
+                    general_receive(link, delivery, policed_raw)
                 return
             if partial(delivery) or not readable(delivery):
                 if is_settled(delivery):
@@ -350,11 +362,30 @@ class DeliveryAdaptor:
         _count_outcome(in_link, outcome)
         self.dirty.add(in_link.connection)
 
-    def _reject_malformed(self, message: InFlight, reason: str) -> None:
+    def read_message(self, link: CoreLink, delivery: Any, size: int) -> bytes:
+        """A complete incoming message's bytes (the delivery is consumed)."""
+        if size > len(self._buffer):
+            self._grow(size)
+        count = lib.pn_link_recv(link.handle, self._pointer, size)
+        lib.pn_link_advance(link.handle)
+        return self._view[:count].tobytes() if count > 0 else b""
+
+    def reject_delivery(self, link: CoreLink, delivery: Any, condition: str, reason: str) -> None:
+        """Refuse a message that was read but not routed (policy), with an error."""
+        link.counters.delivered += 1
+        if lib.pn_delivery_settled(delivery):
+            lib.pn_delivery_settle(delivery)
+            self.forwarder._release_credit(link)
+            return
+        message = InFlight(b"", b"", link, delivery, False)
+        link.unsettled[delivery] = message
+        self._reject_malformed(message, reason, condition)
+
+    def _reject_malformed(self, message: InFlight, reason: str, name: str = "amqp:decode-error") -> None:
         delivery = message.delivery
         if delivery is not None:
             condition = lib.pn_disposition_condition(lib.pn_delivery_local(delivery))
-            lib.pn_condition_set_name(condition, b"amqp:decode-error")
+            lib.pn_condition_set_name(condition, name.encode())
             lib.pn_condition_set_description(condition, reason.encode("utf-8", "replace"))
         message.in_link.credit -= 1
         self.finish_incoming(message, REJECTED)

@@ -38,6 +38,8 @@ class EndpointHandler:
         self.on_connection_opened: Callable[[AmqpConnection], None] | None = None
         # Ties link-routed attaches to their containers (set up by the router).
         self.link_router: Any = None
+        # Policy for user connections (amqp/policing.py), when the router has one.
+        self.policer: Any = None
 
     # ---- connections -------------------------------------------------------------------
     def connection_opened(self, pn_connection: Any) -> None:
@@ -49,6 +51,10 @@ class EndpointHandler:
             connection.remote_cost = read_int_property(
                 lib.pn_connection_remote_properties(pn_connection), COST_PROPERTY)
         connection.user = c_string(lib.pn_transport_get_user(connection.transport))
+        policer = self.policer
+        if policer is not None and policer.applies(connection) \
+                and not policer.opened(connection, pn_connection):
+            return
         if lib.pn_connection_state(pn_connection) & LOCAL_UNINIT:
             lib.pn_connection_open(pn_connection)
         log.info("Connection %d %s %s opened (container %s)", connection.identity,
@@ -80,8 +86,18 @@ class EndpointHandler:
 
     # ---- sessions ----------------------------------------------------------------------
     def session_opened(self, session: Any) -> None:
-        if lib.pn_session_state(session) & LOCAL_UNINIT:
-            lib.pn_session_open(session)
+        if not lib.pn_session_state(session) & LOCAL_UNINIT:
+            return
+        if self.policer is not None:
+            connection = self.connections.get(lib.pn_session_connection(session))
+            denial = self.policer.session(connection, session) if connection is not None else None
+            if denial is not None:
+                set_condition(lib.pn_session_condition(session), denial.condition, denial.description)
+                lib.pn_session_open(session)
+                lib.pn_session_close(session)
+                self.adaptor.dirty.add(connection)
+                return
+        lib.pn_session_open(session)
 
     def session_closed(self, session: Any) -> None:
         """The peer ended a session: its links end with it (with the session's error)."""
@@ -95,6 +111,8 @@ class EndpointHandler:
                     lib.pn_link_close(handle)
             if self.link_router is not None:
                 self.link_router.session_gone(session)
+            if self.policer is not None and not lib.pn_session_state(session) & LOCAL_CLOSED:
+                self.policer.session_ended(connection)
             self.adaptor.dirty.add(connection)
         lib.pn_session_close(session)
 
@@ -117,6 +135,11 @@ class EndpointHandler:
         if settings.role == INTER_ROUTER:
             self._inter_router_link(connection, pn_link, name)
             return
+        if connection.policy is not None:
+            denial = self.policer.link(connection, pn_link)
+            if denial is not None:
+                self._refuse(connection, pn_link, denial.condition, denial.description)
+                return
         if self.link_router is not None and settings.role == "normal" \
                 and self.link_router.try_route(connection, pn_link):
             return
@@ -135,6 +158,8 @@ class EndpointHandler:
         link = CoreLink(next(self._link_ids), name, incoming, key, connection, pn_link,
                         settings.strip_in, settings.strip_out)
         self._register(connection, link)
+        if connection.policy is not None:
+            self.policer.watch_messages(connection, link)
         lib.pn_link_open(pn_link)
         if incoming:
             self.forwarder.producer_attached(link)
@@ -219,6 +244,7 @@ class EndpointHandler:
         if watcher is not None:
             watcher(False, error)
         self.adaptor.links.pop(handle, None)
+        self.adaptor.policed.pop(handle, None)
         link.connection.links.pop(handle, None)
         closed = self.closed_link_counters
         if link.incoming:

@@ -35,6 +35,8 @@ class AmqpServer:
         self.collector = lib.pn_collector()
         self.adaptor = DeliveryAdaptor(router_id, table, link_capacity)
         self.endpoints = EndpointHandler(router_id, self.adaptor)
+        # Policy for user connections (amqp/policing.py); the router installs it.
+        self.policer: Any = None
         self.selector = selectors.DefaultSelector()
         self.listeners: Dict[int, Tuple[socket.socket, ListenerSettings]] = {}
         self.by_fd: Dict[int, AmqpConnection] = {}
@@ -146,6 +148,8 @@ class AmqpServer:
             self.selector.register(sock, selectors.EVENT_READ)
             self.adaptor.dirty.add(connection)
             log.info("Accepted connection %d from %s on %s", connection.identity, peer_text, settings.name)
+            if self.policer is not None:
+                self.policer.accepted(connection)
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> None:
@@ -290,6 +294,8 @@ class AmqpServer:
             self.endpoints.connections.pop(connection.pn_connection, None)
             self.by_fd.pop(connection.fileno, None)
             connection.release()
+            if self.policer is not None:
+                self.policer.released(connection)
             log.info("Connection %d %s %s closed%s", connection.identity,
                      "to" if connection.client else "from", connection.peer,
                      f": {connection.last_error}" if connection.last_error else "")

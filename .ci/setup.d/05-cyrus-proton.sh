@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# python-qpid-proton with Cyrus SASL (PLAIN, SCRAM-SHA-*, sasldb users) for the router's
+# authentication. The PyPI wheel is built without Cyrus (proton.SASL.extended() is False), so
+# rebuild it from its source distribution against Debian's libsasl2-dev. Idempotent: does
+# nothing but check when the installed proton already has Cyrus. Runs with the CI venv's pip
+# first on PATH (python3 is the venv's python there).
+set -euo pipefail
+
+PYTHON=${PYTHON:-python3}
+PROTON_VERSION=0.40.0
+
+has_cyrus() {
+    "$PYTHON" -c 'import proton, sys; sys.exit(0 if proton.SASL.extended() else 1)' 2>/dev/null
+}
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO="sudo -n"
+fi
+packages="libsasl2-dev sasl2-bin libsasl2-modules libsasl2-modules-db pkg-config"
+missing=""
+for package in $packages; do
+    dpkg -s "$package" >/dev/null 2>&1 || missing="$missing $package"
+done
+if [ -n "$missing" ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    status=1
+    for attempt in 1 2 3; do
+        # shellcheck disable=SC2086
+        if $SUDO apt-get update -q && $SUDO apt-get install -y -q --no-install-recommends $missing; then
+            status=0
+            break
+        fi
+        echo "apt-get failed (attempt $attempt); retrying" >&2
+        sleep $((attempt * 10))
+    done
+    [ "$status" -eq 0 ] || { echo "cannot install$missing" >&2; exit 1; }
+fi
+
+if ! has_cyrus; then
+    # --no-cache-dir: a cached wheel built earlier without Cyrus would be reused otherwise.
+    "$PYTHON" -m pip install --quiet --no-cache-dir --force-reinstall --no-deps \
+        --no-binary python-qpid-proton \
+        "python-qpid-proton==$PROTON_VERSION"
+fi
+has_cyrus || { echo "python-qpid-proton still lacks Cyrus SASL after the rebuild" >&2; exit 1; }
+echo "python-qpid-proton $PROTON_VERSION with Cyrus SASL: ok"

@@ -1,0 +1,214 @@
+"""Policy applied to live AMQP connections: the adaptor side of ``qdrouter.policy``.
+
+The engine decides; this module reads what it needs from proton (open hostname, user,
+peer address, termini, message bytes) and applies the answers (close, refuse, reject,
+negotiated limits). Only user connections (role normal, accepted on a listener) are
+policed: inter-router and route-container connections are not (book 2.6)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict
+
+from ..policy import ConnectionGrant, Denial, PolicyEngine
+from ..policy.settings import MAX_INT32
+from .amqp_types import PROPERTIES, MessageFormatError, section_value, skip_value, u32
+from .connection import AmqpConnection
+from .message_sections import find_sections
+from .proton_ffi import c_string, lib, set_condition, terminus_address
+
+log = logging.getLogger("qdrouter.POLICY")
+
+POLICED_ROLE = "normal"
+
+
+def remote_host(peer: str) -> str:
+    """The address part of 'host:port' (IPv6 literals keep their colons)."""
+    return peer.rsplit(":", 1)[0].strip("[]")
+
+
+class ConnectionPolicer:
+    def __init__(self, engine: PolicyEngine, adaptor: Any) -> None:
+        self.engine = engine
+        self.adaptor = adaptor
+        # Sessions granted per connection (policy counts only while the connection lives).
+        self.sessions: Dict[AmqpConnection, int] = {}
+
+    @staticmethod
+    def applies(connection: AmqpConnection) -> bool:
+        return not connection.client and connection.settings.role == POLICED_ROLE
+
+    # ---- connections --------------------------------------------------------------------
+    def accepted(self, connection: AmqpConnection) -> bool:
+        """A socket was accepted: the global connection limit. A refused connection is closed
+        with an AMQP error once its header arrives (or dropped by the handshake timer)."""
+        if not self.applies(connection):
+            return True
+        denial = self.engine.socket_accepted()
+        if denial is None:
+            connection.admitted = True
+            return True
+        log.info("Connection from %s refused: %s", connection.peer, denial.description)
+        self._close(connection, denial)
+        return False
+
+    def opened(self, connection: AmqpConnection, pn_connection: Any) -> bool:
+        """The peer's open: vhost, user and host decide; limits go into our open."""
+        if not connection.admitted:
+            return False
+        hostname = c_string(lib.pn_connection_remote_hostname(pn_connection))
+        user = connection.user or "anonymous"
+        host = remote_host(connection.peer)
+        decision = self.engine.open(hostname, user, host)
+        if isinstance(decision, Denial):
+            log.info("Connection %d from %s (user %s, vhost %s) denied: %s", connection.identity,
+                     connection.peer, user, hostname, decision.description)
+            self._close(connection, decision)
+            return False
+        connection.policy = decision
+        group = decision.group
+        if group is not None:
+            transport = connection.transport
+            frame = self.engine.frame_size(decision, connection.settings.max_frame_size)
+            lib.pn_transport_set_max_frame(transport, frame)
+            if group.max_sessions < 65536:
+                lib.pn_transport_set_channel_max(transport, max(0, group.max_sessions - 1))
+        self.sessions[connection] = 0
+        return True
+
+    def released(self, connection: AmqpConnection) -> None:
+        self.sessions.pop(connection, None)
+        if connection.policy is not None:
+            self.engine.closed(connection.policy)
+            connection.policy = None
+        if connection.admitted:
+            connection.admitted = False
+            self.engine.socket_closed()
+
+    def _close(self, connection: AmqpConnection, denial: Denial) -> None:
+        pn_connection = connection.pn_connection
+        set_condition(lib.pn_connection_condition(pn_connection), denial.condition, denial.description)
+        if lib.pn_connection_state(pn_connection) & lib.PN_LOCAL_UNINIT:
+            lib.pn_connection_open(pn_connection)
+        lib.pn_connection_close(pn_connection)
+        self.adaptor.dirty.add(connection)
+
+    # ---- sessions and links -------------------------------------------------------------
+    def session(self, connection: AmqpConnection, session: Any) -> Denial | None:
+        grant: ConnectionGrant | None = connection.policy
+        if grant is None or grant.group is None:
+            return None
+        count = self.sessions.get(connection, 0)
+        denial = self.engine.session(grant, count)
+        if denial is None:
+            self.sessions[connection] = count + 1
+            group = grant.group
+            if group.max_session_window < MAX_INT32:
+                frame = lib.pn_transport_get_max_frame(connection.transport) or 16384
+                lib.pn_session_set_incoming_capacity(session, group.max_session_window * frame)
+        return denial
+
+    def session_ended(self, connection: AmqpConnection) -> None:
+        if connection in self.sessions and self.sessions[connection] > 0:
+            self.sessions[connection] -= 1
+
+    def link(self, connection: AmqpConnection, pn_link: Any) -> Denial | None:
+        """An attach from the client: counts, termini and the dynamic/anonymous rules."""
+        grant: ConnectionGrant | None = connection.policy
+        if grant is None:
+            return None
+        if grant.group is None:
+            return None
+        if lib.pn_link_is_receiver(pn_link):
+            senders = sum(1 for link in connection.links.values() if link.incoming)
+            target = terminus_address(lib.pn_link_remote_target(pn_link))
+            denial = self.engine.sender(grant, senders, target)
+        else:
+            receivers = sum(1 for link in connection.links.values() if not link.incoming)
+            remote_source = lib.pn_link_remote_source(pn_link)
+            dynamic = bool(lib.pn_terminus_is_dynamic(remote_source))
+            denial = self.engine.receiver(grant, receivers, terminus_address(remote_source), dynamic)
+        if denial is not None:
+            log.info("Link from %s (user %s) refused: %s", connection.peer, grant.user, denial.description)
+        elif grant.max_message_size:
+            lib.pn_link_set_max_message_size(pn_link, grant.max_message_size)
+        return denial
+
+    def watch_messages(self, connection: AmqpConnection, link: Any) -> None:
+        """A client's sending link whose messages need a look (size limit or user-id check)."""
+        grant: ConnectionGrant | None = connection.policy
+        if grant is not None and link.incoming and grant.polices_messages:
+            self.adaptor.policed[link.handle] = grant
+
+    # ---- messages -----------------------------------------------------------------------
+    def message(self, link: Any, delivery: Any) -> bytes | None:
+        """A delivery on a policed link: the complete message if it may pass, else None (it
+        was rejected, or is still arriving). Oversized messages are refused while still
+        streaming, so a hostile sender cannot make the router buffer them."""
+        grant: ConnectionGrant = self.adaptor.policed[link.handle]
+        handle = link.handle
+        limit = grant.max_message_size
+        if lib.pn_delivery_aborted(delivery):
+            lib.pn_link_advance(handle)
+            lib.pn_delivery_settle(delivery)
+            return None
+        size = lib.pn_delivery_pending(delivery)
+        if lib.pn_delivery_partial(delivery):
+            if limit and size > limit:
+                denial = self.engine.message(grant, size, None)
+                if denial is not None:
+                    self._close_link(link, denial)
+            return None
+        raw = self.adaptor.read_message(link, delivery, size)
+        user_id = None
+        if grant.check_user_id:
+            try:
+                user_id = read_user_id(raw)
+            except MessageFormatError:
+                user_id = None  # the router's own parsing rejects malformed messages later
+        denial = self.engine.message(grant, len(raw), user_id)
+        if denial is None:
+            return raw
+        log.info("Message from %s (user %s) refused: %s", link.connection.peer, grant.user,
+                 denial.description)
+        self.adaptor.reject_delivery(link, delivery, denial.condition, denial.description)
+        return None
+
+    def _close_link(self, link: Any, denial: Denial) -> None:
+        handle = link.handle
+        set_condition(lib.pn_link_condition(handle), denial.condition, denial.description)
+        lib.pn_link_close(handle)
+        self.adaptor.dirty.add(link.connection)
+        if self.adaptor.on_link_refused is not None:
+            self.adaptor.on_link_refused(link)
+
+
+def read_user_id(data: bytes) -> bytes | None:
+    """properties.user-id (2nd field, binary) or None when absent."""
+    _, _, props_start = find_sections(data)
+    if props_start < 0:
+        return None
+    try:
+        vpos = section_value(data, props_start, PROPERTIES)
+        code = data[vpos]
+        if code == 0xC0:
+            count, p = data[vpos + 2], vpos + 3
+        elif code == 0xD0:
+            count, p = u32(data, vpos + 5), vpos + 9
+        else:
+            return None
+        if count < 2:
+            return None
+        p = skip_value(data, p)
+        code = data[p]
+        if code == 0xA0:
+            return bytes(data[p + 2:p + 2 + data[p + 1]])
+        if code == 0xB0:
+            return bytes(data[p + 5:p + 5 + u32(data, p + 1)])
+        if code in (0xA1, 0xA3):  # tolerated: a user-id sent as a string or symbol
+            return bytes(data[p + 2:p + 2 + data[p + 1]])
+        return None
+    except IndexError:
+        raise MessageFormatError("truncated properties") from None
+
+

@@ -1,0 +1,274 @@
+"""The policy decisions (book 2.6): may this connection open, this session begin, this link
+attach, this message pass. Pure: callers pass names and counts and apply the answers."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from .errors import PolicyError
+from .rules import resolve
+from .settings import MAX_INT32, UNLIMITED, GroupSettings, VhostSettings
+from .stats import GlobalStats, VhostStats
+
+UNAUTHORIZED = "amqp:unauthorized-access"
+LIMIT = "amqp:resource-limit-exceeded"
+MESSAGE_SIZE = "amqp:link:message-size-exceeded"
+
+
+class Denial:
+    """Why something was refused: an AMQP condition and a description naming the rule."""
+
+    __slots__ = ("condition", "description")
+
+    def __init__(self, condition: str, description: str) -> None:
+        self.condition = condition
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"Denial({self.condition!r}, {self.description!r})"
+
+
+class ConnectionGrant:
+    """An admitted connection's policy for its lifetime. ``group`` is None when vhost policy
+    is off: then only the global limits apply."""
+
+    __slots__ = ("group", "host", "max_message_size", "stats", "user", "vhost")
+
+    def __init__(self, vhost: str, user: str, host: str, group: GroupSettings | None,
+                 stats: VhostStats | None, max_message_size: int) -> None:
+        self.vhost = vhost
+        self.user = user
+        self.host = host
+        self.group = group
+        self.stats = stats
+        self.max_message_size = max_message_size
+
+    @property
+    def check_user_id(self) -> bool:
+        return self.group is not None and not self.group.allow_user_id_proxy
+
+    @property
+    def polices_messages(self) -> bool:
+        """Whether each message needs a look (size or user-id): the data path asks once per link."""
+        return self.max_message_size > 0 or self.check_user_id
+
+
+class PolicyEngine:
+    def __init__(self) -> None:
+        self.max_connections = UNLIMITED
+        self.max_message_size = 0
+        self.enable_vhost_policy = False
+        self.default_vhost = "$default"
+        self.policy_dir = ""
+        self.vhosts: Dict[str, VhostSettings] = {}
+        self._by_alias: Dict[str, str] = {}
+        self.stats: Dict[str, VhostStats] = {}
+        self.totals = GlobalStats()
+
+    # ---- configuration ------------------------------------------------------------------
+    def configure(self, attrs: Dict[str, Any]) -> None:
+        from .settings import _bool, _int  # the same checks as vhost attributes
+
+        max_connections = _int(attrs.get("maxConnections", UNLIMITED), "policy: maxConnections")
+        max_message_size = _int(attrs.get("maxMessageSize") or 0, "policy: maxMessageSize")
+        enable = _bool(attrs.get("enableVhostPolicy", False), "policy: enableVhostPolicy")
+        default_vhost = attrs.get("defaultVhost", "$default")
+        if default_vhost is not None and not isinstance(default_vhost, str):
+            raise PolicyError(f"policy: defaultVhost: expected a string, got {default_vhost!r}")
+        self.max_connections = max_connections
+        self.max_message_size = max_message_size
+        self.enable_vhost_policy = enable
+        self.default_vhost = (default_vhost or "").strip()
+        self.policy_dir = str(attrs.get("policyDir") or "")
+
+    def set_vhost(self, settings: VhostSettings) -> None:
+        """Add or replace a vhost; connections opened from now on use it."""
+        for alias in settings.aliases:
+            owner = self._by_alias.get(alias)
+            if (owner is not None and owner != settings.hostname) or (
+                    alias in self.vhosts and alias != settings.hostname):
+                raise PolicyError(f"vhost {settings.hostname!r}: aliases: {alias!r} already names vhost "
+                                  f"{owner or alias!r}")
+        self.remove_vhost(settings.hostname, keep_stats=True)
+        self.vhosts[settings.hostname] = settings
+        for alias in settings.aliases:
+            self._by_alias[alias] = settings.hostname
+        self.stats.setdefault(settings.hostname, VhostStats(settings.hostname))
+        resolve.cache_clear()
+
+    def remove_vhost(self, hostname: str, keep_stats: bool = False) -> None:
+        old = self.vhosts.pop(hostname, None)
+        if old is not None:
+            for alias in old.aliases:
+                self._by_alias.pop(alias, None)
+        stats = self.stats.get(hostname)
+        if not keep_stats and stats is not None and stats.current == 0:
+            del self.stats[hostname]
+
+    def lookup(self, hostname: str | None) -> VhostSettings | None:
+        """The vhost for an open's hostname: by name, by alias, else the default vhost."""
+        name = (hostname or "").strip()
+        found = self.vhosts.get(name) or self.vhosts.get(self._by_alias.get(name, ""))
+        if found is None and self.default_vhost:
+            found = self.vhosts.get(self.default_vhost)
+        return found
+
+    # ---- connections --------------------------------------------------------------------
+    def socket_accepted(self) -> Denial | None:
+        """A user connection arrived: the global limit, always enforced (book 2.6.2)."""
+        totals = self.totals
+        totals.connections_processed += 1
+        if totals.connections_current >= self.max_connections:
+            totals.connections_denied += 1
+            totals.total_denials += 1
+            return Denial(LIMIT, f"policy: maxConnections ({self.max_connections}) connections are open; "
+                                 f"connection refused")
+        totals.connections_current += 1
+        return None
+
+    def socket_closed(self) -> None:
+        self.totals.connections_current = max(0, self.totals.connections_current - 1)
+
+    def open(self, hostname: str | None, user: str, host: str) -> ConnectionGrant | Denial:
+        """The peer's open arrived: allow (with its group's limits) or deny."""
+        if not self.enable_vhost_policy:
+            return ConnectionGrant(hostname or "", user, host, None, None, self.max_message_size)
+        vhost = self.lookup(hostname)
+        if vhost is None:
+            return self._deny_open(None, Denial(
+                UNAUTHORIZED,
+                f"policy: no vhost policy for {hostname or '(no hostname)'!r} and no default vhost"))
+        stats = self.stats[vhost.hostname]
+        group = vhost.group_for(user)
+        if group is None:
+            why = ("user is in no group and allowUnknownUser is false" if not vhost.allow_unknown_user
+                   else "user is in no group and the vhost has no '$default' group")
+            return self._deny_open(stats, Denial(
+                UNAUTHORIZED, f"policy: vhost {vhost.hostname!r} denies user {user!r}: {why}"))
+        from .rules import host_allowed
+
+        if not host_allowed(group.remote_hosts, host):
+            return self._deny_open(stats, Denial(
+                UNAUTHORIZED, f"policy: vhost {vhost.hostname!r} group {group.name!r}: remoteHosts does not "
+                              f"allow {host!r}"))
+        if stats.current >= vhost.max_connections:
+            return self._deny_open(stats, Denial(
+                LIMIT, f"policy: vhost {vhost.hostname!r}: maxConnections ({vhost.max_connections}) reached"))
+        per_user = group.max_connections_per_user
+        if per_user is None:
+            per_user = vhost.max_connections_per_user
+        if stats.per_user[user] >= per_user:
+            return self._deny_open(stats, Denial(
+                LIMIT, f"policy: vhost {vhost.hostname!r}: maxConnectionsPerUser ({per_user}) reached for "
+                       f"user {user!r}"))
+        per_host = group.max_connections_per_host
+        if per_host is None:
+            per_host = vhost.max_connections_per_host
+        if stats.per_host[host] >= per_host:
+            return self._deny_open(stats, Denial(
+                LIMIT, f"policy: vhost {vhost.hostname!r}: maxConnectionsPerHost ({per_host}) reached for "
+                       f"host {host!r}"))
+        stats.connections_approved += 1
+        stats.per_user[user] += 1
+        stats.per_host[host] += 1
+        size = group.max_message_size or self.max_message_size
+        return ConnectionGrant(vhost.hostname, user, host, group, stats, size)
+
+    def _deny_open(self, stats: VhostStats | None, denial: Denial) -> Denial:
+        if stats is not None:
+            stats.connections_denied += 1
+        self.totals.connections_denied += 1
+        self.totals.total_denials += 1
+        return denial
+
+    def closed(self, grant: ConnectionGrant) -> None:
+        stats = grant.stats
+        if stats is None:
+            return
+        for counter, key in ((stats.per_user, grant.user), (stats.per_host, grant.host)):
+            counter[key] -= 1
+            if counter[key] <= 0:
+                del counter[key]
+        grant.stats = None
+        if stats.hostname not in self.vhosts and stats.current == 0:
+            self.stats.pop(stats.hostname, None)
+
+    # ---- sessions, links, messages ------------------------------------------------------
+    def session(self, grant: ConnectionGrant, sessions_open: int) -> Denial | None:
+        group = grant.group
+        if group is None or sessions_open < group.max_sessions:
+            return None
+        self._count(grant, "session_denied")
+        return Denial(LIMIT, f"policy: vhost {grant.vhost!r} group {group.name!r}: maxSessions "
+                             f"({group.max_sessions}) reached")
+
+    def sender(self, grant: ConnectionGrant, senders_open: int, target: str | None) -> Denial | None:
+        """A client's sending link (the router receives); target None is the anonymous sender."""
+        group = grant.group
+        if group is None:
+            return None
+        where = f"policy: vhost {grant.vhost!r} group {group.name!r}"
+        denial = None
+        if senders_open >= group.max_senders:
+            denial = Denial(LIMIT, f"{where}: maxSenders ({group.max_senders}) reached")
+        elif target is None:
+            if not group.allow_anonymous_sender:
+                denial = Denial(UNAUTHORIZED, f"{where}: allowAnonymousSender is false")
+        elif not group.target_allowed(target, grant.user):
+            denial = Denial(UNAUTHORIZED, f"{where}: targets do not allow {target!r}")
+        if denial is not None:
+            self._count(grant, "sender_denied")
+        return denial
+
+    def receiver(self, grant: ConnectionGrant, receivers_open: int, source: str | None,
+                 dynamic: bool) -> Denial | None:
+        group = grant.group
+        if group is None:
+            return None
+        where = f"policy: vhost {grant.vhost!r} group {group.name!r}"
+        denial = None
+        if receivers_open >= group.max_receivers:
+            denial = Denial(LIMIT, f"{where}: maxReceivers ({group.max_receivers}) reached")
+        elif dynamic:
+            if not group.allow_dynamic_source:
+                denial = Denial(UNAUTHORIZED, f"{where}: allowDynamicSource is false")
+        elif source is None:
+            denial = Denial(UNAUTHORIZED, f"{where}: a receiving link needs a source address")
+        elif not group.source_allowed(source, grant.user):
+            denial = Denial(UNAUTHORIZED, f"{where}: sources do not allow {source!r}")
+        if denial is not None:
+            self._count(grant, "receiver_denied")
+        return denial
+
+    def message(self, grant: ConnectionGrant, size: int, user_id: bytes | None) -> Denial | None:
+        """A complete message from a client: its size, and its user-id unless proxying is allowed."""
+        if grant.max_message_size and size > grant.max_message_size:
+            self.totals.max_message_size_denied += 1
+            self.totals.total_denials += 1
+            if grant.stats is not None:
+                grant.stats.max_message_size_denied += 1
+            return Denial(MESSAGE_SIZE, f"policy: message size {size} exceeds maxMessageSize "
+                                        f"({grant.max_message_size})")
+        if user_id is not None and grant.check_user_id and user_id != grant.user.encode():
+            self.totals.total_denials += 1
+            return Denial(UNAUTHORIZED, f"policy: user_id {user_id.decode('utf-8', 'replace')!r} is not the "
+                                        f"authenticated user {grant.user!r} and allowUserIdProxy is false")
+        return None
+
+    def _count(self, grant: ConnectionGrant, counter: str) -> None:
+        if grant.stats is not None:
+            setattr(grant.stats, counter, getattr(grant.stats, counter) + 1)
+        if counter != "session_denied":
+            self.totals.links_denied += 1
+        self.totals.total_denials += 1
+
+    # ---- negotiated limits --------------------------------------------------------------
+    @staticmethod
+    def frame_size(grant: ConnectionGrant, listener_max: int) -> int:
+        group = grant.group
+        if group is None or group.max_frame_size >= MAX_INT32:
+            return listener_max
+        return group.max_frame_size
+
+    def vhost_rows(self) -> list:
+        return [stats.row() for stats in self.stats.values()]

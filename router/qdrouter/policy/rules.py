@@ -1,0 +1,205 @@
+"""The small languages inside policy attributes: lists (CSV or JSON lists), remote-host rules
+and source/target address rules (book 2.6.4)."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from functools import lru_cache
+from typing import Any, FrozenSet, List, Sequence, Tuple, Union
+
+from .errors import PolicyError
+
+USER_TOKEN = "{user}"
+IpAddress = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
+
+
+def parse_list(value: Any, field: str) -> List[str]:
+    """A CSV string or a list of strings -> stripped, non-empty items."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, (list, tuple)):
+        items = []
+        for item in value:
+            if not isinstance(item, str):
+                raise PolicyError(f"{field}: list items must be strings, got {item!r}")
+            items.extend(item.split(","))
+    else:
+        raise PolicyError(f"{field}: expected a comma-separated string or a list of strings, got {value!r}")
+    result = []
+    for item in items:
+        item = item.strip()
+        if item:
+            if any(not ch.isprintable() for ch in item):
+                raise PolicyError(f"{field}: {item!r} contains unprintable characters")
+            result.append(item)
+    return result
+
+
+# ---- remote hosts -----------------------------------------------------------------------
+class HostRule:
+    """One remoteHosts entry: '*', an address, an address range 'low-high', or a host name."""
+
+    __slots__ = ("high", "low", "name", "text", "wildcard")
+
+    def __init__(self, text: str, field: str = "remoteHosts") -> None:
+        self.text = text
+        self.wildcard = text == "*"
+        self.name: str | None = None
+        self.low: IpAddress | None = None
+        self.high: IpAddress | None = None
+        if self.wildcard:
+            return
+        if "*" in text:
+            raise PolicyError(f"{field}: {text!r}: '*' must stand alone")
+        low_text, sep, high_text = text.partition("-")
+        low = _address(low_text.strip())
+        if sep and low is not None:
+            high = _address(high_text.strip())
+            if high is None:
+                raise PolicyError(f"{field}: {text!r}: range end {high_text.strip()!r} is not an IP address")
+            if high.version != low.version:
+                raise PolicyError(f"{field}: {text!r}: range ends are of different IP versions")
+            if int(high) < int(low):
+                raise PolicyError(f"{field}: {text!r}: range start is above its end")
+            self.low, self.high = low, high
+            return
+        if low is not None:
+            self.low = self.high = low
+            return
+        if not _valid_host_name(text):
+            raise PolicyError(f"{field}: {text!r} is not '*', an IP address, a range or a host name")
+        self.name = text.lower()
+
+    def matches(self, address: IpAddress) -> bool:
+        if self.wildcard:
+            return True
+        if self.low is not None and self.high is not None:
+            return self.low.version == address.version and int(self.low) <= int(address) <= int(self.high)
+        return self.name is not None and address in resolve(self.name)
+
+
+def _address(text: str) -> IpAddress | None:
+    try:
+        return ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return None
+
+
+def _valid_host_name(text: str) -> bool:
+    if not text or len(text) > 253:
+        return False
+    for label in text.rstrip(".").split("."):
+        if not label or len(label) > 63 or label.startswith("-") or label.endswith("-"):
+            return False
+        if not all((ch.isalnum() and ch.isascii()) or ch in "-_" for ch in label):
+            return False
+    return True
+
+
+@lru_cache(maxsize=256)
+def resolve(name: str) -> FrozenSet[IpAddress]:
+    """Addresses a host name stands for (looked up once; policy reload clears the cache)."""
+    try:
+        infos = socket.getaddrinfo(name, None)
+    except (OSError, UnicodeError):
+        return frozenset()
+    found = set()
+    for info in infos:
+        address = _address(str(info[4][0]))
+        if address is not None:
+            found.add(address)
+    return frozenset(found)
+
+
+def parse_hosts(value: Any, field: str = "remoteHosts") -> Tuple[HostRule, ...]:
+    return tuple(HostRule(item, field) for item in parse_list(value, field))
+
+
+def host_allowed(rules: Sequence[HostRule], remote: str) -> bool:
+    """An empty rule list denies every host (book 2.6.3)."""
+    if not rules:
+        return False
+    if any(rule.wildcard for rule in rules):
+        return True
+    address = _address(remote)
+    if address is None:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        mapped: IpAddress = address.ipv4_mapped
+        return any(rule.matches(address) or rule.matches(mapped) for rule in rules)
+    return any(rule.matches(address) for rule in rules)
+
+
+# ---- sources and targets ----------------------------------------------------------------
+class AddressRule:
+    """One sources/targets entry: '*', a literal, '{user}' (leftmost, once) and a trailing '*'."""
+
+    __slots__ = ("prefix", "text", "wildcard")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.prefix = text.endswith("*")
+        self.wildcard = text == "*"
+
+    def matches(self, address: str, user: str) -> bool:
+        if self.wildcard:
+            return True
+        text = self.text.replace(USER_TOKEN, user, 1) if USER_TOKEN in self.text else self.text
+        if self.prefix:
+            return address.startswith(text[:-1])
+        return address == text
+
+
+def parse_addresses(value: Any, field: str) -> Tuple[AddressRule, ...]:
+    return tuple(AddressRule(item) for item in parse_list(value, field))
+
+
+def address_allowed(rules: Sequence[AddressRule], address: str, user: str) -> bool:
+    """An empty rule list denies every address (book 2.6.3)."""
+    return any(rule.matches(address, user) for rule in rules)
+
+
+class AddressPattern:
+    """sourcePattern/targetPattern: tokens split on '.' or '/', '*' one token, '#' any number."""
+
+    __slots__ = ("text", "tokens")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = _tokens(text)
+
+    def matches(self, address: str, user: str) -> bool:
+        tokens = [token.replace(USER_TOKEN, user, 1) for token in self.tokens]
+        return _match(tokens, _tokens(address))
+
+
+def _tokens(text: str) -> List[str]:
+    return text.replace("/", ".").split(".")
+
+
+def _match(pattern: List[str], tokens: List[str]) -> bool:
+    # Iterative glob over tokens, so hostile patterns cannot recurse deeply or blow up.
+    p = t = 0
+    star_p = star_t = -1
+    while t < len(tokens):
+        if p < len(pattern) and pattern[p] == "#":
+            star_p, star_t = p, t
+            p += 1
+        elif p < len(pattern) and (pattern[p] == "*" or pattern[p] == tokens[t]):
+            p += 1
+            t += 1
+        elif star_p >= 0:
+            star_t += 1
+            p, t = star_p + 1, star_t
+        else:
+            return False
+    while p < len(pattern) and pattern[p] == "#":
+        p += 1
+    return p == len(pattern)
+
+
+def parse_patterns(value: Any, field: str) -> Tuple[AddressPattern, ...]:
+    return tuple(AddressPattern(item) for item in parse_list(value, field))
