@@ -6,9 +6,10 @@ import logging
 import time
 from typing import Any, Dict, List, Sequence
 
-from .amqp.connection import ListenerSettings
+from .amqp.connection import ListenerSettings, configure_sasl
 from .amqp.connector import Connector
 from .amqp.link_routing import LinkRouter
+from .amqp.policing import install as install_policer
 from .amqp.proton_ffi import lib
 from .amqp.server import AmqpServer, ListenerError
 from .auto_links import AutoLinks
@@ -22,6 +23,7 @@ from .log_config import MODULES
 from .management.agent import ManagementAgent
 from .management.config_effects import ConfigEffects
 from .management.config_store import ConfigStore, ManagedEntity
+from .management.policy_effects import PolicyEffects
 from .management.status import ManagementStatus
 from .schema import entity_type
 
@@ -42,8 +44,11 @@ class Router:
         if self.mode not in ("standalone", "interior"):
             raise RouterSetupError(f"{router_entities[0].source}: router: attribute 'mode': {self.mode!r} "
                                    f"is not supported (standalone or interior)")
+        configure_sasl(settings.get("saslConfigDir"), settings.get("saslConfigName"))
         self.table = AddressTable()
         self.server = AmqpServer(self.id, self.table)
+        self.policy = PolicyEffects(self)
+        install_policer(self.server, self.policy.engine)
         self.http = HttpServer(self.server)
         self.mesh: MeshNode | None = None
         if self.mode == "interior":

@@ -15,6 +15,19 @@ IO_BUFFER_SIZE = 256 * 1024
 READ_BUDGET = 256 * 1024
 
 
+# Cyrus SASL's configuration (router saslConfigDir / saslConfigName): process-wide in Cyrus,
+# so set once for every connection.
+SASL_CONFIG: Dict[str, str] = {}
+
+
+def configure_sasl(config_dir: str | None, config_name: str | None) -> None:
+    SASL_CONFIG.clear()
+    if config_dir:
+        SASL_CONFIG["dir"] = config_dir
+    if config_name:
+        SASL_CONFIG["name"] = config_name
+
+
 class ListenerSettings:
     """What a listener (or connector) imposes on each of its connections."""
 
@@ -25,6 +38,7 @@ class ListenerSettings:
         "max_frame_size",
         "name",
         "password",
+        "require_encryption",
         "role",
         "sasl_mechanisms",
         "strip_in",
@@ -44,8 +58,10 @@ class ListenerSettings:
         cost: int = 1,
         username: str | None = None,
         password: str | None = None,
+        require_encryption: bool = False,
     ) -> None:
         self.name = name
+        self.require_encryption = require_encryption
         self.cost = cost
         self.username = username
         self.password = password
@@ -109,7 +125,14 @@ class AmqpConnection:
             # Before pn_sasl: proton fixes the SASL layer's side when it is created.
             lib.pn_transport_set_server(transport)
         sasl = lib.pn_sasl(transport)
+        if SASL_CONFIG:
+            if "dir" in SASL_CONFIG:
+                lib.pn_sasl_config_path(sasl, SASL_CONFIG["dir"].encode())
+            if "name" in SASL_CONFIG:
+                lib.pn_sasl_config_name(sasl, SASL_CONFIG["name"].encode())
         lib.pn_sasl_allowed_mechs(sasl, settings.sasl_mechanisms.encode())
+        # Plain-text mechanisms over an unencrypted socket only where encryption is not required.
+        lib.pn_sasl_set_allow_insecure_mechs(sasl, not settings.require_encryption)
         if client:
             if settings.username:
                 lib.pn_connection_set_user(self.pn_connection, settings.username.encode())

@@ -212,3 +212,13 @@ def read_user_id(data: bytes) -> bytes | None:
         raise MessageFormatError("truncated properties") from None
 
 
+
+
+def install(server: Any, engine: PolicyEngine) -> ConnectionPolicer:
+    """Give a server's accept, endpoint and delivery hooks one policer over ``engine``."""
+    policer = ConnectionPolicer(engine, server.adaptor)
+    server.policer = policer
+    server.endpoints.policer = policer
+    server.adaptor.policer = policer
+    server.adaptor.on_link_refused = server.endpoints.link_closed_locally
+    return policer

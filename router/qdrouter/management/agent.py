@@ -134,6 +134,8 @@ class ManagementAgent:
             return operational.link_rows(router)
         if short == "router.address":
             return operational.address_rows(router)
+        if short == "vhostStats":
+            return router.policy.vhost_stats_rows()
         if short == "router.node":
             return router.mesh.node_rows() if router.mesh is not None else []
         if short in ("management", MANAGEMENT_TYPE):
@@ -150,6 +152,9 @@ class ManagementAgent:
                 row.update(router.link_route_status(entity))
         if short == "router":
             return [operational.router_row(router, configured[0] if configured else {})]
+        if short == "policy":
+            return [router.policy.policy_row(configured[0] if configured else {"name": "policy",
+                                                                                "identity": "policy"})]
         return configured
 
 

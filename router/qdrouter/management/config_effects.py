@@ -18,7 +18,7 @@ log = logging.getLogger("qdrouter.AGENT")
 
 # Types the router keeps and reports but does not act on yet (later issues).
 NOT_YET_SUPPORTED = frozenset(
-    ("policy", "vhost", "sslProfile",
+    ("sslProfile",
      "router.config.exchange", "router.config.binding", "authServicePlugin")
 )
 
@@ -27,6 +27,7 @@ class ListenerHost(Protocol):
     table: AddressTable
     auto_links: Any
     link_routes: Any
+    policy: Any
 
     def add_link_route(self, entity: ManagedEntity) -> None: ...
 
@@ -77,6 +78,10 @@ class ConfigEffects:
             self.host.auto_links.add(entity)
         elif kind == "router.config.linkRoute":
             self.host.add_link_route(entity)
+        elif kind == "policy":
+            self.host.policy.policy_created(entity)
+        elif kind == "vhost":
+            self.host.policy.vhost_created(entity)
         elif kind in NOT_YET_SUPPORTED:
             log.warning("%s: %s %r is kept but has no effect yet (not supported by this release)",
                         entity.source, kind, entity.name)
@@ -96,9 +101,13 @@ class ConfigEffects:
             self.host.table.remove_prefix(str(attrs.get("prefix") or ""), str(attrs.get("distribution")))
         elif kind == "log":
             raise forbidden("log entities cannot be deleted; update 'enable' instead")
+        elif kind == "vhost":
+            self.host.policy.vhost_deleted(entity)
 
     def updated(self, entity: ManagedEntity, changes: Dict[str, Any]) -> None:
-        if entity.etype.short_name == "log":
+        if entity.etype.short_name == "vhost":
+            self.host.policy.vhost_updated(entity, changes)
+        elif entity.etype.short_name == "log":
             previous = dict(entity.attributes)
             entity.attributes.update(changes)
             try:

@@ -108,7 +108,7 @@ def update(router: Any, request: Request) -> Reply:
         raise bad_request(f"{etype.short_name}: attribute 'name' cannot be changed by update")
     validated = validate_attributes(etype, changes, mode=UPDATE)
     _problems(etype, validated)
-    if etype.short_name == "log":
+    if etype.short_name in ("log", "vhost"):
         router.effects.updated(entity, validated.attributes)
     else:
         entity.attributes.update(validated.attributes)
