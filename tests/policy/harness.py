@@ -114,8 +114,8 @@ def login(net: Net, url: str, user: str | None = None, vhost: str | None = None,
     password = password if password is not None else (f"pw-{user}" if user else None)
     client = LoginClient(net, url, user, password, vhost, mechanism, **options)
     net.clients.append(client)
-    net.wait(lambda: client.opened and (client.remote_closed or not expect_open) or client.transport_closed
-             or (client.opened and expect_open), 10, f"connection as {user} to {vhost}")
+    net.wait(lambda: client.opened or client.remote_closed or client.transport_closed, 10,
+             f"connection as {user} to {vhost}")
     if expect_open:
         net.pump(0.05)
         assert client.alive, f"connection as {user} to vhost {vhost} refused: {client.error}"

@@ -147,7 +147,9 @@ class VhostSettings:
         self.max_message_size: int | None = ints["maxMessageSize"]
         self.aliases: Tuple[str, ...] = tuple(parse_list(attrs.get("aliases"), f"{where}: aliases"))
         self.allow_unknown_user = _bool(attrs.get("allowUnknownUser", False), f"{where}: allowUnknownUser")
-        groups = attrs.get("groups") or {}
+        groups = attrs.get("groups")
+        if groups is None:
+            groups = {}
         if not isinstance(groups, dict):
             raise PolicyError(f"{where}: groups: expected a map of group name to settings, got {groups!r}")
         self.groups: Dict[str, GroupSettings] = {}

@@ -1,0 +1,105 @@
+"""The policy rule languages (book 2.6.4), unit-tested on the pure module."""
+
+from __future__ import annotations
+
+import pytest
+
+from qdrouter.policy import PolicyError
+from qdrouter.policy.rules import (
+    AddressPattern,
+    address_allowed,
+    host_allowed,
+    parse_addresses,
+    parse_hosts,
+    parse_list,
+)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("a, b ,c", ["a", "b", "c"]),
+    (["a", "b, c"], ["a", "b", "c"]),
+    ("", []),
+    (None, []),
+    (" , ,", []),
+])
+def test_lists_are_csv_strings_or_lists(value: object, expected: list) -> None:
+    assert parse_list(value, "users") == expected
+
+
+@pytest.mark.parametrize("value, message", [
+    (5, "users: expected a comma-separated string or a list of strings"),
+    (["a", 3], "users: list items must be strings"),
+    ("a\x00b", "unprintable"),
+])
+def test_bad_lists_name_the_field(value: object, message: str) -> None:
+    with pytest.raises(PolicyError, match=message):
+        parse_list(value, "users")
+
+
+@pytest.mark.parametrize("rules, host, allowed", [
+    ("*", "10.1.2.3", True),
+    ("*", "::1", True),
+    ("127.0.0.1", "127.0.0.1", True),
+    ("127.0.0.1", "127.0.0.2", False),
+    ("10.0.0.0-10.0.0.255", "10.0.0.77", True),
+    ("10.0.0.0-10.0.0.255", "10.0.1.0", False),
+    ("::1", "::1", True),
+    ("::1", "127.0.0.1", False),
+    ("fe80::-fe80::ffff", "fe80::1234", True),
+    ("fe80::-fe80::ffff", "fe80::1:0", False),
+    ("127.0.0.1", "::ffff:127.0.0.1", True),  # IPv4-mapped IPv6 peers match IPv4 rules
+    ("localhost", "127.0.0.1", True),
+    ("localhost", "10.9.9.9", False),
+    ("", "127.0.0.1", False),  # an empty list denies all
+    ("10.0.0.1, 127.0.0.1", "127.0.0.1", True),
+])
+def test_remote_hosts(rules: str, host: str, allowed: bool) -> None:
+    assert host_allowed(parse_hosts(rules), host) is allowed
+
+
+@pytest.mark.parametrize("rule, message", [
+    ("10.0.0.*", "'\\*' must stand alone"),
+    ("*.example.com", "'\\*' must stand alone"),
+    ("10.0.0.9-10.0.0.1", "range start is above its end"),
+    ("10.0.0.1-::1", "different IP versions"),
+    ("10.0.0.1-banana", "range end 'banana' is not an IP address"),
+    ("bad host!", "is not '\\*', an IP address, a range or a host name"),
+])
+def test_bad_remote_hosts_name_the_rule(rule: str, message: str) -> None:
+    with pytest.raises(PolicyError, match=f"remoteHosts: .*{message}"):
+        parse_hosts(rule)
+
+
+@pytest.mark.parametrize("rules, address, user, allowed", [
+    ("*", "anything/at/all", "u", True),
+    ("", "q", "u", False),  # an empty list denies all
+    ("queue1", "queue1", "u", True),
+    ("queue1", "queue10", "u", False),
+    ("temp*", "temp", "u", True),
+    ("temp*", "temporary.x", "u", True),
+    ("temp*", "tmp", "u", False),
+    ("tmp_{user}", "tmp_bob", "bob", True),
+    ("tmp_{user}", "tmp_alice", "bob", False),
+    ("{user}-home-*", "bob-home-inbox", "bob", True),
+    ("{user}-home-*", "alice-home-inbox", "bob", False),
+    ("{user}.{user}", "bob.{user}", "bob", True),  # substituted once, leftmost
+    ("{user}.{user}", "bob.bob", "bob", False),
+    ("a*b", "a*b", "u", True),  # '*' only counts when it is last
+    ("a*b", "axxb", "u", False),
+    ("tmp_{user}, temp*, {user}-home-*", "temp1", "carol", True),
+])
+def test_sources_and_targets(rules: str, address: str, user: str, allowed: bool) -> None:
+    assert address_allowed(parse_addresses(rules, "sources"), address, user) is allowed
+
+
+@pytest.mark.parametrize("pattern, address, allowed", [
+    ("a.*.c", "a.b.c", True),
+    ("a.*.c", "a.b.b.c", False),
+    ("a.#", "a", True),
+    ("a.#", "a.b.c", True),
+    ("#.c", "x.y.c", True),
+    ("a/{user}/#", "a/bob/x", True),
+    ("a/{user}/#", "a/eve/x", False),
+])
+def test_address_patterns(pattern: str, address: str, allowed: bool) -> None:
+    assert AddressPattern(pattern).matches(address, "bob") is allowed
