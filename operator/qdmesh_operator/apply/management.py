@@ -1,0 +1,138 @@
+"""Bringing running routers to the desired entities through AMQP management.
+
+Each router is read (QUERY of every type the operator changes), planned against and changed
+with CREATE/UPDATE/DELETE, every reply's status checked; a failed operation is reported with
+the router's own description and does not stop the others.  Routers are handled in parallel,
+one connection each, with the router package's own ManagementClient.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Sequence
+
+from qdrouter.tools.errors import ManagementConnectionError, ManagementError
+from qdrouter.tools.management_client import ManagementClient
+
+from ..model.desired import MeshState
+from ..model.entities import LIVE_TYPES, LONG_TYPE, Entity
+from ..plan import CREATE, DELETE, UPDATE, Op, plan
+
+ROUTER_TYPE = "org.apache.qpid.dispatch.router"
+ClientFactory = Callable[[str], ManagementClient]
+
+
+def default_client(url: str) -> ManagementClient:
+    return ManagementClient(url, timeout=3.0)
+
+
+@dataclass
+class OpResult:
+    op: Op
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class RouterOutcome:
+    """What happened on one router: reachable or not, each operation, and what it reports."""
+
+    router_id: str
+    url: str
+    error: str | None = None
+    results: List[OpResult] = field(default_factory=list)
+    #: Live rows after the changes, by config type (``autoLink`` rows carry operStatus).
+    live: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
+    #: The router's own row (nodeCount, connectionCount, addrCount...).
+    router: Dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def reachable(self) -> bool:
+        return self.error is None
+
+    @property
+    def failures(self) -> List[OpResult]:
+        return [r for r in self.results if not r.ok]
+
+    @property
+    def in_sync(self) -> bool:
+        return self.reachable and not self.failures
+
+
+def read_live(client: ManagementClient) -> Dict[str, List[Dict[str, Any]]]:
+    return {t: client.query(LONG_TYPE[t]) for t in LIVE_TYPES}
+
+
+def execute(client: ManagementClient, op: Op) -> OpResult:
+    try:
+        if op.action == CREATE:
+            client.create(LONG_TYPE[op.type], op.attributes, name=op.name)
+        elif op.action == UPDATE:
+            client.update(LONG_TYPE[op.type], op.attributes, name=op.name)
+        elif op.action == DELETE:
+            client.delete(LONG_TYPE[op.type], name=op.name)
+        else:
+            raise ValueError(f"unknown action {op.action}")
+    except ManagementConnectionError:
+        raise  # the router is gone or silent: the whole router is retried, not this one op
+    except ManagementError as e:
+        code = f" ({e.status_code})" if e.status_code else ""
+        return OpResult(op, f"{op.action} {op.type} {op.name!r} refused{code}: {e}")
+    return OpResult(op)
+
+
+def sync_router(router_id: str, url: str, desired: Sequence[Entity], keep: Sequence[str] = (),
+                client_factory: ClientFactory = default_client, dry_run: bool = False,
+                attempts: int = 2) -> RouterOutcome:
+    """Read, plan and apply on one router; never raises for router-side problems.  A lost or
+    silent connection is retried once on a fresh one: the plan is made again from what the
+    router then reports, so an operation is never applied twice."""
+    outcome = RouterOutcome(router_id, url)
+    start = time.monotonic()
+    for _attempt in range(attempts):
+        outcome.error = None
+        client = client_factory(url)
+        try:
+            _sync_once(client, outcome, desired, keep, dry_run)
+            break
+        except ManagementConnectionError as e:
+            outcome.error = f"router {router_id} at {url}: {e}"
+        except ManagementError as e:  # a malformed reply to a QUERY: no point retrying
+            outcome.error = f"router {router_id} at {url}: {e}"
+            break
+        finally:
+            client.close()
+    outcome.seconds = time.monotonic() - start
+    return outcome
+
+
+def _sync_once(client: ManagementClient, outcome: RouterOutcome, desired: Sequence[Entity],
+               keep: Sequence[str], dry_run: bool) -> None:
+    live = read_live(client)
+    ops = plan(desired, live, keep)
+    outcome.results = []
+    for op in ops:
+        result = OpResult(op) if dry_run else execute(client, op)
+        outcome.results.append(result)
+    outcome.live = read_live(client) if ops and not dry_run else live
+    rows = client.query(ROUTER_TYPE)
+    outcome.router = rows[0] if rows else {}
+
+
+def sync_mesh(state: MeshState, urls: Mapping[str, str], client_factory: ClientFactory = default_client,
+              dry_run: bool = False) -> Dict[str, RouterOutcome]:
+    """Every router of ``state`` that has a URL in ``urls``, in parallel."""
+    routers = [rid for rid in state.mesh.router_ids() if rid in urls]
+    if not routers:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(16, len(routers)), thread_name_prefix="qdmesh-mgmt") as pool:
+        futures = {rid: pool.submit(sync_router, rid, urls[rid], state.live_entities(rid),
+                                    state.restart_only_names(rid), client_factory, dry_run)
+                   for rid in routers}
+        return {rid: f.result() for rid, f in futures.items()}

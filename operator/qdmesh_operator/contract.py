@@ -1,0 +1,69 @@
+"""Names every qdmesh component agrees on (docs/kubernetes-contract.md), in one place."""
+
+from __future__ import annotations
+
+import os
+from typing import Dict
+
+GROUP = "qdmesh.io"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+MESH_PLURAL = "routermeshes"
+LINK_ROUTE_PLURAL = "linkroutes"
+AUTO_LINK_PLURAL = "autolinks"
+VHOST_PLURAL = "vhostpolicies"
+
+AMQP_PORT = 5672
+INTER_ROUTER_PORT = 55672
+HTTP_PORT = 8672
+
+MANAGER = "qdmesh-operator"
+CONFIG_DIR = "/etc/qdrouterd"
+
+
+def package_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("qdmesh")
+    except Exception:  # running from a source tree that was never installed
+        return "0.0.0"
+
+
+def default_router_image() -> str:
+    """The router image of the operator's own version, unless QDMESH_ROUTER_IMAGE says otherwise."""
+    return os.environ.get("QDMESH_ROUTER_IMAGE") or f"qdmesh/router:{package_version()}"
+
+
+def labels(mesh: str) -> Dict[str, str]:
+    """Labels on everything the operator creates for RouterMesh ``mesh``."""
+    return {
+        "app.kubernetes.io/name": "qdmesh-router",
+        "app.kubernetes.io/instance": mesh,
+        "app.kubernetes.io/component": "router",
+        "app.kubernetes.io/managed-by": MANAGER,
+        "qdmesh.io/mesh": mesh,
+    }
+
+
+def selector(mesh: str) -> Dict[str, str]:
+    return {"qdmesh.io/mesh": mesh}
+
+
+def headless_service(mesh: str) -> str:
+    return f"{mesh}-routers"
+
+
+def config_map(mesh: str) -> str:
+    return f"{mesh}-config"
+
+
+def router_id(mesh: str, ordinal: int) -> str:
+    """A router's id is its pod name."""
+    return f"{mesh}-{ordinal}"
+
+
+def router_host(mesh: str, namespace: str, ordinal: int) -> str:
+    """The DNS name of router ``ordinal`` through the headless Service."""
+    return f"{router_id(mesh, ordinal)}.{headless_service(mesh)}.{namespace}.svc"

@@ -1,0 +1,1 @@
+"""Typed, validated specs: what the custom resources ask for, independent of Kubernetes I/O."""

@@ -1,0 +1,135 @@
+"""The entities each router of a mesh should have: from the RouterMesh and the routing resources
+that name it.  Pure: the same inputs always give the same entities, in the same order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Sequence
+
+from .. import contract
+from . import topology
+from .entities import LIVE_TYPES, Entity, managed_name
+from .errors import SpecError
+from .mesh import ConnectorSpec, ListenerSpec, MeshSpec
+from .routing import RoutingSpec
+
+TLS_DIR = "/etc/qdmesh/tls"
+INTER_ROUTER_PROFILE = "inter-router-tls"
+
+
+@dataclass
+class RoutingProblem:
+    """A routing resource that cannot be applied to its mesh (e.g. it names a missing connector)."""
+
+    kind: str
+    name: str
+    error: SpecError
+
+
+@dataclass
+class MeshState:
+    """What every router of a mesh should have, per router id."""
+
+    mesh: MeshSpec
+    entities: Dict[str, List[Entity]] = field(default_factory=dict)
+    #: Names of the routing resources that made it into ``entities``, by kind.
+    applied: Dict[str, List[str]] = field(default_factory=dict)
+    problems: List[RoutingProblem] = field(default_factory=list)
+
+    def live_entities(self, router_id: str) -> List[Entity]:
+        return [e for e in self.entities[router_id] if not e.restart_only]
+
+    def restart_only_names(self, router_id: str) -> List[str]:
+        return [e.name for e in self.entities[router_id] if e.restart_only]
+
+
+def tls_profile(secret: str) -> Entity:
+    base = f"{TLS_DIR}/{secret}"
+    return Entity("sslProfile", managed_name("tls", secret),
+                  {"caCertFile": f"{base}/ca.crt", "certFile": f"{base}/tls.crt",
+                   "privateKeyFile": f"{base}/tls.key"}, restart_only=True)
+
+
+def listener_entity(spec: ListenerSpec) -> Entity:
+    attrs: Dict[str, Any] = {"host": "", "port": str(spec.port), "role": spec.role,
+                             "saslMechanisms": spec.sasl_mechanisms,
+                             "authenticatePeer": spec.authenticate_peer}
+    if spec.tls_secret:
+        attrs["sslProfile"] = managed_name("tls", spec.tls_secret)
+        attrs["requireSsl"] = spec.require_ssl
+    return Entity("listener", managed_name("listener", spec.name), attrs,
+                  restart_only=spec.tls_secret is not None)
+
+
+def connector_entity(spec: ConnectorSpec) -> Entity:
+    attrs: Dict[str, Any] = {"host": spec.host, "port": str(spec.port), "role": spec.role}
+    if spec.tls_secret:
+        attrs["sslProfile"] = managed_name("tls", spec.tls_secret)
+        attrs["verifyHostname"] = spec.verify_hostname
+    if spec.sasl_mechanisms:
+        attrs["saslMechanisms"] = spec.sasl_mechanisms
+    if spec.sasl_username:
+        attrs["saslUsername"] = spec.sasl_username
+    if spec.sasl_password:
+        attrs["saslPassword"] = f"env:{spec.password_env}"
+    # TLS files and password variables arrive with a new pod; until then it cannot be created.
+    restart_only = spec.tls_secret is not None or spec.sasl_password is not None
+    return Entity("connector", managed_name("connector", spec.name), attrs, restart_only=restart_only)
+
+
+def inter_router_connectors(mesh: MeshSpec, ordinal: int) -> List[Entity]:
+    out = []
+    for a, b in topology.edges(mesh.topology, mesh.size, mesh.degree):
+        if a != ordinal:
+            continue
+        attrs: Dict[str, Any] = {"host": contract.router_host(mesh.name, mesh.namespace, b),
+                                 "port": str(contract.INTER_ROUTER_PORT), "role": "inter-router"}
+        if mesh.inter_router_tls.enabled:
+            attrs["sslProfile"] = INTER_ROUTER_PROFILE
+            attrs["saslMechanisms"] = "EXTERNAL"
+        out.append(Entity("connector", managed_name("interRouter", contract.router_id(mesh.name, b)), attrs))
+    return out
+
+
+def mesh_entities(mesh: MeshSpec) -> List[Entity]:
+    """Entities from the RouterMesh itself (the same on every router)."""
+    out: List[Entity] = []
+    secrets = mesh.tls_secrets()
+    out.extend(tls_profile(s) for s in secrets)
+    out.extend(listener_entity(x) for x in mesh.listeners)
+    out.extend(connector_entity(x) for x in mesh.connectors)
+    for a in mesh.addresses:
+        attrs: Dict[str, Any] = {"distribution": a.distribution, "waypoint": a.waypoint}
+        if a.prefix is not None:
+            attrs["prefix"] = a.prefix
+        else:
+            attrs["pattern"] = a.pattern
+        for key, value in (("ingressPhase", a.ingress_phase), ("egressPhase", a.egress_phase),
+                           ("priority", a.priority)):
+            if value is not None:
+                attrs[key] = value
+        out.append(Entity("address", managed_name("address", a.key), attrs))
+    return out
+
+
+def mesh_state(mesh: MeshSpec, routing: Sequence[RoutingSpec]) -> MeshState:
+    """Every router's entities; routing resources that do not fit the mesh become problems
+    and contribute nothing (never half of their entities)."""
+    state = MeshState(mesh)
+    shared = mesh_entities(mesh)
+    routed: List[Entity] = []
+    for spec in sorted(routing, key=lambda s: (type(s).__name__, s.name)):
+        kind = type(spec).__name__.replace("Spec", "")
+        try:
+            made = spec.entities(mesh)
+        except SpecError as e:
+            state.problems.append(RoutingProblem(kind, spec.name, e))
+            continue
+        routed.extend(made)
+        state.applied.setdefault(kind, []).append(spec.name)
+    order = {t: i for i, t in enumerate(LIVE_TYPES)}
+    for ordinal, rid in enumerate(mesh.router_ids()):
+        entities = [*shared, *inter_router_connectors(mesh, ordinal), *routed]
+        entities.sort(key=lambda e: order[e.type])  # stable: same-type entities keep their order
+        state.entities[rid] = entities
+    return state

@@ -1,0 +1,1 @@
+"""Rendering: router config files and Kubernetes manifests from the model (pure functions)."""

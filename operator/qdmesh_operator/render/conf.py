@@ -1,0 +1,114 @@
+"""Each router's qdrouterd.conf, rendered with jinja2 from a template kept in the package.
+
+Every value goes through ``conf_value`` (the template's autoescape for the config syntax):
+strings are written as JSON-quoted strings, which the config parser reads back exactly, so no
+value can end a line, open a section or start a comment.  Attribute and section names must be
+plain identifiers.  The result is parsed with the router's own config parser before it is
+used: a config the router would refuse never reaches a ConfigMap.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Dict, List
+
+import jinja2
+
+from qdrouter.config import ConfigError, parse_config_text
+
+from .. import contract
+from ..model.desired import INTER_ROUTER_PROFILE, MeshState
+from ..model.entities import Entity
+from ..model.mesh import MeshSpec
+
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+class RenderError(ValueError):
+    """The rendered config would not load in the router (a bug, or a value the model let by)."""
+
+
+class _Literal(str):
+    """Text the template may write as it is (checked identifiers, comments)."""
+
+
+def conf_value(value: Any) -> str:
+    if isinstance(value, _Literal):
+        return str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    raise RenderError(f"cannot write a {type(value).__name__} in a config file: {value!r}")
+
+
+def _key(name: str) -> _Literal:
+    if not _IDENTIFIER.fullmatch(name):
+        raise RenderError(f"not a config attribute or section name: {name!r}")
+    return _Literal(name)
+
+
+def _comment(text: str) -> _Literal:
+    return _Literal(" ".join(str(text).split()))
+
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("qdmesh_operator.render", "templates"),
+    finalize=conf_value, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    keep_trailing_newline=True, autoescape=False)
+_ENV.filters["key"] = _key
+_ENV.filters["comment"] = _comment
+
+
+def static_sections(mesh: MeshSpec) -> List[Entity]:
+    """Sections only a restart changes: the listeners every router needs, TLS, policy."""
+    tls = mesh.inter_router_tls.enabled
+    inter_router: Dict[str, Any] = {"name": "inter-router", "host": "",
+                                    "port": str(contract.INTER_ROUTER_PORT), "role": "inter-router",
+                                    "saslMechanisms": "EXTERNAL" if tls else "ANONYMOUS"}
+    if tls:
+        inter_router.update(sslProfile=INTER_ROUTER_PROFILE, authenticatePeer=True, requireSsl=True)
+    sections = [
+        Entity("listener", "amqp", {"name": "amqp", "host": "", "port": str(contract.AMQP_PORT),
+                                    "role": "normal", "saslMechanisms": "ANONYMOUS"}),
+        Entity("listener", "inter-router", inter_router),
+        Entity("listener", "http", {"name": "http", "host": "", "port": str(contract.HTTP_PORT),
+                                    "http": True, "healthz": True, "metrics": True, "websockets": False}),
+    ]
+    if tls:
+        base = "/etc/qdmesh/inter-router"
+        sections.insert(0, Entity("sslProfile", INTER_ROUTER_PROFILE, {
+            "name": INTER_ROUTER_PROFILE, "caCertFile": f"{base}/ca.crt", "certFile": f"{base}/tls.crt",
+            "privateKeyFile": f"{base}/tls.key"}))
+    if mesh.policy is not None:
+        p = mesh.policy
+        attrs: Dict[str, Any] = {"enableVhostPolicy": p.enable_vhost_policy,
+                                 "enableVhostNamePatterns": p.enable_vhost_name_patterns}
+        for key, value in (("maxConnections", p.max_connections), ("maxMessageSize", p.max_message_size),
+                           ("defaultVhost", p.default_vhost)):
+            if value is not None:
+                attrs[key] = value
+        sections.append(Entity("policy", "policy", attrs))
+    return sections
+
+
+def render_router_conf(state: MeshState, router_id: str) -> str:
+    """The config file of one router; raises RenderError if the router's parser refuses it."""
+    text = _ENV.get_template("qdrouterd.conf.j2").render(
+        mesh=state.mesh, router_id=router_id, static_sections=static_sections(state.mesh),
+        entities=state.entities[router_id])
+    try:
+        parse_config_text(text, f"{router_id}.conf")
+    except ConfigError as e:
+        raise RenderError(f"rendered config of {router_id} does not load: {e}") from None
+    return text
+
+
+def render_all(state: MeshState) -> Dict[str, str]:
+    """ConfigMap data: ``<router id>.conf`` for every router."""
+    return {f"{rid}.conf": render_router_conf(state, rid) for rid in state.mesh.router_ids()}

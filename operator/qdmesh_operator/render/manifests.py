@@ -1,0 +1,166 @@
+"""The Kubernetes objects of a RouterMesh, as plain dicts ready for server-side apply.
+
+Built in Python rather than templated YAML: these are data structures, and building them as
+data keeps every value typed (no quoting rules, no indentation bugs)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping
+
+from .. import contract
+from ..model.desired import TLS_DIR
+from ..model.mesh import MeshSpec
+
+RESTART_HASH_ANNOTATION = "qdmesh.io/restart-hash"
+INTER_ROUTER_TLS_DIR = "/etc/qdmesh/inter-router"
+
+
+def owner_reference(owner: Mapping[str, Any]) -> Dict[str, Any]:
+    """A controller reference to the RouterMesh ``owner`` (its body or metadata-bearing dict)."""
+    meta = owner["metadata"]
+    return {"apiVersion": contract.API_VERSION, "kind": "RouterMesh", "name": meta["name"],
+            "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}
+
+
+def _metadata(mesh: MeshSpec, name: str, owner: Dict[str, Any] | None) -> Dict[str, Any]:
+    meta: Dict[str, Any] = {"name": name, "namespace": mesh.namespace, "labels": contract.labels(mesh.name)}
+    if owner is not None:
+        meta["ownerReferences"] = [owner]
+    return meta
+
+
+def config_map(mesh: MeshSpec, confs: Dict[str, str], owner: Dict[str, Any] | None) -> Dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": _metadata(mesh, contract.config_map(mesh.name), owner),
+            "data": dict(sorted(confs.items()))}
+
+
+def headless_service(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": _metadata(mesh, contract.headless_service(mesh.name), owner),
+            "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
+                     "selector": contract.selector(mesh.name),
+                     "ports": [{"name": "inter-router", "port": contract.INTER_ROUTER_PORT,
+                                "targetPort": "inter-router"},
+                               {"name": "amqp", "port": contract.AMQP_PORT, "targetPort": "amqp"}]}}
+
+
+def _service_port(name: str, port: int, node_port: int | None = None) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"name": name, "port": port, "targetPort": port, "protocol": "TCP"}
+    if node_port is not None:
+        out["nodePort"] = node_port
+    return out
+
+
+def client_services(mesh: MeshSpec, owner: Dict[str, Any] | None) -> List[Dict[str, Any]]:
+    """Service ``M`` for amqp and every ClusterIP listener; ``M-<listener>`` for each listener
+    exposed as NodePort or LoadBalancer."""
+    ports = [_service_port("amqp", contract.AMQP_PORT)]
+    ports += [_service_port(x.name, x.port) for x in mesh.listeners if x.expose == "ClusterIP"]
+    services = [{"apiVersion": "v1", "kind": "Service", "metadata": _metadata(mesh, mesh.name, owner),
+                 "spec": {"type": "ClusterIP", "selector": contract.selector(mesh.name), "ports": ports}}]
+    for x in mesh.listeners:
+        if x.expose != "ClusterIP":
+            services.append({"apiVersion": "v1", "kind": "Service",
+                             "metadata": _metadata(mesh, f"{mesh.name}-{x.name}", owner),
+                             "spec": {"type": x.expose, "selector": contract.selector(mesh.name),
+                                      "ports": [_service_port(x.name, x.port, x.node_port)]}})
+    return services
+
+
+def pod_disruption_budget(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any]:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": _metadata(mesh, mesh.name, owner),
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": contract.selector(mesh.name)}}}
+
+
+def certificate(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any] | None:
+    """A cert-manager v1 Certificate for mutual TLS between routers (mode CertManager)."""
+    tls = mesh.inter_router_tls
+    if tls.mode != "CertManager":
+        return None
+    domain = f"{contract.headless_service(mesh.name)}.{mesh.namespace}.svc"
+    return {"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+            "metadata": _metadata(mesh, f"{mesh.name}-inter-router", owner),
+            "spec": {"secretName": inter_router_secret(mesh), "commonName": domain,
+                     "dnsNames": [f"*.{domain}", f"*.{domain}.cluster.local"],
+                     "usages": ["server auth", "client auth"],
+                     "issuerRef": {"name": tls.issuer_name, "kind": tls.issuer_kind,
+                                   "group": "cert-manager.io"}}}
+
+
+def inter_router_secret(mesh: MeshSpec) -> str | None:
+    tls = mesh.inter_router_tls
+    if tls.mode == "Secret":
+        return tls.secret_name
+    if tls.mode == "CertManager":
+        return f"{mesh.name}-inter-router-tls"
+    return None
+
+
+def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any]:
+    env: List[Dict[str, Any]] = [{"name": "POD_NAME",
+                                  "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                                 {"name": "POD_NAMESPACE",
+                                  "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}]
+    for c in mesh.connectors:
+        if c.sasl_password is not None:
+            env.append({"name": c.password_env, "valueFrom": {"secretKeyRef": {
+                "name": c.sasl_password.name, "key": c.sasl_password.key}}})
+    mounts: List[Dict[str, Any]] = [{"name": "config", "mountPath": contract.CONFIG_DIR, "readOnly": True}]
+    volumes: List[Dict[str, Any]] = [{"name": "config",
+                                      "configMap": {"name": contract.config_map(mesh.name)}}]
+    secrets = mesh.tls_secrets()
+    for i, secret in enumerate(secrets):
+        mounts.append({"name": f"tls-{i}", "mountPath": f"{TLS_DIR}/{secret}", "readOnly": True})
+        volumes.append({"name": f"tls-{i}", "secret": {"secretName": secret}})
+    ir_secret = inter_router_secret(mesh)
+    if ir_secret:
+        mounts.append({"name": "inter-router-tls", "mountPath": INTER_ROUTER_TLS_DIR, "readOnly": True})
+        volumes.append({"name": "inter-router-tls", "secret": {"secretName": ir_secret}})
+    ports = [{"name": "amqp", "containerPort": contract.AMQP_PORT},
+             {"name": "inter-router", "containerPort": contract.INTER_ROUTER_PORT},
+             {"name": "http", "containerPort": contract.HTTP_PORT}]
+    ports += [{"name": x.name, "containerPort": x.port} for x in mesh.listeners]
+    container: Dict[str, Any] = {
+        "name": "router", "image": mesh.image, "imagePullPolicy": "IfNotPresent",
+        "command": ["qdrouterd", "-c", f"{contract.CONFIG_DIR}/$(POD_NAME).conf"],
+        "env": env, "ports": ports, "volumeMounts": mounts,
+        # The router's HTTP health endpoints are not served yet; the amqp port answering is
+        # what the kubelet can check today.
+        "readinessProbe": {"tcpSocket": {"port": "amqp"}, "periodSeconds": 2, "failureThreshold": 3},
+        "livenessProbe": {"tcpSocket": {"port": "amqp"}, "periodSeconds": 10, "failureThreshold": 6,
+                          "initialDelaySeconds": 5},
+        "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True,
+                            "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+    }
+    if mesh.pod.resources:
+        container["resources"] = mesh.pod.resources
+    pod_spec: Dict[str, Any] = {"containers": [container], "volumes": volumes,
+                                "terminationGracePeriodSeconds": 30, "enableServiceLinks": False}
+    for key, value in (("affinity", mesh.pod.affinity), ("tolerations", mesh.pod.tolerations),
+                       ("nodeSelector", mesh.pod.node_selector),
+                       ("topologySpreadConstraints", mesh.pod.topology_spread),
+                       ("priorityClassName", mesh.pod.priority_class)):
+        if value:
+            pod_spec[key] = value
+    annotations = {**mesh.pod.annotations, RESTART_HASH_ANNOTATION: mesh.restart_hash()}
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _metadata(mesh, mesh.name, owner),
+            "spec": {"serviceName": contract.headless_service(mesh.name), "replicas": mesh.size,
+                     "podManagementPolicy": "Parallel",
+                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+                     "selector": {"matchLabels": contract.selector(mesh.name)},
+                     "template": {"metadata": {"labels": {**mesh.pod.labels, **contract.labels(mesh.name)},
+                                               "annotations": annotations},
+                                  "spec": pod_spec}}}
+
+
+def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], owner: Dict[str, Any] | None) -> List[Dict[str, Any]]:
+    """Every object of the mesh, in the order to apply them (config before the pods using it)."""
+    objects = [config_map(mesh, confs, owner), headless_service(mesh, owner), *client_services(mesh, owner),
+               pod_disruption_budget(mesh, owner)]
+    cert = certificate(mesh, owner)
+    if cert is not None:
+        objects.append(cert)
+    objects.append(stateful_set(mesh, owner))
+    return objects
