@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Dict, List, Sequence, Set, Tuple
 
+from .console import server as console_server
+
 HOST = "127.0.0.1"
 TOPOLOGIES = ("auto", "full", "line", "ring", "chords")
 MAX_ROUTERS = 128  # upstream's limit for one mesh; also keeps a typo from forking 10,000 routers
@@ -373,6 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="keep configs and router logs here (default: a temporary directory, removed)")
     local.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the mesh to converge")
     local.add_argument("--python", default=sys.executable, help="interpreter that runs the routers")
+    console = sub.add_parser("console", help="serve a read-only web console of a mesh",
+                             description="Serve a read-only web console of the mesh that ROUTER belongs to.")
+    console_server.add_arguments(console)
     return parser
 
 
@@ -382,6 +387,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    if args.command == "console":
+        console_server.check_arguments(parser, args)
+        return console_server.run_console(args)
     if not _ID_RE.match(args.id_prefix):
         parser.error(f"--id-prefix may only contain letters, digits, '.', '_' and '-': {args.id_prefix!r}")
     if args.base_port < 0 or args.timeout <= 0:

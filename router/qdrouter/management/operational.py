@@ -88,7 +88,7 @@ def _link_row(link: CoreLink, capacity: int) -> Row:
         "adminStatus": "enabled",
         "operStatus": "up",
         "linkName": link.name,
-        "linkType": "endpoint",
+        "linkType": link.kind,  # endpoint, router-control or inter-router (qdrouterd's names)
         "linkDir": "in" if link.incoming else "out",
         "owningAddr": address_key(address) if address else None,
         "capacity": capacity,

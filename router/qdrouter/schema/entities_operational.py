@@ -26,6 +26,7 @@ ROUTER_LINK = entity(
                                  "of outgoing ones."),
         status("capacity", INTEGER, doc="Most undelivered plus unsettled deliveries allowed."),
         status("peer", doc="Identity of the paired link, for link-routed links."),
+        status("connectionId", INTEGER, doc="Identity of the connection the link belongs to."),
         count("undeliveredCount", "Deliveries waiting to be sent."),
         count("unsettledCount", "Deliveries sent but not settled."),
         count("deliveryCount", "Deliveries that crossed the link."),

@@ -1,0 +1,1 @@
+"""`qdmesh console`: a read-only web console of a mesh, read through management."""

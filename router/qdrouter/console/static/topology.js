@@ -1,0 +1,73 @@
+// The topology graph: routers on a circle, inter-router links with their cost, and each
+// router's brokers and clients around it. Pure SVG built with DOM calls.
+"use strict";
+
+const topology = {
+  width: 900,
+  height: 560,
+
+  draw(svg, data) {
+    for (const old of svg.querySelectorAll("g.graph")) old.remove();
+    const graph = svg.appendChild(qd.svg("g", {class: "graph"}));
+    const routers = data.routers || [];
+    const cx = this.width / 2, cy = this.height / 2;
+    const radius = routers.length > 1 ? Math.min(cx, cy) - 110 : 0;
+    const places = {};
+    routers.forEach((router, index) => {
+      const angle = (2 * Math.PI * index) / Math.max(routers.length, 1) - Math.PI / 2;
+      places[router.id] = {x: cx + radius * Math.cos(angle), y: cy + radius * Math.sin(angle), angle};
+    });
+    const edges = graph.appendChild(qd.svg("g", {class: "edges"}));
+    for (const edge of data.edges || []) {
+      const a = places[edge.a], b = places[edge.b];
+      if (!a || !b) continue;
+      const group = edges.appendChild(qd.svg("g", {class: "edge", "data-a": edge.a, "data-b": edge.b}));
+      group.appendChild(qd.svg("line", {x1: a.x, y1: a.y, x2: b.x, y2: b.y}));
+      group.appendChild(qd.svg("title", {}, `${edge.a} – ${edge.b}, cost ${edge.cost ?? "unknown"}`));
+      const label = edge.cost === null || edge.cost === undefined ? "?" : edge.cost;
+      group.appendChild(qd.svg("text", {x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 - 6, class: "cost"}, label));
+    }
+    this.attachments(graph, data.attachments || [], places, cx, cy);
+    const nodes = graph.appendChild(qd.svg("g", {class: "routers"}));
+    for (const router of routers) {
+      const place = places[router.id];
+      const link = nodes.appendChild(qd.svg("a", {href: `/router.html?id=${encodeURIComponent(router.id)}`}));
+      const group = link.appendChild(qd.svg("g", {
+        class: router.reachable ? "router" : "router unreachable", "data-router": router.id}));
+      group.appendChild(qd.svg("title", {}, router.reachable
+        ? `Router ${router.id}: ${router.connections} connections, ${router.addresses} addresses`
+        : `Router ${router.id} does not answer: ${router.error}`));
+      group.appendChild(qd.svg("circle", {cx: place.x, cy: place.y, r: 30}));
+      group.appendChild(qd.svg("text", {x: place.x, y: place.y + 5, class: "router-label"}, router.id));
+    }
+  },
+
+  attachments(graph, attachments, places, cx, cy) {
+    const layer = graph.appendChild(qd.svg("g", {class: "attachments"}));
+    const byRouter = {};
+    for (const item of attachments) (byRouter[item.router] = byRouter[item.router] || []).push(item);
+    for (const [routerId, items] of Object.entries(byRouter)) {
+      const place = places[routerId];
+      if (!place) continue;
+      // Fan the router's attachments out, away from the centre of the mesh.
+      const outward = place.x === cx && place.y === cy ? Math.PI / 2 : Math.atan2(place.y - cy, place.x - cx);
+      items.forEach((item, index) => {
+        const spread = items.length > 1 ? (index / (items.length - 1) - 0.5) * 1.6 : 0;
+        const angle = outward + spread;
+        const x = place.x + 85 * Math.cos(angle), y = place.y + 85 * Math.sin(angle);
+        const group = layer.appendChild(qd.svg("g", {
+          class: `attachment ${item.kind}`, "data-router": routerId, "data-name": item.name}));
+        group.appendChild(qd.svg("title", {}, `${item.kind === "container" ? "Broker / route container" : "Client"} ` +
+          `${item.name}${item.host ? " from " + item.host : ""} on ${routerId}`));
+        group.appendChild(qd.svg("line", {x1: place.x, y1: place.y, x2: x, y2: y}));
+        if (item.kind === "container") {
+          group.appendChild(qd.svg("rect", {x: x - 12, y: y - 12, width: 24, height: 24}));
+        } else {
+          group.appendChild(qd.svg("circle", {cx: x, cy: y, r: 9}));
+        }
+        const name = item.name.length > 18 ? item.name.slice(0, 17) + "…" : item.name;
+        group.appendChild(qd.svg("text", {x, y: y + 26, class: "attachment-label"}, name));
+      });
+    }
+  },
+};
