@@ -1,0 +1,1 @@
+"""A real Kubernetes API server for tests (see tests/kube/apiserver.py)."""
