@@ -126,11 +126,12 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any]
         "name": "router", "image": mesh.image, "imagePullPolicy": "IfNotPresent",
         "command": ["qdrouterd", "-c", f"{contract.CONFIG_DIR}/$(POD_NAME).conf"],
         "env": env, "ports": ports, "volumeMounts": mounts,
-        # The router's HTTP health endpoints are not served yet; the amqp port answering is
-        # what the kubelet can check today.
-        "readinessProbe": {"tcpSocket": {"port": "amqp"}, "periodSeconds": 2, "failureThreshold": 3},
-        "livenessProbe": {"tcpSocket": {"port": "amqp"}, "periodSeconds": 10, "failureThreshold": 6,
-                          "initialDelaySeconds": 5},
+        # /readyz: management answers and the router reaches a peer, so a rolling update waits
+        # for each router to rejoin the mesh before it moves on to the next.
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 2,
+                           "failureThreshold": 3},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10,
+                          "failureThreshold": 6, "initialDelaySeconds": 5},
         "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True,
                             "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
     }
