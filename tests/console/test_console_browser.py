@@ -1,0 +1,180 @@
+"""The web console in real headless Chromium against a real mesh of router processes: the
+topology shows every router and link, a new consumer appears in the address table, the
+per-router pages show qdstat's tables, and a killed router disappears."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Set, Tuple
+
+import pytest
+
+from tests.console.consoleproc import ConsoleProcess
+from tests.mesh.meshproc import Mesh, build_mesh, section, start_order
+from tests.router.amqpclient import Net, msg, send_and_settle
+from tests.router.routerproc import free_port
+
+# A ring A-B-C-D with a dearer D-A link: every router has two neighbours, costs differ.
+EDGES = [("B", "A", 1), ("C", "B", 1), ("D", "C", 1), ("D", "A", 2)]
+SCREENSHOTS = os.environ.get("QDMESH_CONSOLE_SCREENSHOTS")  # a directory: save the pages there
+
+
+def wait_for(driver: Any, what: str, condition: Callable[[], Any], timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    last_error = ""
+    while time.monotonic() < deadline:
+        try:
+            result = condition()
+            if result:
+                return result
+        except Exception as error:  # the page re-renders under us: try again
+            last_error = f" (last error: {error})"
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}{last_error}\n"
+                         f"status: {status_text(driver)}")
+
+
+def status_text(driver: Any) -> str:
+    try:
+        return str(driver.execute_script("return document.getElementById('status').textContent"))
+    except Exception as error:
+        return f"(no status: {error})"
+
+
+def graph(driver: Any) -> Tuple[Set[str], Set[frozenset], Dict[str, str]]:
+    """(routers, inter-router links, {link: cost label}) drawn in the topology SVG."""
+    data = driver.execute_script("""
+        const svg = document.getElementById('topology');
+        return {
+          routers: [...svg.querySelectorAll('g.router')].map(g => [g.dataset.router, g.getAttribute('class')]),
+          edges: [...svg.querySelectorAll('g.edge')].map(
+              g => [g.dataset.a, g.dataset.b, g.querySelector('text.cost').textContent]),
+        };""")
+    routers = {rid for rid, _ in data["routers"]}
+    edges = {frozenset((a, b)) for a, b, _ in data["edges"]}
+    costs = {"-".join(sorted((a, b))): cost for a, b, cost in data["edges"]}
+    return routers, edges, costs
+
+
+def table_rows(driver: Any, table_id: str) -> List[List[str]]:
+    return list(driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0] + ' tbody tr:not(.empty)')]"
+        ".map(tr => [...tr.children].map(td => td.textContent));", f"#{table_id}"))
+
+
+@pytest.fixture
+def mesh(tmp_path: Path) -> Iterator[Mesh]:
+    """The ring, router A with a route-container listener, an auto-link and a link route."""
+    built = build_mesh(tmp_path, EDGES)
+    a = built["A"]
+    container_port = free_port()
+    a.extra = (section("listener", {"host": "127.0.0.1", "port": container_port, "role": "route-container",
+                                    "saslMechanisms": "ANONYMOUS"})
+               + section("autoLink", {"address": "queue.orders", "direction": "out", "containerId": "broker-1"})
+               + section("linkRoute", {"prefix": "lr.", "direction": "in", "containerId": "broker-1"}))
+    a.write_config()
+    a.ports["container"] = container_port
+    try:
+        for name in start_order(list(built.routers), EDGES):
+            built[name].start()
+        built.wait_converged(timeout=built.timers.convergence_bound + 10)
+        yield built
+    finally:
+        built.close()
+        for router in built.routers.values():
+            if router.is_running():
+                router.stop(check=True)
+
+
+def test_topology_tables_and_router_pages(mesh: Mesh, browser: Any, consoles: List[ConsoleProcess],
+                                          net: Net, tmp_path: Path) -> None:
+    broker = Net()
+    broker.container.container_id = "broker-1"  # a route container as a broker would be
+    try:
+        broker.connect(f"amqp://127.0.0.1:{mesh['A'].ports['container']}")
+        console = ConsoleProcess(tmp_path, f"127.0.0.1:{mesh['B'].port}")
+        consoles.append(console)
+        browser.get(console.url + "/")
+
+        # Every router and every inter-router link, with the link costs.
+        wait_for(browser, "4 routers and 4 links in the topology",
+                 lambda: graph(browser)[0] == set("ABCD") and len(graph(browser)[1]) == 4)
+        routers, edges, costs = graph(browser)
+        assert edges == {frozenset(e[:2]) for e in EDGES}
+        assert costs == {"A-B": "1", "B-C": "1", "C-D": "1", "A-D": "2"}
+        assert {tuple(row) for row in table_rows(browser, "edges-table")} == {
+            ("A", "B", "1"), ("B", "C", "1"), ("C", "D", "1"), ("A", "D", "2")}
+        assert [row[0] for row in table_rows(browser, "routers-table")] == ["A", "B", "C", "D"]
+        wait_for(browser, "the broker drawn beside router A", lambda: browser.execute_script(
+            "return document.querySelector('#topology g.attachment.container[data-router=\"A\"]"
+            "[data-name=\"broker-1\"]') !== null"))
+        autolinks = table_rows(browser, "autolinks-table")
+        assert [(row[0], row[1], row[2]) for row in autolinks] == [("A", "queue.orders", "out")]
+        wait_for(browser, "the link route active (its container is connected)",
+                 lambda: [row[0] for row in table_rows(browser, "linkroutes-table")
+                          if "lr." in row and "active" in row] == ["A"])
+
+        # A new consumer on router C appears in the address table, then traffic from A.
+        assert not [row for row in table_rows(browser, "addresses-table") if row[0] == "console.orders"]
+        consumer = net.connect(mesh["C"].url).receiver("console.orders")
+        row = wait_for(browser, "console.orders with one consumer on C", lambda: [
+            r for r in table_rows(browser, "addresses-table") if r[0] == "console.orders" and r[3] == "1"])
+        assert row[0][4] == "C"
+        mesh.wait_converged(timeout=10)
+        sender = net.connect(mesh["A"].url).sender("console.orders")
+        send_and_settle(net, sender, [msg(i) for i in range(20)])
+        assert len(consumer.received) == 20
+        wait_for(browser, "20 deliveries out of console.orders", lambda: [
+            r for r in table_rows(browser, "addresses-table") if r[0] == "console.orders" and r[7] == "20"])
+        links = table_rows(browser, "links-table")
+        assert ["C", "out", "console.orders", "20"] in [[r[0], r[2], r[3], r[5]] for r in links]
+        assert ["A", "in", "console.orders", "20"] in [[r[0], r[2], r[3], r[5]] for r in links]
+        if SCREENSHOTS:
+            browser.save_screenshot(str(Path(SCREENSHOTS) / "mesh.png"))
+
+        # Router C's page: qdstat -g -c -l -a -n --autolinks --linkroutes, by following its link.
+        browser.find_element("css selector", '#routers-table a[href="/router.html?id=C"]').click()
+        wait_for(browser, "router C's tables", lambda: browser.execute_script(
+            "return document.querySelectorAll('#tables table').length") == 7)
+        assert browser.title.startswith("Router C")
+        titles = browser.execute_script("return [...document.querySelectorAll('#tables h2')].map(h => h.textContent)")
+        assert titles == ["Router Statistics", "Connections", "Router Links", "Router Addresses",
+                          "Routers in the Network", "AutoLinks", "Link Routes"]
+        nodes = wait_for(browser, "C's routers table", lambda: browser.execute_script(
+            "return [...document.querySelectorAll('table[data-view=nodes] tbody tr')]"
+            ".map(tr => [...tr.children].map(td => td.textContent))"))
+        assert sorted(row[0] for row in nodes) == ["A", "B", "D"]
+        assert {row[0]: row[3] for row in nodes} == {"A": "2", "B": "1", "D": "1"}
+        general = dict(browser.execute_script(
+            "return [...document.querySelectorAll('table[data-view=general] tbody tr')]"
+            ".map(tr => [...tr.children].map(td => td.textContent))"))
+        assert general["Router Id"] == "C" and general["Mode"] == "interior"
+        wait_for(browser, "C's egress count of 20 (plus management replies)", lambda: int(dict(
+            browser.execute_script("return [...document.querySelectorAll('table[data-view=general] tbody tr')]"
+                                   ".map(tr => [...tr.children].map(td => td.textContent))"))["Accepted Count"])
+            >= 20)
+        if SCREENSHOTS:
+            browser.save_screenshot(str(Path(SCREENSHOTS) / "router.png"))
+        logs = [entry for entry in browser.get_log("browser") if entry.get("level") == "SEVERE"]
+        assert not logs, f"errors in the browser console: {logs}"
+    finally:
+        broker.close()
+
+
+def test_killed_router_disappears(mesh: Mesh, browser: Any, consoles: List[ConsoleProcess],
+                                  tmp_path: Path) -> None:
+    console = ConsoleProcess(tmp_path, f"127.0.0.1:{mesh['A'].port}")
+    consoles.append(console)
+    browser.get(console.url + "/")
+    wait_for(browser, "4 routers in the topology", lambda: graph(browser)[0] == set("ABCD"))
+    mesh.kill("C")
+    wait_for(browser, "router C gone from the topology and the routers table",
+             lambda: graph(browser)[0] == set("ABD")
+             and [row[0] for row in table_rows(browser, "routers-table")] == ["A", "B", "D"],
+             timeout=mesh.timers.convergence_bound + 20)
+    _, edges, _ = graph(browser)
+    assert edges == {frozenset("AB"), frozenset("AD")}
+    # The page keeps updating: the remaining routers still answer.
+    assert "Updated" in status_text(browser)
