@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -25,7 +25,7 @@ def available() -> bool:
     return True
 
 
-def start_browser(profile: Optional[Path] = None) -> Iterator:
+def start_browser(profile: Path | None = None) -> Iterator:
     """A Chrome WebDriver on a fresh profile; quit (and the profile removed) when the generator ends."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service

@@ -8,7 +8,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import List, Optional
+from typing import List
 
 from tests.router.routerproc import free_port, router_env
 
@@ -49,7 +49,7 @@ class ConsoleProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def stop(self) -> Optional[str]:
+    def stop(self) -> str | None:
         """SIGTERM; None if it exited 0 without a traceback, else what went wrong."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

@@ -48,7 +48,8 @@ def graph(driver: Any) -> Tuple[Set[str], Set[frozenset], Dict[str, str]]:
     data = driver.execute_script("""
         const svg = document.getElementById('topology');
         return {
-          routers: [...svg.querySelectorAll('g.router')].map(g => [g.dataset.router, g.getAttribute('class')]),
+          routers: [...svg.querySelectorAll('g.router')].map(
+              g => [g.dataset.router, g.getAttribute('class')]),
           edges: [...svg.querySelectorAll('g.edge')].map(
               g => [g.dataset.a, g.dataset.b, g.querySelector('text.cost').textContent]),
         };""")
@@ -64,6 +65,13 @@ def table_rows(driver: Any, table_id: str) -> List[List[str]]:
         ".map(tr => [...tr.children].map(td => td.textContent));", f"#{table_id}"))
 
 
+def view_rows(driver: Any, view: str) -> List[List[str]]:
+    """Rows of one qdstat table on a router page."""
+    return list(driver.execute_script(
+        "return [...document.querySelectorAll(`table[data-view=${arguments[0]}] tbody tr`)]"
+        ".map(tr => [...tr.children].map(td => td.textContent));", view))
+
+
 @pytest.fixture
 def mesh(tmp_path: Path) -> Iterator[Mesh]:
     """The ring, router A with a route-container listener, an auto-link and a link route."""
@@ -72,7 +80,8 @@ def mesh(tmp_path: Path) -> Iterator[Mesh]:
     container_port = free_port()
     a.extra = (section("listener", {"host": "127.0.0.1", "port": container_port, "role": "route-container",
                                     "saslMechanisms": "ANONYMOUS"})
-               + section("autoLink", {"address": "queue.orders", "direction": "out", "containerId": "broker-1"})
+               + section("autoLink", {"address": "queue.orders", "direction": "out",
+                                      "containerId": "broker-1"})
                + section("linkRoute", {"prefix": "lr.", "direction": "in", "containerId": "broker-1"}))
     a.write_config()
     a.ports["container"] = container_port
@@ -101,7 +110,7 @@ def test_topology_tables_and_router_pages(mesh: Mesh, browser: Any, consoles: Li
         # Every router and every inter-router link, with the link costs.
         wait_for(browser, "4 routers and 4 links in the topology",
                  lambda: graph(browser)[0] == set("ABCD") and len(graph(browser)[1]) == 4)
-        routers, edges, costs = graph(browser)
+        _routers, edges, costs = graph(browser)
         assert edges == {frozenset(e[:2]) for e in EDGES}
         assert costs == {"A-B": "1", "B-C": "1", "C-D": "1", "A-D": "2"}
         assert {tuple(row) for row in table_rows(browser, "edges-table")} == {
@@ -139,22 +148,17 @@ def test_topology_tables_and_router_pages(mesh: Mesh, browser: Any, consoles: Li
         wait_for(browser, "router C's tables", lambda: browser.execute_script(
             "return document.querySelectorAll('#tables table').length") == 7)
         assert browser.title.startswith("Router C")
-        titles = browser.execute_script("return [...document.querySelectorAll('#tables h2')].map(h => h.textContent)")
+        titles = browser.execute_script(
+            "return [...document.querySelectorAll('#tables h2')].map(h => h.textContent)")
         assert titles == ["Router Statistics", "Connections", "Router Links", "Router Addresses",
                           "Routers in the Network", "AutoLinks", "Link Routes"]
-        nodes = wait_for(browser, "C's routers table", lambda: browser.execute_script(
-            "return [...document.querySelectorAll('table[data-view=nodes] tbody tr')]"
-            ".map(tr => [...tr.children].map(td => td.textContent))"))
+        nodes = wait_for(browser, "C's routers table", lambda: view_rows(browser, "nodes"))
         assert sorted(row[0] for row in nodes) == ["A", "B", "D"]
         assert {row[0]: row[3] for row in nodes} == {"A": "2", "B": "1", "D": "1"}
-        general = dict(browser.execute_script(
-            "return [...document.querySelectorAll('table[data-view=general] tbody tr')]"
-            ".map(tr => [...tr.children].map(td => td.textContent))"))
+        general = dict(view_rows(browser, "general"))
         assert general["Router Id"] == "C" and general["Mode"] == "interior"
-        wait_for(browser, "C's egress count of 20 (plus management replies)", lambda: int(dict(
-            browser.execute_script("return [...document.querySelectorAll('table[data-view=general] tbody tr')]"
-                                   ".map(tr => [...tr.children].map(td => td.textContent))"))["Accepted Count"])
-            >= 20)
+        wait_for(browser, "C's accepted count of 20 (plus management replies)",
+                 lambda: int(dict(view_rows(browser, "general"))["Accepted Count"]) >= 20)
         if SCREENSHOTS:
             browser.save_screenshot(str(Path(SCREENSHOTS) / "router.png"))
         logs = [entry for entry in browser.get_log("browser") if entry.get("level") == "SEVERE"]
