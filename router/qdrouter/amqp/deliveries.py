@@ -362,12 +362,13 @@ class DeliveryAdaptor:
         _count_outcome(in_link, outcome)
         self.dirty.add(in_link.connection)
 
-    def read_message(self, link: CoreLink, delivery: Any, size: int) -> bytes:
-        """A complete incoming message's bytes (the delivery is consumed)."""
+    def read_message(self, link: CoreLink, delivery: Any, size: int, advance: bool = True) -> bytes:
+        """An incoming message's bytes that proton holds (complete: the delivery is consumed)."""
         if size > len(self._buffer):
             self._grow(size)
         count = lib.pn_link_recv(link.handle, self._pointer, size)
-        lib.pn_link_advance(link.handle)
+        if advance:
+            lib.pn_link_advance(link.handle)
         return self._view[:count].tobytes() if count > 0 else b""
 
     def reject_delivery(self, link: CoreLink, delivery: Any, condition: str, reason: str) -> None:

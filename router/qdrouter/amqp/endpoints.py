@@ -244,7 +244,8 @@ class EndpointHandler:
         if watcher is not None:
             watcher(False, error)
         self.adaptor.links.pop(handle, None)
-        self.adaptor.policed.pop(handle, None)
+        if self.policer is not None:
+            self.policer.forget(handle)
         link.connection.links.pop(handle, None)
         closed = self.closed_link_counters
         if link.incoming:

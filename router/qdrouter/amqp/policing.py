@@ -33,6 +33,8 @@ class ConnectionPolicer:
         self.adaptor = adaptor
         # Sessions granted per connection (policy counts only while the connection lives).
         self.sessions: Dict[AmqpConnection, int] = {}
+        # The part read so far of each policed link's current, still arriving message.
+        self.partials: Dict[Any, bytearray] = {}
 
     @staticmethod
     def applies(connection: AmqpConnection) -> bool:
@@ -140,6 +142,10 @@ class ConnectionPolicer:
         if grant is not None and link.incoming and grant.polices_messages:
             self.adaptor.policed[link.handle] = grant
 
+    def forget(self, handle: Any) -> None:
+        self.adaptor.policed.pop(handle, None)
+        self.partials.pop(handle, None)
+
     # ---- messages -----------------------------------------------------------------------
     def message(self, link: Any, delivery: Any) -> bytes | None:
         """A delivery on a policed link: the complete message if it may pass, else None (it
@@ -149,17 +155,34 @@ class ConnectionPolicer:
         handle = link.handle
         limit = grant.max_message_size
         if lib.pn_delivery_aborted(delivery):
+            self.partials.pop(handle, None)
             lib.pn_link_advance(handle)
             lib.pn_delivery_settle(delivery)
             return None
         size = lib.pn_delivery_pending(delivery)
+        held = self.partials.get(handle)
+        total = size + (len(held) if held is not None else 0)
         if lib.pn_delivery_partial(delivery):
-            if limit and size > limit:
-                denial = self.engine.message(grant, size, None)
+            if limit and total > limit:
+                self.partials.pop(handle, None)
+                denial = self.engine.message(grant, total, None)
                 if denial is not None:
                     self._close_link(link, denial)
+                return None
+            # Take what arrived out of proton, so a session window smaller than a message
+            # (maxSessionWindow) keeps opening instead of waiting for the message's end.
+            if size > 0:
+                chunk = self.adaptor.read_message(link, delivery, size, advance=False)
+                if held is None:
+                    self.partials[handle] = bytearray(chunk)
+                else:
+                    held += chunk
             return None
         raw = self.adaptor.read_message(link, delivery, size)
+        if held is not None:
+            del self.partials[handle]
+            held += raw
+            raw = bytes(held)
         user_id = None
         if grant.check_user_id:
             try:

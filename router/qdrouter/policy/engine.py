@@ -49,8 +49,11 @@ class ConnectionGrant:
 
     @property
     def polices_messages(self) -> bool:
-        """Whether each message needs a look (size or user-id): the data path asks once per link."""
-        return self.max_message_size > 0 or self.check_user_id
+        """Whether each message needs a look (size, user-id, or reading partial messages under a
+        small session window): the data path asks once per link."""
+        group = self.group
+        return self.max_message_size > 0 or self.check_user_id or (
+            group is not None and group.max_session_window < MAX_INT32)
 
 
 class PolicyEngine:

@@ -1,0 +1,252 @@
+"""Each policy enforcement point against a real router process with real proton clients:
+open, begin, attach, transfer; denials carry an AMQP error naming the rule and are counted
+in vhostStats."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from proton import Message
+
+from qdrouter.tools.management_client import ManagementClient
+from tests.policy.harness import PolicyRouter, login, refusal, users
+from tests.router.amqpclient import Net, msg, send_and_settle
+from tests.router.routerproc import Router
+
+# The management client connects anonymously to the vhost '127.0.0.1' (its URL's host).
+ADMIN_VHOST = """
+vhost {
+    hostname: 127.0.0.1
+    groups: {
+        admins: {
+            users: anonymous
+            remoteHosts: *
+            sources: *
+            targets: *
+            allowDynamicSource: true
+        }
+    }
+}
+"""
+
+
+def policy_body(groups: str, vhost_attrs: str = "", policy_attrs: str = "") -> str:
+    return f"""
+policy {{
+    enableVhostPolicy: true
+{policy_attrs}
+}}
+vhost {{
+    hostname: v.example
+{vhost_attrs}
+    groups: {{
+{groups}
+    }}
+}}
+{ADMIN_VHOST}
+"""
+
+
+def group(name: str, members: str, **settings: Any) -> str:
+    values = {"users": members, "remoteHosts": "*", "sources": "*", "targets": "*"}
+    values.update({key: str(value).lower() if isinstance(value, bool) else str(value)
+                   for key, value in settings.items()})
+    body = "\n".join(f"            {key}: {value}" for key, value in values.items())
+    return f"        {name}: {{\n{body}\n        }}"
+
+
+def stats(router: Router, hostname: str = "v.example") -> Dict[str, Any]:
+    with ManagementClient(router.url) as client:
+        rows = client.query("vhostStats")
+    found = [row for row in rows if row["hostname"] == hostname]
+    assert found, f"no vhostStats for {hostname}: {rows}"
+    return dict(found[0])
+
+
+# ---- open -------------------------------------------------------------------------------
+def test_open_limits_per_user_host_and_vhost(policy_router: PolicyRouter, net: Net) -> None:
+    router = policy_router(policy_body(group("g", "u1, u2, u3"), "    maxConnections: 3\n"
+                                       "    maxConnectionsPerUser: 2\n"), users=users("u1", "u2", "u3", "u4"))
+    login(net, router.url, "u1", "v.example")
+    login(net, router.url, "u1", "v.example")
+    assert "maxConnectionsPerUser (2) reached for user 'u1'" in refusal(net, router.url, "u1", "v.example")
+    login(net, router.url, "u2", "v.example")
+    assert "maxConnections (3) reached" in refusal(net, router.url, "u3", "v.example")
+    assert "user 'u4'" in refusal(net, router.url, "u4", "v.example")
+    row = stats(router)
+    assert row["connectionsApproved"] == 3 and row["connectionsDenied"] == 3
+    assert row["connectionsCurrent"] == 3
+    assert row["perUserState"] == {"u1": 2, "u2": 1}
+    assert row["perHostState"] == {"127.0.0.1": 3}
+
+
+def test_per_host_limit_and_remote_hosts(policy_router: PolicyRouter, net: Net) -> None:
+    body = policy_body(group("near", "u1", maxConnectionsPerHost=1) + ",\n"
+                       + group("far", "u2", remoteHosts="192.0.2.0-192.0.2.255"))
+    router = policy_router(body, users=users("u1", "u2"))
+    login(net, router.url, "u1", "v.example")
+    description = refusal(net, router.url, "u1", "v.example")
+    assert "maxConnectionsPerHost (1) reached for host '127.0.0.1'" in description
+    assert "remoteHosts does not allow '127.0.0.1'" in refusal(net, router.url, "u2", "v.example")
+
+
+def test_global_limit_refuses_with_an_amqp_error_and_counts(policy_router: PolicyRouter, net: Net) -> None:
+    router = policy_router("policy {\n    maxConnections: 3\n}\n")
+    clients = [login(net, router.url) for _ in range(3)]
+    assert "maxConnections (3)" in refusal(net, router.url)
+    clients[0].close()
+    net.pump(0.3)
+    login(net, router.url)
+    with_management_room = clients[1]
+    with_management_room.close()
+    net.pump(0.3)
+    with ManagementClient(router.url) as client:
+        policy = client.query("policy")[0]
+    assert policy["connectionsDenied"] == 1 and policy["totalDenials"] == 1
+    assert policy["connectionsProcessed"] >= 5
+
+
+# ---- begin ------------------------------------------------------------------------------
+def test_sessions_beyond_max_sessions_are_refused(policy_router: PolicyRouter, net: Net) -> None:
+    router = policy_router(policy_body(group("g", "u1", maxSessions=2)), users=users("u1"))
+    client = login(net, router.url, "u1", "v.example")
+    assert client.conn.transport.remote_channel_max == 1
+    sessions = [client.conn.session() for _ in range(2)]
+    for session in sessions:
+        session.open()
+    net.wait(lambda: all(s.state & s.REMOTE_ACTIVE for s in sessions), what="two sessions")
+    assert client.alive
+    # A third session cannot even begin: channel-max 1 leaves proton's client no channel for it
+    # (the router's own count, for peers that ignore channel-max, is in the engine tests).
+
+
+def test_session_window_is_frames_times_window(policy_router: PolicyRouter, net: Net) -> None:
+    router = policy_router(policy_body(group("g", "u1", maxFrameSize=2048, maxSessionWindow=4)),
+                           users=users("u1"))
+    client = login(net, router.url, "u1", "v.example")
+    assert client.conn.transport.remote_max_frame_size == 2048
+    receiver = client.receiver("big")
+    sender = client.sender("big")
+    # 10 messages of 20 kB each cross a session whose window is 4 frames of 2 kB.
+    send_and_settle(net, sender, [Message(body="y" * 20000) for _ in range(10)], timeout=20)
+    net.wait(lambda: len(receiver.received) == 10, what="10 large messages")
+
+
+# ---- attach -----------------------------------------------------------------------------
+def test_attach_rules(policy_router: PolicyRouter, net: Net) -> None:
+    body = policy_body(group("g", "u1", maxSenders=2, maxReceivers=1, targets="out.*, tmp_{user}",
+                             sources="in.*, {user}-home-*"))
+    router = policy_router(body, users=users("u1"))
+    client = login(net, router.url, "u1", "v.example")
+
+    def refused(link: Any, text: str) -> None:
+        net.wait(lambda: link.remote_closed, what=f"refusal ({text})")
+        assert link.remote_condition is not None and text in str(link.remote_condition.description)
+
+    refused(client.sender("elsewhere"), "targets do not allow 'elsewhere'")
+    refused(client.sender("tmp_u2"), "targets do not allow 'tmp_u2'")
+    refused(client.sender(None), "allowAnonymousSender is false")
+    ok = [client.sender("out.a"), client.sender("tmp_u1")]
+    assert not any(link.remote_closed for link in ok)
+    refused(client.sender("out.b"), "maxSenders (2) reached")
+    refused(client.receiver(None, dynamic=True), "allowDynamicSource is false")
+    refused(client.receiver("u2-home-x"), "sources do not allow 'u2-home-x'")
+    home = client.receiver("u1-home-inbox")
+    assert not home.remote_closed
+    refused(client.receiver("in.x"), "maxReceivers (1) reached")
+    home.close()
+    net.pump(0.3)
+    assert not client.receiver("in.x").remote_closed
+    row = stats(router)
+    assert row["senderDenied"] == 4 and row["receiverDenied"] == 3
+    assert client.alive
+
+
+def test_dynamic_source_and_anonymous_sender_when_allowed(policy_router: PolicyRouter, net: Net) -> None:
+    router = policy_router(policy_body(group("g", "u1", allowDynamicSource=True, allowAnonymousSender=True)),
+                           users=users("u1"))
+    client = login(net, router.url, "u1", "v.example")
+    reply = client.receiver(None, dynamic=True)
+    assert reply.remote_opened and not reply.remote_closed and reply.address
+    sender = client.sender(None)
+    send_and_settle(net, sender, [msg("to the reply address", to=reply.address)])
+    net.wait(lambda: len(reply.received) == 1, what="the message through the anonymous sender")
+
+
+def test_management_is_a_target_like_any_other(policy_router: PolicyRouter, net: Net) -> None:
+    body = policy_body(group("ops", "u1", allowDynamicSource=True) + ",\n"
+                       + group("apps", "u2", targets="app.*", allowDynamicSource=True))
+    router = policy_router(body, users=users("u1", "u2"))
+    for user, allowed in (("u1", True), ("u2", False)):
+        client = login(net, router.url, user, "v.example")
+        link = client.sender("$management")
+        net.pump(0.2)
+        assert link.remote_closed is not allowed, user
+        if not allowed:
+            assert "targets do not allow '$management'" in str(link.remote_condition.description)
+
+
+# ---- transfer ---------------------------------------------------------------------------
+def test_max_message_size(policy_router: PolicyRouter, net: Net) -> None:
+    router = policy_router(policy_body(group("g", "u1", maxMessageSize=1000)), users=users("u1"))
+    client = login(net, router.url, "u1", "v.example")
+    receiver = client.receiver("q")
+    sender = client.sender("q")
+    assert sender.link.remote_max_message_size == 1000
+    outcomes = send_and_settle(net, sender, [Message(body="s" * 100), Message(body="L" * 5000),
+                                             Message(body="s" * 200)])
+    names = [outcome.name for outcome in outcomes]
+    assert names == ["accepted", "rejected", "accepted"]
+    rejected = outcomes[1]
+    assert rejected.condition is not None and rejected.condition.name == "amqp:link:message-size-exceeded"
+    assert "maxMessageSize (1000)" in str(rejected.condition.description)
+    net.wait(lambda: len(receiver.received) == 2, what="the two small messages")
+    assert stats(router)["maxMessageSizeDenied"] == 1
+
+
+def test_oversized_streaming_message_closes_the_link(policy_router: PolicyRouter, net: Net) -> None:
+    router = policy_router(policy_body(group("g", "u1", maxMessageSize=100000, maxFrameSize=4096)),
+                           users=users("u1"))
+    client = login(net, router.url, "u1", "v.example")
+    client.receiver("q")
+    sender = client.sender("q")
+    sender.send(Message(body="H" * 2_000_000))
+    net.wait(lambda: sender.remote_closed, 20, "the link to close")
+    assert sender.remote_condition.name == "amqp:link:message-size-exceeded"
+    assert client.alive
+    after = client.sender("q")
+    receiver = client.receiver("q2")
+    sender2 = client.sender("q2")
+    send_and_settle(net, sender2, [msg("still served")])
+    net.wait(lambda: len(receiver.received) == 1, what="a message after the refusal")
+    assert not after.remote_closed
+
+
+def test_user_id_must_be_the_authenticated_user(policy_router: PolicyRouter, net: Net) -> None:
+    body = policy_body(group("strict", "u1") + ",\n" + group("proxy", "u2", allowUserIdProxy=True))
+    router = policy_router(body, users=users("u1", "u2"))
+    results: List[List[str]] = []
+    for user in ("u1", "u2"):
+        client = login(net, router.url, user, "v.example")
+        receiver = client.receiver(f"q.{user}")
+        sender = client.sender(f"q.{user}")
+        outcomes = send_and_settle(net, sender, [Message(body=1, user_id=user.encode()),
+                                                 Message(body=2, user_id=b"someone-else"),
+                                                 Message(body=3)])
+        results.append([outcome.name for outcome in outcomes])
+        if user == "u1":
+            assert "is not the authenticated user 'u1'" in str(outcomes[1].condition.description)
+        expected = 2 if user == "u1" else 3
+        net.wait(lambda r=receiver, n=expected: len(r.received) == n, what="allowed messages")
+    assert results == [["accepted", "rejected", "accepted"], ["accepted", "accepted", "accepted"]]
+
+
+# ---- who is not policed -----------------------------------------------------------------
+def test_route_container_connections_are_not_policed(policy_router: PolicyRouter, net: Net) -> None:
+    deny_all = "policy {\n    enableVhostPolicy: true\n    maxConnections: 1\n}\n"
+    router = policy_router(deny_all, extra_listeners={"broker": {"role": "route-container"}})
+    net.pump(0.5)  # the start-up probe's TCP connection counted until the router saw it close
+    assert "no vhost policy" in refusal(net, router.url)
+    brokers = [login(net, router.urls["broker"]) for _ in range(3)]
+    assert all(broker.alive for broker in brokers)
+    assert brokers[0].receiver("anything").remote_opened
