@@ -1,0 +1,88 @@
+{{/* Full name of the release's objects: the release name, with "-qdmesh" unless it has it. */}}
+{{- define "qdmesh.fullname" -}}
+{{- if contains "qdmesh" .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-qdmesh" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "qdmesh.version" -}}
+{{- .Chart.AppVersion | default .Chart.Version -}}
+{{- end -}}
+
+{{- define "qdmesh.labels" -}}
+app.kubernetes.io/name: qdmesh-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+app.kubernetes.io/part-of: qdmesh
+app.kubernetes.io/version: {{ include "qdmesh.version" . | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "qdmesh.selectorLabels" -}}
+app.kubernetes.io/name: qdmesh-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "qdmesh.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "qdmesh.fullname" .) -}}
+{{- else -}}
+{{- .Values.serviceAccount.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The namespaces a namespace-scoped operator watches (the release's when none are given). */}}
+{{- define "qdmesh.watchNamespaces" -}}
+{{- if .Values.watch.namespaces -}}
+{{- join "," .Values.watch.namespaces -}}
+{{- else -}}
+{{- .Release.Namespace -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Rules for what the operator manages inside a namespace (Role or ClusterRole). */}}
+{{- define "qdmesh.namespacedRules" -}}
+# Its own custom resources: read and watch, finalizers and status; never spec writes
+# (patch is how kopf records its finalizers and progress annotations).
+- apiGroups: ["qdmesh.io"]
+  resources: ["routermeshes", "linkroutes", "autolinks", "vhostpolicies"]
+  verbs: ["get", "list", "watch", "patch", "update"]
+- apiGroups: ["qdmesh.io"]
+  resources: ["routermeshes/status", "linkroutes/status", "autolinks/status", "vhostpolicies/status"]
+  verbs: ["get", "patch", "update"]
+# Owner references with blockOwnerDeletion need update on the owner's finalizers.
+- apiGroups: ["qdmesh.io"]
+  resources: ["routermeshes/finalizers", "linkroutes/finalizers", "autolinks/finalizers",
+              "vhostpolicies/finalizers"]
+  verbs: ["update"]
+# What a RouterMesh becomes.
+- apiGroups: ["apps"]
+  resources: ["statefulsets"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["services", "configmaps"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["policy"]
+  resources: ["poddisruptionbudgets"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# Router pods: found by label, read for per-router status; reached through the router Service.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
+# TLS and SASL material named by RouterMeshes (and, with manageSecrets, the inter-router
+# certificates the operator issues itself).
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: {{ if .Values.rbac.manageSecrets }}["get", "list", "watch", "create", "update", "patch", "delete"]{{ else }}["get", "list", "watch"]{{ end }}
+- apiGroups: ["", "events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- if .Values.rbac.certManager }}
+- apiGroups: ["cert-manager.io"]
+  resources: ["certificates", "issuers"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+{{- end }}
+{{- end -}}

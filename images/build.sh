@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Build the qdmesh router and operator images and save them as docker-archive tarballs:
+#   build/images/qdmesh-router-VERSION.tar, build/images/qdmesh-operator-VERSION.tar
+# VERSION is the Python package version (pyproject.toml); images are tagged
+# qdmesh/router:VERSION and qdmesh/operator:VERSION, never latest.
+#
+# Usage: images/build.sh [--base IMAGE] [--engine docker|buildah] [--no-save] [router|operator]...
+#   --base IMAGE   Debian bookworm image with python3 to build from (default: python:3.11-slim-bookworm
+#                  if it is present locally or can be pulled, otherwise qdmesh/base:bookworm made
+#                  here with debootstrap from Debian's packages).
+#   --engine       docker (default when the docker CLI exists; the daemon is started if needed) or buildah.
+# Environment: QDMESH_IMAGE_CACHE (default ~/.cache/qdmesh-images) keeps the debootstrap root
+# filesystem between runs; DEBIAN_MIRROR (default http://deb.debian.org/debian).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+base=""
+engine=""
+save=yes
+targets=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --base) base=$2; shift 2 ;;
+        --engine) engine=$2; shift 2 ;;
+        --no-save) save=""; shift ;;
+        router|operator) targets+=("$1"); shift ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+        *) echo "build.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=(router operator)
+
+version=$(sed -n 's/^version *= *"\(.*\)"/\1/p' pyproject.toml | head -1)
+[ -n "$version" ] || { echo "build.sh: no version in pyproject.toml" >&2; exit 1; }
+cache=${QDMESH_IMAGE_CACHE:-$HOME/.cache/qdmesh-images}
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+out=$repo/build/images
+context=$out/context
+mkdir -p "$cache" "$out"
+log() { echo "build.sh: $*" >&2; }
+
+# -- engine ------------------------------------------------------------------------------------
+if [ -z "$engine" ]; then
+    if command -v docker >/dev/null; then engine=docker; elif command -v buildah >/dev/null; then engine=buildah; fi
+fi
+case "$engine" in
+    docker)
+        if ! docker info >/dev/null 2>&1; then
+            command -v dockerd >/dev/null || { log "docker daemon not running and no dockerd (apt-get install docker.io)"; exit 1; }
+            log "starting dockerd (log: $cache/dockerd.log)"
+            nohup dockerd >"$cache/dockerd.log" 2>&1 &
+            for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+            docker info >/dev/null 2>&1 || { log "dockerd did not start: see $cache/dockerd.log"; exit 1; }
+        fi
+        image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
+        pull() { docker pull -q "$1" >/dev/null 2>&1; }
+        import_rootfs() { docker import - "$1" >/dev/null; }
+        build() {  # build TAG CONTAINERFILE
+            # Host network: RUN steps reach Debian's mirror like the host does.
+            docker build --network host -q -t "$1" -f "$2" --build-arg "BASE_IMAGE=$base" \
+                --build-arg "QDMESH_VERSION=$version" "$context" >/dev/null
+        }
+        run_in() { docker run --rm --network none --entrypoint "$2" "$1" "${@:3}"; }
+        save_image() { docker save -o "$2" "$1"; }
+        ;;
+    buildah)
+        image_exists() { buildah inspect --type image "$1" >/dev/null 2>&1; }
+        pull() { buildah pull -q "$1" >/dev/null 2>&1; }
+        import_rootfs() {
+            local c; c=$(buildah from scratch)
+            buildah add "$c" - / >/dev/null   # reads the tar from stdin
+            buildah commit -q "$c" "$1" >/dev/null; buildah rm "$c" >/dev/null
+        }
+        build() {
+            buildah bud --network host -q -t "$1" -f "$2" --build-arg "BASE_IMAGE=$base" \
+                --build-arg "QDMESH_VERSION=$version" "$context" >/dev/null
+        }
+        run_in() { podman run --rm --network none --entrypoint "$2" "$1" "${@:3}"; }
+        save_image() { buildah push -q "$1" "docker-archive:$2:$1"; }
+        ;;
+    *) log "neither docker nor buildah found (apt-get install docker.io, or buildah)"; exit 1 ;;
+esac
+
+# -- base image ----------------------------------------------------------------------------------
+make_debootstrap_base() {
+    local tag=qdmesh/base:bookworm rootfs_tar=$cache/bookworm-rootfs.tar
+    if image_exists "$tag"; then base=$tag; return; fi
+    if [ ! -s "$rootfs_tar" ]; then
+        command -v debootstrap >/dev/null || { log "no base image and no debootstrap (apt-get install debootstrap)"; exit 1; }
+        local dir; dir=$(mktemp -d "$cache/rootfs.XXXXXX")
+        log "debootstrap bookworm into $dir (minbase + python3)"
+        debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+            bookworm "$dir" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
+            { log "debootstrap failed: see $cache/debootstrap.log"; rm -rf "$dir"; exit 1; }
+        echo "deb $mirror bookworm main" >"$dir/etc/apt/sources.list"
+        rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/*
+        tar -C "$dir" --numeric-owner -cf "$rootfs_tar.tmp" . && mv "$rootfs_tar.tmp" "$rootfs_tar"
+        rm -rf "$dir"
+    fi
+    import_rootfs "$tag" <"$rootfs_tar"
+    base=$tag
+}
+if [ -z "$base" ]; then
+    if image_exists python:3.11-slim-bookworm || pull python:3.11-slim-bookworm; then
+        base=python:3.11-slim-bookworm
+    else
+        make_debootstrap_base
+    fi
+fi
+log "base image: $base, engine: $engine, version: $version"
+
+# -- context: the qdmesh wheel and every dependency, for the base's Python --------------------------
+py=$(run_in "$base" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+rm -rf "$context"; mkdir -p "$context/wheels"
+python3 -m pip wheel --quiet --no-deps -w "$context/wheels" "$repo"
+platform=(--only-binary=:all: --python-version "$py" --implementation cp --abi "cp${py/./}"
+          --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64)
+python3 -m pip download --quiet -d "$context/wheels" "${platform[@]}" \
+    "$context"/wheels/qdmesh-*.whl "kopf>=1.37" "kubernetes>=29.0" "jinja2>=3.1" "pyyaml>=6.0" \
+    setuptools wheel "cffi>=1.0.0" pycparser
+python3 -m pip download --quiet -d "$context/wheels" --no-deps --no-binary :all: python-qpid-proton==0.40.0
+
+# -- images ----------------------------------------------------------------------------------------
+for target in "${targets[@]}"; do
+    tag=qdmesh/$target:$version
+    start=$(date +%s)
+    log "building $tag"
+    build "$tag" "$repo/images/$target/Containerfile"
+    log "built $tag in $(( $(date +%s) - start )) s"
+    if [ -n "$save" ]; then
+        archive=$out/qdmesh-$target-$version.tar
+        save_image "$tag" "$archive"
+        log "saved $archive ($(du -m "$archive" | cut -f1) MiB)"
+    fi
+done
