@@ -86,8 +86,11 @@ def plan(desired: Sequence[Entity], live: LiveRows, keep: Collection[str] = ()) 
         why = difference(entity.attributes, found)
         if why is None:
             continue
-        if entity.type in UPDATABLE_TYPES:
-            updates.append(Op(UPDATE, entity.type, entity.name, dict(entity.attributes), why))
+        fixed = UPDATABLE_TYPES.get(entity.type)
+        if fixed is not None and all(difference({k: entity.attributes[k]}, found) is None
+                                     for k in fixed if k in entity.attributes):
+            changeable = {k: v for k, v in entity.attributes.items() if k not in fixed}
+            updates.append(Op(UPDATE, entity.type, entity.name, changeable, why))
         else:
             deletes.append(Op(DELETE, entity.type, entity.name, reason=f"replaced: {why}"))
             creates.append(Op(CREATE, entity.type, entity.name, dict(entity.attributes), f"replaced: {why}"))

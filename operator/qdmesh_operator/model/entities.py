@@ -30,8 +30,9 @@ LONG_TYPE = {
     "vhost": "org.apache.qpid.dispatch.vhost",
 }
 
-# Types whose attributes the router can change in place (the others are deleted and created).
-UPDATABLE_TYPES = frozenset({"vhost"})
+# Types whose attributes the router can change in place (the others are deleted and created),
+# with the attributes that can only be set at creation.
+UPDATABLE_TYPES = {"vhost": frozenset({"hostname"})}
 
 
 def managed_name(kind: str, name: str) -> str:
