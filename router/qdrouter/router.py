@@ -12,6 +12,7 @@ from .amqp.link_routing import LinkRouter
 from .amqp.policing import install as install_policer
 from .amqp.proton_ffi import lib
 from .amqp.server import AmqpServer, ListenerError
+from .amqp.tls import TlsError, TlsProfiles
 from .auto_links import AutoLinks
 from .config import port_number
 from .core.address_table import AddressTable
@@ -48,6 +49,7 @@ class Router:
         self.table = AddressTable()
         self.server = AmqpServer(self.id, self.table)
         self.policy = PolicyEffects(self)
+        self.tls_profiles = TlsProfiles()
         install_policer(self.server, self.policy.engine)
         self.http = HttpServer(self.server)
         self.mesh: MeshNode | None = None
@@ -108,6 +110,7 @@ class Router:
             return
         settings, port = _connection_settings(entity)
         self._check_role(entity, settings.role)
+        self._tls(entity, settings)
         try:
             _, _, fd = self.server.listen(str(entity.attributes.get("host") or ""), port, settings)
         except ListenerError as error:
@@ -127,8 +130,29 @@ class Router:
             raise ManagementStatus(400, str(error)) from None
         self._listening[entity.identity] = fd
 
+    def _tls(self, entity: ManagedEntity, settings: ListenerSettings) -> None:
+        """Attach the entity's sslProfile (if any) to its connection settings."""
+        name = entity.attributes.get("sslProfile")
+        if not name:
+            return
+        try:
+            settings.tls = self.tls_profiles.get(self.store, str(name))
+            attrs = entity.attributes
+            if entity.etype.short_name == "listener":
+                mechanisms = settings.sasl_mechanisms.split()
+                verify = "EXTERNAL" in mechanisms or bool(settings.tls.uid_format)
+                plain = not attrs.get("requireSsl")
+                settings.ssl_domain = settings.tls.domain(True, verify, allow_plain=plain)
+            else:
+                settings.verify_hostname = bool(attrs.get("verifyHostname", True))
+                settings.ssl_domain = settings.tls.domain(False, bool(settings.tls.ca_file),
+                                                          settings.verify_hostname)
+        except TlsError as error:
+            raise ManagementStatus(400, f"{entity.etype.short_name} {entity.name!r}: {error}") from None
+
     def open_connector(self, entity: ManagedEntity) -> None:
         settings, port = _connection_settings(entity)
+        self._tls(entity, settings)
         self._check_role(entity, settings.role)
         mesh = self.mesh if settings.role == "inter-router" else None
         on_up = mesh.connector_opened if mesh is not None else None
@@ -218,6 +242,7 @@ def _connection_settings(entity: ManagedEntity) -> tuple[ListenerSettings, int]:
         max_frame_size=int(attrs.get("maxFrameSize") or 16384),
         strip_annotations=str(attrs.get("stripAnnotations", "both")),
         authenticate_peer=bool(attrs.get("authenticatePeer", False)),
+        require_encryption=bool(attrs.get("requireEncryption", False)),
         cost=int(attrs.get("cost") or 1),
         username=attrs.get("saslUsername"),
         password=attrs.get("saslPassword"),

@@ -8,7 +8,8 @@ import socket
 import time
 from typing import Any, Callable, Dict
 
-from .proton_ffi import ffi, lib
+from .proton_ffi import c_string, ffi, lib
+from .tls import certificate_uid
 
 IO_BUFFER_SIZE = 256 * 1024
 # Bytes read from one connection per loop turn, so one busy peer cannot starve the others.
@@ -41,9 +42,12 @@ class ListenerSettings:
         "require_encryption",
         "role",
         "sasl_mechanisms",
+        "ssl_domain",
         "strip_in",
         "strip_out",
+        "tls",
         "username",
+        "verify_hostname",
     )
 
     def __init__(
@@ -59,9 +63,16 @@ class ListenerSettings:
         username: str | None = None,
         password: str | None = None,
         require_encryption: bool = False,
+        tls: Any = None,
+        ssl_domain: Any = None,
+        verify_hostname: bool = True,
     ) -> None:
         self.name = name
         self.require_encryption = require_encryption
+        # TLS: the sslProfile (amqp/tls.py TlsProfile) and the proton domain built from it.
+        self.tls = tls
+        self.ssl_domain = ssl_domain
+        self.verify_hostname = verify_hostname
         self.cost = cost
         self.username = username
         self.password = password
@@ -133,6 +144,13 @@ class AmqpConnection:
         lib.pn_sasl_allowed_mechs(sasl, settings.sasl_mechanisms.encode())
         # Plain-text mechanisms over an unencrypted socket only where encryption is not required.
         lib.pn_sasl_set_allow_insecure_mechs(sasl, not settings.require_encryption)
+        if settings.ssl_domain is not None:
+            ssl = lib.pn_ssl(transport)
+            lib.pn_ssl_init(ssl, settings.ssl_domain, ffi.NULL)
+            if client and settings.verify_hostname:
+                lib.pn_ssl_set_peer_hostname(ssl, peer.rsplit(":", 1)[0].encode())
+        if settings.require_encryption and not client:
+            lib.pn_transport_require_encryption(transport, True)
         if client:
             if settings.username:
                 lib.pn_connection_set_user(self.pn_connection, settings.username.encode())
@@ -153,6 +171,20 @@ class AmqpConnection:
                 _put_int_property(lib.pn_connection_properties(self.pn_connection),
                                   COST_PROPERTY, settings.cost)
             lib.pn_connection_open(self.pn_connection)
+
+    def authenticated_user(self) -> str | None:
+        """The SASL user; with the sslProfile's uidFormat, the identity in the peer's
+        certificate instead (when SASL did not authenticate a named user)."""
+        transport = self.transport
+        user = c_string(lib.pn_transport_get_user(transport))
+        tls = self.settings.tls
+        if tls is not None and tls.uid_format and lib.pn_transport_is_encrypted(transport):
+            mechanism = c_string(lib.pn_sasl_get_mech(lib.pn_sasl(transport)))
+            if mechanism in (None, "ANONYMOUS", "EXTERNAL"):
+                uid = certificate_uid(transport, tls.uid_format, tls.uid_names)
+                if uid:
+                    return uid
+        return user
 
     def check_connected(self) -> bool:
         """A non-blocking connect finished: True if it worked (else last_error says why)."""

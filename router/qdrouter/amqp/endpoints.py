@@ -50,7 +50,7 @@ class EndpointHandler:
         if connection.settings.role == INTER_ROUTER:
             connection.remote_cost = read_int_property(
                 lib.pn_connection_remote_properties(pn_connection), COST_PROPERTY)
-        connection.user = c_string(lib.pn_transport_get_user(connection.transport))
+        connection.user = connection.authenticated_user()
         policer = self.policer
         if policer is not None and policer.applies(connection) \
                 and not policer.opened(connection, pn_connection):

@@ -17,10 +17,7 @@ from .status import ManagementStatus, bad_request, forbidden
 log = logging.getLogger("qdrouter.AGENT")
 
 # Types the router keeps and reports but does not act on yet (later issues).
-NOT_YET_SUPPORTED = frozenset(
-    ("sslProfile",
-     "router.config.exchange", "router.config.binding", "authServicePlugin")
-)
+NOT_YET_SUPPORTED = frozenset(("router.config.exchange", "router.config.binding", "authServicePlugin"))
 
 
 class ListenerHost(Protocol):
@@ -28,6 +25,7 @@ class ListenerHost(Protocol):
     auto_links: Any
     link_routes: Any
     policy: Any
+    tls_profiles: Any
 
     def add_link_route(self, entity: ManagedEntity) -> None: ...
 
@@ -103,6 +101,8 @@ class ConfigEffects:
             raise forbidden("log entities cannot be deleted; update 'enable' instead")
         elif kind == "vhost":
             self.host.policy.vhost_deleted(entity)
+        elif kind == "sslProfile":
+            self.host.tls_profiles.forget(entity.name)
 
     def updated(self, entity: ManagedEntity, changes: Dict[str, Any]) -> None:
         if entity.etype.short_name == "vhost":
