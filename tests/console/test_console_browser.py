@@ -137,9 +137,10 @@ def test_topology_tables_and_router_pages(mesh: Mesh, browser: Any, consoles: Li
         assert len(consumer.received) == 20
         wait_for(browser, "20 deliveries out of console.orders", lambda: [
             r for r in table_rows(browser, "addresses-table") if r[0] == "console.orders" and r[7] == "20"])
-        links = table_rows(browser, "links-table")
-        assert ["C", "out", "console.orders", "20"] in [[r[0], r[2], r[3], r[5]] for r in links]
-        assert ["A", "in", "console.orders", "20"] in [[r[0], r[2], r[3], r[5]] for r in links]
+        # Routers are read one after the other: wait for a poll that saw the end on both.
+        wait_for(browser, "the sender's link on A and the consumer's on C with 20 deliveries", lambda: {
+            ("C", "out", "console.orders", "20"), ("A", "in", "console.orders", "20")}
+            <= {(r[0], r[2], r[3], r[5]) for r in table_rows(browser, "links-table")})
         if SCREENSHOTS:
             browser.save_screenshot(str(Path(SCREENSHOTS) / "mesh.png"))
 
