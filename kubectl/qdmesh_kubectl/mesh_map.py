@@ -115,8 +115,7 @@ def _route_containers(snap: RouterSnapshot) -> List[str]:
     for conn in snap.connections:
         if conn.get("role") == "route-container":
             connected.add(str(conn.get("host")))
-            lines.append(f"{snap.name} --> {conn.get('container') or '?'}  {conn.get('host')}  "
-                         f"connected ({conn.get('dir')})")
+            lines.append(f"{snap.name} --> {conn.get('container') or '?'}  {conn.get('host')}  connected")
     for connector in snap.connectors:
         address = f"{connector.get('host')}:{connector.get('port')}"
         if connector.get("role") == "route-container" and address not in connected:
