@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Union
+from typing import Any, Callable, Dict, List, Mapping, Union
 
 from .entities import Entity, managed_name
 from .errors import ReferenceError_, SpecError
@@ -177,4 +177,5 @@ def _group(g: Fields) -> Dict[str, Any]:
     return out
 
 
-PARSERS = {"LinkRoute": parse_link_route, "AutoLink": parse_auto_link, "VhostPolicy": parse_vhost}
+PARSERS: Dict[str, Callable[[str, Mapping[str, Any]], RoutingSpec]] = {
+    "LinkRoute": parse_link_route, "AutoLink": parse_auto_link, "VhostPolicy": parse_vhost}

@@ -1,0 +1,92 @@
+"""The Kubernetes API, as the operator uses it: server-side apply of owned objects, reading
+custom resources and pods, and writing status (never spec)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping
+
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+
+from .. import contract
+
+APPLY = "application/apply-patch+yaml"
+MERGE = "application/merge-patch+json"
+
+
+class KubeApi:
+    """Thin synchronous wrapper; every call raises ``ApiException`` on failure."""
+
+    def __init__(self, api_client: k8s.ApiClient | None = None) -> None:
+        self.api_client = api_client or k8s.ApiClient()
+        self.custom = k8s.CustomObjectsApi(self.api_client)
+        self.core = k8s.CoreV1Api(self.api_client)
+        self.apps = k8s.AppsV1Api(self.api_client)
+        self.policy = k8s.PolicyV1Api(self.api_client)
+
+    # -- owned objects ------------------------------------------------------------------------
+    def apply(self, obj: Mapping[str, Any]) -> None:
+        """Server-side apply as field manager ``qdmesh-operator`` (taking over fields another
+        manager set, so what the operator renders is what runs)."""
+        meta = obj["metadata"]
+        name, namespace, body = meta["name"], meta["namespace"], dict(obj)
+        options: Dict[str, Any] = {"field_manager": contract.MANAGER, "force": True, "_content_type": APPLY}
+        kind = obj["kind"]
+        if kind == "ConfigMap":
+            self.core.patch_namespaced_config_map(name, namespace, body, **options)
+        elif kind == "Service":
+            self.core.patch_namespaced_service(name, namespace, body, **options)
+        elif kind == "StatefulSet":
+            self.apps.patch_namespaced_stateful_set(name, namespace, body, **options)
+        elif kind == "PodDisruptionBudget":
+            self.policy.patch_namespaced_pod_disruption_budget(name, namespace, body, **options)
+        elif kind == "Certificate":
+            self.custom.patch_namespaced_custom_object("cert-manager.io", "v1", namespace, "certificates",
+                                                       name, body, **options)
+        else:
+            raise ValueError(f"the operator does not apply {kind} objects")
+
+    def stateful_set_status(self, namespace: str, name: str) -> Dict[str, Any]:
+        try:
+            sts = self.apps.read_namespaced_stateful_set_status(name, namespace)
+        except ApiException as e:
+            if e.status == 404:
+                return {}
+            raise
+        return dict(self.api_client.sanitize_for_serialization(sts.status) or {})
+
+    def ready_pods(self, namespace: str, mesh: str) -> List[str]:
+        """Names of the mesh's pods whose Ready condition is True."""
+        pods = self.core.list_namespaced_pod(namespace, label_selector=f"qdmesh.io/mesh={mesh}")
+        ready = []
+        for pod in pods.items:
+            conditions = (pod.status.conditions or []) if pod.status else []
+            if pod.metadata is not None and any(c.type == "Ready" and c.status == "True" for c in conditions):
+                ready.append(str(pod.metadata.name))
+        return sorted(ready)
+
+    # -- custom resources ---------------------------------------------------------------------
+    def get(self, plural: str, namespace: str, name: str) -> Dict[str, Any] | None:
+        try:
+            found: Any = self.custom.get_namespaced_custom_object(
+                contract.GROUP, contract.VERSION, namespace, plural, name)
+            return dict(found)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def list(self, plural: str, namespace: str) -> List[Dict[str, Any]]:
+        result: Any = self.custom.list_namespaced_custom_object(
+            contract.GROUP, contract.VERSION, namespace, plural)
+        return list(result.get("items") or [])
+
+    def patch_status(self, plural: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        """Merge-patch the status subresource only (a resource deleted meanwhile is no error)."""
+        try:
+            self.custom.patch_namespaced_custom_object_status(
+                contract.GROUP, contract.VERSION, namespace, plural, name, {"status": dict(status)},
+                _content_type=MERGE)
+        except ApiException as e:
+            if e.status != 404:
+                raise
