@@ -68,10 +68,11 @@ def policy_router(tmp_path: Path) -> Iterator[PolicyRouter]:
         listeners = {name: dict(attrs) for name, attrs in (extra_listeners or {}).items()}
         router = Router(workdir, router_id=f"P{len(started)}", extra_config=body, extra_listeners=listeners)
         text = router.config_path.read_text()
-        mechanisms = MECHANISMS if users else "ANONYMOUS"
+        settings = {"saslMechanisms": MECHANISMS if users else "ANONYMOUS"}
+        settings.update(listener or {})
         default = f"    port: {router.port}\n    saslMechanisms: ANONYMOUS\n"
-        replacement = f"    port: {router.port}\n    saslMechanisms: {mechanisms}\n" + "".join(
-            f"    {key}: {value}\n" for key, value in (listener or {}).items())
+        replacement = f"    port: {router.port}\n" + "".join(
+            f"    {key}: {value}\n" for key, value in settings.items())
         router.config_path.write_text(text.replace(default, replacement, 1))
         router_section(router, sasl_dir, router_extra)
         started.append(router)
