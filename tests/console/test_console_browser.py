@@ -142,6 +142,8 @@ def test_topology_tables_and_router_pages(mesh: Mesh, browser: Any, consoles: Li
             ("C", "out", "console.orders", "20"), ("A", "in", "console.orders", "20")}
             <= {(r[0], r[2], r[3], r[5]) for r in table_rows(browser, "links-table")})
         if SCREENSHOTS:
+            browser.set_window_size(1280, 2300)
+            time.sleep(1)
             browser.save_screenshot(str(Path(SCREENSHOTS) / "mesh.png"))
 
         # Router C's page: qdstat -g -c -l -a -n --autolinks --linkroutes, by following its link.

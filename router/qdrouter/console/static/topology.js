@@ -52,9 +52,10 @@ const topology = {
       // Fan the router's attachments out, away from the centre of the mesh.
       const outward = place.x === cx && place.y === cy ? Math.PI / 2 : Math.atan2(place.y - cy, place.x - cx);
       items.forEach((item, index) => {
-        const spread = items.length > 1 ? (index / (items.length - 1) - 0.5) * 1.6 : 0;
+        const spread = items.length > 1 ? (index / (items.length - 1) - 0.5) * Math.min(2.4, 0.8 * items.length) : 0;
         const angle = outward + spread;
-        const x = place.x + 85 * Math.cos(angle), y = place.y + 85 * Math.sin(angle);
+        const reach = 80 + 22 * (index % 2);  // alternate distances keep neighbouring labels apart
+        const x = place.x + reach * Math.cos(angle), y = place.y + reach * Math.sin(angle);
         const group = layer.appendChild(qd.svg("g", {
           class: `attachment ${item.kind}`, "data-router": routerId, "data-name": item.name}));
         group.appendChild(qd.svg("title", {}, `${item.kind === "container" ? "Broker / route container" : "Client"} ` +
