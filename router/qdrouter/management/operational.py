@@ -11,7 +11,7 @@ import time
 from typing import Any, Dict, List
 
 from .. import __version__
-from ..amqp.proton_ffi import c_string, lib
+from ..amqp.proton_ffi import c_string, ffi, lib
 from ..core.address_table import Address, split_phase
 from ..core.links import CoreLink
 
@@ -41,7 +41,8 @@ def connection_rows(router: Any) -> List[Row]:
         settings = connection.settings
         sasl = lib.pn_sasl(connection.transport)
         mechanism = c_string(lib.pn_sasl_get_mech(sasl)) if sasl else None
-        user = c_string(lib.pn_transport_get_user(connection.transport))
+        user = connection.user or c_string(lib.pn_transport_get_user(connection.transport))
+        tls = _tls_state(connection)
         rows.append({
             "identity": str(connection.identity),
             "name": f"connection/{connection.peer}",
@@ -58,13 +59,23 @@ def connection_rows(router: Any) -> List[Row]:
             "isEncrypted": bool(lib.pn_transport_is_encrypted(connection.transport)),
             "sasl": mechanism,
             "user": user,
-            "ssl": False,
+            **tls,
             "tenant": None,
             "uptimeSeconds": int(now - connection.opened_at),
             "properties": {},
             "lastDlvSeconds": None,
         })
     return rows
+
+
+def _tls_state(connection: Any) -> Row:
+    if connection.settings.ssl_domain is None or not lib.pn_transport_is_encrypted(connection.transport):
+        return {"ssl": False, "sslProto": None, "sslCipher": None, "sslSsf": None}
+    ssl = lib.pn_ssl(connection.transport)
+    buffer = ffi.new("char[]", 64)
+    proto = ffi.string(buffer).decode() if lib.pn_ssl_get_protocol_name(ssl, buffer, 64) else None
+    cipher = ffi.string(buffer).decode() if lib.pn_ssl_get_cipher_name(ssl, buffer, 64) else None
+    return {"ssl": True, "sslProto": proto, "sslCipher": cipher, "sslSsf": int(lib.pn_ssl_get_ssf(ssl))}
 
 
 def link_rows(router: Any) -> List[Row]:
