@@ -34,7 +34,7 @@ ROUTING_PLURALS = {"LinkRoute": contract.LINK_ROUTE_PLURAL, "AutoLink": contract
 class Event:
     """An Event to post about ``target`` (a body with apiVersion, kind and metadata)."""
 
-    target: Mapping[str, Any]
+    target: Any  # a kopf Body: apiVersion, kind and metadata (name, namespace, uid)
     type: str
     reason: str
     message: str

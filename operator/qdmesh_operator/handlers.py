@@ -1,0 +1,114 @@
+"""kopf handlers: thin.  Each reads which mesh is concerned, runs the reconciler in a worker
+thread, writes the statuses it computed (status subresource only: the operator never writes
+spec) and posts its Events.  Load with ``kopf run -m qdmesh_operator.handlers`` or through
+``qdmesh-operator``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import kopf
+from kubernetes import config as kube_config
+
+from . import contract
+from .apply.kube import KubeApi
+from .config import SETTINGS
+from .metrics import METRICS, serve
+from .reconcile import ROUTING_PLURALS, MeshReconciler, Report
+
+log = logging.getLogger("qdmesh.operator")
+G, V = contract.GROUP, contract.VERSION
+_state: dict = {}
+
+
+def reconciler() -> MeshReconciler:
+    if "reconciler" not in _state:
+        _state["reconciler"] = MeshReconciler(KubeApi())
+    found: MeshReconciler = _state["reconciler"]
+    return found
+
+
+@kopf.on.startup()
+async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    # kopf's bookkeeping goes in qdmesh.io/ annotations; status stays the operator's own.
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=contract.GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=contract.GROUP, key="last-handled-configuration")
+    settings.posting.level = logging.INFO
+    settings.execution.max_workers = 8
+    try:
+        kube_config.load_incluster_config()
+    except kube_config.ConfigException:
+        kube_config.load_kube_config()
+    if SETTINGS.metrics_port:
+        _state["metrics"] = await serve(SETTINGS.metrics_port)
+
+
+@kopf.on.cleanup()
+async def stop_metrics(**_: Any) -> None:
+    runner = _state.pop("metrics", None)
+    if runner is not None:
+        await runner.cleanup()  # type: ignore[attr-defined]
+
+
+async def run(namespace: str, mesh: str | None, why: str) -> Report | None:
+    """Reconcile ``mesh`` and publish what came out of it."""
+    if not mesh:
+        return None
+    loop = asyncio.get_running_loop()
+    try:
+        report = await loop.run_in_executor(None, reconciler().reconcile, namespace, mesh, why)
+    except Exception:
+        METRICS.reconciled(why, "error", 0.0, 0, 0, 0)
+        raise
+    result = "ok" if not report.failures else "refused"
+    METRICS.reconciled(why, result, report.seconds, report.operations, report.failures, report.repaired)
+    kube = reconciler().kube
+    for (plural, name), status in report.statuses.items():
+        await loop.run_in_executor(None, kube.patch_status, plural, namespace, name, status)
+    for event in report.events:
+        kopf.event(event.target, type=event.type, reason=event.reason, message=event.message)
+    return report
+
+
+# -- RouterMesh ---------------------------------------------------------------------------------
+@kopf.on.create(G, V, contract.MESH_PLURAL)
+@kopf.on.update(G, V, contract.MESH_PLURAL, field="spec")
+@kopf.on.resume(G, V, contract.MESH_PLURAL)
+async def mesh_changed(name: str, namespace: Any, **_: Any) -> None:
+    await run(namespace, name, "change")
+
+
+@kopf.timer(G, V, contract.MESH_PLURAL, interval=SETTINGS.drift_interval,
+            initial_delay=SETTINGS.drift_interval)
+async def mesh_drift(name: str, namespace: Any, **_: Any) -> None:
+    """Compare every router with the desired state and repair what changed by hand; refresh
+    the per-router status (peers, auto-link states) as routers come and go."""
+    await run(namespace, name, "drift")
+
+
+@kopf.on.field("apps", "v1", "statefulsets", field="status.readyReplicas",
+               labels={"app.kubernetes.io/managed-by": contract.MANAGER})
+async def routers_came_or_went(labels: Any, namespace: Any, **_: Any) -> None:
+    await run(namespace, labels.get("qdmesh.io/mesh"), "routers")
+
+
+# -- LinkRoute, AutoLink, VhostPolicy -----------------------------------------------------------
+def _register(plural: str) -> None:
+    @kopf.on.create(G, V, plural, id=f"{plural}-create")
+    @kopf.on.update(G, V, plural, field="spec", id=f"{plural}-update")
+    @kopf.on.resume(G, V, plural, id=f"{plural}-resume")
+    async def routing_changed(spec: Any, namespace: Any, **_: Any) -> None:
+        await run(namespace, spec.get("meshRef"), "change")
+
+    @kopf.on.delete(G, V, plural, id=f"{plural}-delete")
+    async def routing_deleted(spec: Any, namespace: Any, **_: Any) -> None:
+        # The object still exists (held by kopf's finalizer) but is marked for deletion:
+        # the reconciler leaves it out, so its entities leave every router before it goes.
+        await run(namespace, spec.get("meshRef"), "change")
+
+
+for _plural in ROUTING_PLURALS.values():
+    _register(_plural)
