@@ -20,6 +20,8 @@ from .protocol.engine import Outbound, RoutingEngine, RoutingEvent
 
 log = logging.getLogger("qdrouter.ROUTER_HELLO")
 TICK_S = 0.25
+TRACE_KEY = "x-opt-qd.trace"
+INGRESS_KEY = "x-opt-qd.ingress"
 
 
 class Peer:
@@ -60,6 +62,8 @@ class MeshNode:
         server.endpoints.on_inter_router_link = self._link_attached
         server.endpoints.on_inter_router_link_lost = self._link_lost
         self.peers: Dict[Hashable, Peer] = {}
+        self._trace_id = f"0/{router_id}"
+        self.control_loops_dropped = 0
         self._neighbor_peer: Dict[str, int] = {}
         self._tag = 0
         # Control messages go pre-settled, so one tag serves them all.
@@ -128,17 +132,32 @@ class MeshNode:
         address = message.address or ""
         origin = body.get("id") if isinstance(body, dict) else None
         conn_key = link.connection.identity
-        targets = self.engine.forward_targets(address, str(origin) if origin else self.router_id)
-        for key in targets.conns:
-            if key != conn_key:
-                self._send_raw(key, raw)
-        if targets.local or address.startswith("_local/"):
-            self._send_all(self.engine.on_message(opcode, body, conn_key, time.monotonic()))
+        annotations: Dict[Any, Any] = dict(message.annotations or {})
+        trace = annotations.get(TRACE_KEY)
+        trace = list(trace) if isinstance(trace, list) else []
+        if not address.startswith("_local/"):
+            # While link states disagree, valid origins can send a flooded message round a
+            # loop; the trace stops it here as upstream's forwarder does for every message.
+            if self._trace_id in trace:
+                self.control_loops_dropped += 1
+                return
+            targets = self.engine.forward_targets(address, str(origin) if origin else self.router_id)
+            forward = [key for key in targets.conns if key != conn_key]
+            if forward:
+                annotations[TRACE_KEY] = [*trace, self._trace_id]
+                message.annotations = annotations
+                encoded = bytes(message.encode())
+                for key in forward:
+                    self._send_raw(key, encoded)
+            if not targets.local:
+                return
+        self._send_all(self.engine.on_message(opcode, body, conn_key, time.monotonic()))
 
     def _send_all(self, outbound: List[Outbound]) -> None:
         for out in outbound:
+            annotations = {INGRESS_KEY: self._trace_id, TRACE_KEY: [self._trace_id]}
             encoded = bytes(Message(address=out.address, properties=out.application_properties,
-                                    body=out.body).encode())
+                                    annotations=annotations, body=out.body).encode())
             if out.via is not None:
                 self._send_raw(out.via, encoded)
                 continue

@@ -11,8 +11,8 @@ from typing import Any, Deque, Dict, List, Optional, Set, Tuple
 
 from qdrouter.protocol import HELLO_ADDRESS, Outbound, RoutingEngine, RoutingEvent, router_address
 
-# (receiving router, opcode, body, address, origin, connection key at the receiver)
-Pending = Tuple[str, str, Dict[str, Any], str, str, Optional[str]]
+# (receiving router, opcode, body, address, origin, connection key at the receiver, trace)
+Pending = Tuple[str, str, Dict[str, Any], str, str, Optional[str], Tuple[str, ...]]
 
 
 class Network:
@@ -52,34 +52,37 @@ class Network:
         for out in outs:
             self.sent[out.opcode] = self.sent.get(out.opcode, 0) + 1
             if out.via is not None:
-                self._hop(sender, str(out.via), out.opcode, out.body, out.address, sender)
+                self._hop(sender, str(out.via), out.opcode, out.body, out.address, sender, (sender,))
             else:
                 self._route(sender, out.opcode, out.body, out.address, sender)
 
     def _hop(self, here: str, peer: str, opcode: str, body: Dict[str, Any], address: str,
-             origin: str) -> None:
+             origin: str, trace: Tuple[str, ...]) -> None:
         if peer in self.engines and self._linked(here, peer):
-            self.queue.append((peer, opcode, body, address, origin, here))
+            self.queue.append((peer, opcode, body, address, origin, here, trace))
 
     def _route(self, here: str, opcode: str, body: Dict[str, Any], address: str, origin: str) -> None:
         delivery = self.engines[here].forward_targets(address, origin)
         for conn in delivery.conns:
-            self._hop(here, str(conn), opcode, body, address, origin)
+            self._hop(here, str(conn), opcode, body, address, origin, (here,))
 
     def pump(self) -> None:
         for _ in range(100000):
             if not self.queue:
                 return
-            here, opcode, body, address, origin, conn = self.queue.popleft()
+            here, opcode, body, address, origin, conn, trace = self.queue.popleft()
             engine = self.engines.get(here)
             if engine is None:
                 continue
             if address == HELLO_ADDRESS:
                 self._send(here, engine.on_message(opcode, body, conn, self.now))
                 continue
+            if here in trace:
+                continue  # the router's loop guard: x-opt-qd.trace already names it
             delivery = engine.forward_targets(address, origin)
             for next_conn in delivery.conns:
-                self._hop(here, str(next_conn), opcode, body, address, origin)
+                if next_conn != conn:
+                    self._hop(here, str(next_conn), opcode, body, address, origin, (*trace, here))
             if delivery.local:
                 self._send(here, engine.on_message(opcode, body, conn, self.now))
         raise AssertionError("message storm")
@@ -205,3 +208,36 @@ def test_malformed_and_newer_messages_are_dropped() -> None:
     assert engine.counters.errors == 1
     assert engine.on_message("RA", {"id": "B", "pv": 9}, "c1", 0.0) == []
     assert engine.counters.incompatible == {"B"}
+
+
+def test_kill_restart_schedule_recovers_routes_and_addresses() -> None:
+    """The chaos test's schedule on a ring with a chord, at the protocol level: after each
+    kill or restart every router again routes to every other and knows C's consumer."""
+    edges = [("B", "A"), ("C", "B"), ("D", "C"), ("E", "D"), ("E", "A"), ("E", "B")]
+    timers: Dict[str, float] = dict(hello_interval=1, hello_max_age=3, ra_interval=30, ra_interval_flux=4)
+    net = Network(list("ABCDE"), edges, **timers)
+    net.engines["C"].local_address_added("x")
+    net.run(6)
+
+    def recovered() -> bool:
+        return net.converged() and all(e.remote_addresses().get("x") == {"C"}
+                                       for n, e in net.engines.items() if n != "C")
+
+    assert recovered()
+    instance = 1
+    for action, rid in [("kill", "B"), ("restart", "B"), ("kill", "D"), ("restart", "D"),
+                        ("kill", "E"), ("restart", "E"), ("kill", "B"), ("restart", "B")]:
+        if action == "kill":
+            net.remove_router(rid)
+        else:
+            instance += 1
+            net.engines[rid] = RoutingEngine(rid, instance=instance, on_event=net.events[rid].append,
+                                             **timers)
+            for a, b in edges:
+                if rid in (a, b) and a in net.engines and b in net.engines:
+                    net.connect(a, b)
+        waited = 0.0
+        while not recovered():
+            assert waited < 3 + 4 + 2, f"no recovery {waited}s after {action} {rid}"
+            net.run(0.25, step=0.25)
+            waited += 0.25
