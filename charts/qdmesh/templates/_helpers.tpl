@@ -86,3 +86,22 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 {{- end }}
 {{- end -}}
+
+{{/* Checks the schema cannot phrase clearly: each failure names the value and what to do. */}}
+{{- define "qdmesh.validate" -}}
+{{- if eq .Values.image.tag "latest" -}}
+{{- fail "image.tag: 'latest' is not allowed; qdmesh images are tagged with the package version (leave image.tag empty for the chart's appVersion)" -}}
+{{- end -}}
+{{- with .Values.routerImage -}}
+{{- $last := last (splitList "/" .) -}}
+{{- if not (or (contains ":" $last) (contains "@" $last)) -}}
+{{- fail (printf "routerImage: %q has no tag; name a version (for example qdmesh/router:1.2.3) or a digest" .) -}}
+{{- end -}}
+{{- if hasSuffix ":latest" . -}}
+{{- fail (printf "routerImage: %q uses the 'latest' tag; name a version (for example qdmesh/router:1.2.3) or a digest" .) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (eq .Values.watch.scope "cluster") .Values.watch.namespaces -}}
+{{- fail "watch.namespaces: only used with watch.scope=namespace (watch.scope=cluster watches every namespace)" -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,211 @@
+"""The qdmesh Helm chart: lint, render over several values files, every manifest and CRD valid
+against the Kubernetes schemas, least-privilege RBAC, and what each values file changes."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+import yaml
+
+from .tools import CHART, REPO, SchemaStore, helm, kubeconform, render
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("helm_available")]
+
+VALUES = Path(__file__).parent / "values"
+VALUES_FILES = sorted(VALUES.glob("*.yaml"))
+PROMETHEUS_KINDS = ("ServiceMonitor", "PodMonitor")  # their CRDs' schemas are not available offline
+
+
+def package_version() -> str:
+    text = (REPO / "pyproject.toml").read_text()
+    match = re.search(r'^version = "([^"]+)"', text, re.M)
+    assert match
+    return match.group(1)
+
+
+def by_kind(docs: List[Dict[str, Any]], kind: str) -> List[Dict[str, Any]]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+def env_of(deployment: Dict[str, Any]) -> Dict[str, Any]:
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    return {e["name"]: e.get("value") for e in container["env"]}
+
+
+@pytest.mark.parametrize("values", [None, *VALUES_FILES], ids=lambda v: v.stem if v else "defaults")
+def test_lint_is_clean(values: Path | None) -> None:
+    args = ["lint", "--strict", str(CHART), "--kube-version", "1.36.0"]
+    if values:
+        args += ["--values", str(values)]
+    result = helm(*args, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("values", [None, *VALUES_FILES], ids=lambda v: v.stem if v else "defaults")
+def test_every_rendered_manifest_is_valid(values: Path | None, schema_store: SchemaStore) -> None:
+    docs = render([values] if values else [])
+    result = kubeconform(schema_store, docs, skip=PROMETHEUS_KINDS)
+    assert result.returncode == 0, result.stdout + result.stderr
+    checked = len([d for d in docs if d["kind"] not in PROMETHEUS_KINDS])
+    assert f"Valid: {checked}, Invalid: 0, Errors: 0" in result.stdout
+
+
+def test_kubeconform_with_these_schemas_catches_mistakes(schema_store: SchemaStore) -> None:
+    docs = render([VALUES / "monitoring.yaml"])
+    deployment = by_kind(docs, "Deployment")[0]
+    deployment["spec"]["replicas"] = "one"
+    deployment["spec"]["template"]["spec"]["containers"][0]["imagePullPolice"] = "Always"
+    mesh = by_kind(docs, "RouterMesh")[0]
+    mesh["spec"]["sise"] = 3
+    result = kubeconform(schema_store, [deployment, mesh])
+    assert result.returncode == 1
+    assert "Invalid: 2" in result.stdout
+    assert "imagePullPolice" in result.stdout and "sise" in result.stdout
+
+
+def test_defaults_install_one_operator_of_the_package_version() -> None:
+    version = package_version()
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["version"] == version and chart["appVersion"] == version
+    docs = render()
+    assert sorted(d["metadata"]["name"] for d in by_kind(docs, "CustomResourceDefinition")) == [
+        "autolinks.qdmesh.io", "linkroutes.qdmesh.io", "routermeshes.qdmesh.io", "vhostpolicies.qdmesh.io"]
+    [deployment] = by_kind(docs, "Deployment")
+    spec = deployment["spec"]
+    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
+    pod = spec["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["image"] == f"qdmesh/operator:{version}"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert env_of(deployment)["QDMESH_WATCH_NAMESPACES"] == ""
+    assert "QDMESH_ROUTER_IMAGE" not in env_of(deployment)  # the operator's own version
+    assert not by_kind(docs, "RouterMesh") and not by_kind(docs, "ServiceMonitor")
+
+
+def rules_of(doc: Dict[str, Any]) -> Dict[str, set]:
+    """resource (group/resource) -> verbs."""
+    rules: Dict[str, set] = {}
+    for rule in doc["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                rules.setdefault(f"{group}/{resource}", set()).update(rule["verbs"])
+    return rules
+
+
+def test_rbac_is_least_privilege() -> None:
+    docs = render()
+    roles = {d["metadata"]["name"]: rules_of(d) for d in by_kind(docs, "ClusterRole")}
+    everything = [verb for rules in roles.values() for verbs in rules.values() for verb in verbs]
+    assert "*" not in everything
+    assert not any("*" in resource for rules in roles.values() for resource in rules)
+    main = roles["qd-qdmesh"]
+    assert main["/pods"] == {"get", "list", "watch"}
+    assert "/pods/exec" not in main and "/pods/portforward" not in main
+    assert main["qdmesh.io/routermeshes/status"] == {"get", "patch", "update"}
+    assert main["qdmesh.io/routermeshes/finalizers"] == {"update"}
+    assert "create" not in main["qdmesh.io/routermeshes"]  # never creates users' resources
+    assert main["apps/statefulsets"] >= {"create", "patch", "delete"}
+    assert main["/events"] == {"create", "patch"}
+    assert "cert-manager.io/certificates" not in main
+    discovery = roles["qd-qdmesh-discovery"]
+    assert set().union(*discovery.values()) == {"get", "list", "watch"}
+
+
+def test_namespace_scope_grants_roles_only_in_the_watched_namespaces() -> None:
+    docs = render([VALUES / "namespace-scope.yaml"])
+    roles = by_kind(docs, "Role")
+    assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
+    bindings = by_kind(docs, "RoleBinding")
+    assert all(b["subjects"][0]["namespace"] == "qdmesh-system" for b in bindings)
+    # Cluster-wide: only read access to CRDs and namespaces.
+    [cluster_role] = by_kind(docs, "ClusterRole")
+    assert set().union(*rules_of(cluster_role).values()) == {"get", "list", "watch"}
+    assert env_of(by_kind(docs, "Deployment")[0])["QDMESH_WATCH_NAMESPACES"] == "team-a,team-b"
+
+
+def test_namespace_scope_defaults_to_the_release_namespace() -> None:
+    docs = render([], "--set", "watch.scope=namespace", namespace="messaging")
+    assert [r["metadata"]["namespace"] for r in by_kind(docs, "Role")] == ["messaging"]
+    assert env_of(by_kind(docs, "Deployment")[0])["QDMESH_WATCH_NAMESPACES"] == "messaging"
+
+
+def test_custom_values_reach_the_deployment_and_rbac() -> None:
+    docs = render([VALUES / "custom.yaml"])
+    assert not by_kind(docs, "ServiceAccount")
+    [deployment] = by_kind(docs, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "platform-operator"
+    container = pod["containers"][0]
+    assert container["image"] == "registry.example.com/qdmesh/operator:0.1.0-patched"
+    assert container["args"] == ["--verbose"]
+    assert {p["containerPort"] for p in container["ports"]} == {18080, 19090}
+    env = env_of(deployment)
+    assert env["QDMESH_ROUTER_IMAGE"] == "registry.example.com/qdmesh/router:0.1.0-patched"
+    assert env["QDMESH_LOG_LEVEL"] == "debug" and env["EXTRA"] == "1"
+    main = rules_of(next(r for r in by_kind(docs, "ClusterRole") if r["metadata"]["name"] == "qd-qdmesh"))
+    assert main["/secrets"] == {"get", "list", "watch"}
+    assert "create" in main["cert-manager.io/certificates"]
+
+
+def test_monitoring_and_sample_mesh() -> None:
+    docs = render([VALUES / "monitoring.yaml"])
+    [monitor] = by_kind(docs, "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    [service] = by_kind(docs, "Service")
+    assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+    [pods] = by_kind(docs, "PodMonitor")
+    assert pods["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "qdmesh-router"}
+    assert pods["spec"]["podMetricsEndpoints"][0]["port"] == "http"
+    [mesh] = by_kind(docs, "RouterMesh")
+    assert mesh["metadata"]["name"] == "demo" and mesh["spec"] == {"size": 3}
+
+
+@pytest.mark.parametrize("setting, says", [
+    ("watch.scope=everywhere", "at '/watch/scope': value must be one of 'cluster', 'namespace'"),
+    ("operator.healthPort=70000", "at '/operator/healthPort': maximum: got 70,000, want 65,535"),
+    ("sampleMesh.size=0", "at '/sampleMesh/size': minimum: got 0, want 1"),
+    ("operator.logLevel=loud", "at '/operator/logLevel': value must be one of 'debug', 'info'"),
+    ("replicas=2", "additional properties 'replicas' not allowed"),
+    ("metrics.serviceMonitor.interval=often",
+     "at '/metrics/serviceMonitor/interval': 'often' does not match"),
+])
+def test_bad_values_are_refused_by_the_schema_naming_the_field(setting: str, says: str) -> None:
+    result = helm("template", "qd", str(CHART), "--kube-version", "1.36.0", "--set", setting, check=False)
+    assert result.returncode != 0
+    assert "values don't meet the specifications of the schema" in result.stderr
+    assert says in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("setting, says", [
+    ("image.tag=latest", "image.tag: 'latest' is not allowed"),
+    ("routerImage=qdmesh/router:latest", 'routerImage: "qdmesh/router:latest" uses the \'latest\' tag'),
+    ("routerImage=registry:5000/qdmesh/router", 'routerImage: "registry:5000/qdmesh/router" has no tag'),
+    ("watch.namespaces={a}", "watch.namespaces: only used with watch.scope=namespace"),
+])
+def test_values_the_schema_cannot_phrase_are_refused_by_the_chart(setting: str, says: str) -> None:
+    result = helm("template", "qd", str(CHART), "--kube-version", "1.36.0", "--set", setting, check=False)
+    assert result.returncode != 0
+    assert says in result.stderr, result.stderr
+
+
+def test_a_pinned_router_image_on_a_registry_with_a_port_is_accepted() -> None:
+    docs = render([], "--set", "routerImage=registry:5000/qdmesh/router:1.0")
+    assert env_of(by_kind(docs, "Deployment")[0])["QDMESH_ROUTER_IMAGE"] == "registry:5000/qdmesh/router:1.0"
+
+
+def test_crd_copies_match_the_sources() -> None:
+    sources = sorted(p.name for p in (REPO / "crds").glob("qdmesh.io_*.yaml"))
+    assert sources == ["qdmesh.io_autolinks.yaml", "qdmesh.io_linkroutes.yaml",
+                       "qdmesh.io_routermeshes.yaml", "qdmesh.io_vhostpolicies.yaml"]
+    result = subprocess.run(["bash", str(REPO / "charts" / "sync-crds.sh"), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, f"run charts/sync-crds.sh: {result.stderr}"
+    for name in sources:
+        assert (CHART / "crds" / name).read_bytes() == (REPO / "crds" / name).read_bytes()
