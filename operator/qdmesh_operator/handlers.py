@@ -50,7 +50,7 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 async def stop_metrics(**_: Any) -> None:
     runner = _state.pop("metrics", None)
     if runner is not None:
-        await runner.cleanup()  # type: ignore[attr-defined]
+        await runner.cleanup()
 
 
 async def run(namespace: str, mesh: str | None, why: str) -> Report | None:

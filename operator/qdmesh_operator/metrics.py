@@ -4,7 +4,7 @@ operations they sent to routers, served as text at /metrics."""
 from __future__ import annotations
 
 import threading
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 
@@ -50,7 +50,7 @@ class Metrics:
                       "# TYPE qdmesh_operator_router_operations_total counter"]
             lines += [f'qdmesh_operator_router_operations_total{{result="{r}"}} {n}'
                       for r, n in sorted(self.operations.items())]
-            lines += ["# HELP qdmesh_operator_drift_repairs_total Live operations undoing changes made by hand.",
+            lines += ["# HELP qdmesh_operator_drift_repairs_total Operations undoing hand-made changes.",
                       "# TYPE qdmesh_operator_drift_repairs_total counter",
                       f"qdmesh_operator_drift_repairs_total {self.repairs}",
                       "# HELP qdmesh_operator_reconcile_seconds Time one reconciliation took.",
@@ -66,7 +66,7 @@ class Metrics:
 METRICS = Metrics()
 
 
-async def serve(port: int, host: str = "0.0.0.0") -> object:
+async def serve(port: int, host: str = "0.0.0.0") -> Any:
     """Start the /metrics HTTP server (aiohttp comes with kopf); returns its runner."""
     from aiohttp import web
 

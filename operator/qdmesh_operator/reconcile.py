@@ -15,7 +15,7 @@ from kubernetes.client.rest import ApiException
 
 from . import contract, status
 from .apply.kube import KubeApi
-from .apply.management import ClientFactory, RouterOutcome, default_client, sync_mesh
+from .apply.management import ClientPool, RouterOutcome, sync_mesh
 from .model.desired import MeshState, mesh_state
 from .model.errors import SpecError
 from .model.mesh import MeshSpec, parse_mesh
@@ -70,10 +70,10 @@ def ref(body: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 class MeshReconciler:
-    def __init__(self, kube: KubeApi, client_factory: ClientFactory = default_client,
+    def __init__(self, kube: KubeApi, pool: ClientPool | None = None,
                  urls: Callable[[MeshSpec, Sequence[str]], Dict[str, str]] = router_urls) -> None:
         self.kube = kube
-        self.client_factory = client_factory
+        self.pool = pool or ClientPool()
         self.urls = urls
 
     # -- entry points ---------------------------------------------------------------------------
@@ -143,7 +143,7 @@ class MeshReconciler:
                                        "policy or "
                                        "inter-router TLS): routers restart one at a time"))
 
-        outcomes = sync_mesh(state, self.urls(mesh, ready_pods), self.client_factory)
+        outcomes = sync_mesh(state, self.urls(mesh, ready_pods), self.pool)
         self._count(report, outcomes, why)
         self._mesh_status(report, body, mesh, state, outcomes, sts, restart_hash)
         self._routing_statuses(report, mesh, state, routing_bodies, invalid, outcomes)
