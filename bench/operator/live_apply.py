@@ -39,7 +39,7 @@ AUTO_LINK = "org.apache.qpid.dispatch.router.config.autoLink"
 
 def start_mesh(workdir: Path, size: int) -> Mesh:
     names = [f"R{i}" for i in range(size)]
-    edges = [(b, a, 1) for i, a in enumerate(names) for b in names[i + 1:]]
+    edges = [(b, a, 1) for i, a in enumerate(names) for b in names[i + 1 :]]
     mesh = build_mesh(workdir, edges, names=names)
     for name in start_order(names, edges):
         mesh.routers[name].start()
@@ -49,25 +49,37 @@ def start_mesh(workdir: Path, size: int) -> Mesh:
 
 def live_everywhere(checkers: Dict[str, ManagementClient], entity_type: str, name: str) -> bool:
     """Confirmed by each router's own answer, on connections that are not the operator's."""
+
     def check(client: ManagementClient) -> bool:
         return any(r.get("name") == name for r in client.query(entity_type))
+
     with ThreadPoolExecutor(len(checkers)) as workers:
         return all(workers.map(check, checkers.values()))
 
 
 def percentile(values: List[float], p: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def summary(values: List[float]) -> Dict[str, float]:
-    return {"median_ms": 1000 * statistics.median(values), "p95_ms": 1000 * percentile(values, 95),
-            "max_ms": 1000 * max(values)}
+    return {
+        "median_ms": 1000 * statistics.median(values),
+        "p95_ms": 1000 * percentile(values, 95),
+        "max_ms": 1000 * max(values),
+    }
 
 
 def apply_one_by_one(mesh: Mesh, size: int, rounds: int) -> Dict[str, Any]:
-    spec = parse_mesh("demo", "bench", {"size": size, "image": "qdmesh/router:bench",
-                                        "connectors": [{"name": "broker", "host": "127.0.0.1", "port": 1}]})
+    spec = parse_mesh(
+        "demo",
+        "bench",
+        {
+            "size": size,
+            "image": "qdmesh/router:bench",
+            "connectors": [{"name": "broker", "host": "127.0.0.1", "port": 1}],
+        },
+    )
     targets = urls(mesh)
     pool = ClientPool()  # the operator keeps its management connections open between changes
     checkers = {rid: ManagementClient(url, timeout=5) for rid, url in targets.items()}
@@ -77,12 +89,25 @@ def apply_one_by_one(mesh: Mesh, size: int, rounds: int) -> Dict[str, Any]:
     for i in range(rounds):
         for kind in ("LinkRoute", "AutoLink"):
             if kind == "LinkRoute":
-                routing.append(parse_link_route(f"lr{i}", {"meshRef": "demo", "prefix": f"lr{i}.",
-                                                           "connection": "broker", "direction": "in"}))
+                routing.append(
+                    parse_link_route(
+                        f"lr{i}",
+                        {"meshRef": "demo", "prefix": f"lr{i}.", "connection": "broker", "direction": "in"},
+                    )
+                )
                 entity_type, name = LINK_ROUTE, f"qdmesh/linkRoute/lr{i}-in"
             else:
-                routing.append(parse_auto_link(f"al{i}", {"meshRef": "demo", "address": f"queue/al{i}",
-                                                          "direction": "out", "connection": "broker"}))
+                routing.append(
+                    parse_auto_link(
+                        f"al{i}",
+                        {
+                            "meshRef": "demo",
+                            "address": f"queue/al{i}",
+                            "direction": "out",
+                            "connection": "broker",
+                        },
+                    )
+                )
                 entity_type, name = AUTO_LINK, f"qdmesh/autoLink/al{i}"
             start = time.monotonic()
             outcomes = sync_mesh(local_state(spec, routing), targets, pool)
@@ -97,14 +122,29 @@ def apply_one_by_one(mesh: Mesh, size: int, rounds: int) -> Dict[str, Any]:
 
 
 def reconcile_many(mesh: Mesh, size: int, count: int) -> Dict[str, Any]:
-    spec = parse_mesh("demo", "bench", {"size": size, "image": "qdmesh/router:bench",
-                                        "connectors": [{"name": "broker", "host": "127.0.0.1", "port": 1}]})
+    spec = parse_mesh(
+        "demo",
+        "bench",
+        {
+            "size": size,
+            "image": "qdmesh/router:bench",
+            "connectors": [{"name": "broker", "host": "127.0.0.1", "port": 1}],
+        },
+    )
     routing: List[RoutingSpec] = []
     for i in range(count // 2):
-        routing.append(parse_link_route(f"many-lr{i}", {"meshRef": "demo", "prefix": f"many{i}.",
-                                                        "connection": "broker", "direction": "in"}))
-        routing.append(parse_auto_link(f"many-al{i}", {"meshRef": "demo", "address": f"many/{i}",
-                                                       "direction": "out", "connection": "broker"}))
+        routing.append(
+            parse_link_route(
+                f"many-lr{i}",
+                {"meshRef": "demo", "prefix": f"many{i}.", "connection": "broker", "direction": "in"},
+            )
+        )
+        routing.append(
+            parse_auto_link(
+                f"many-al{i}",
+                {"meshRef": "demo", "address": f"many/{i}", "direction": "out", "connection": "broker"},
+            )
+        )
     pool = ClientPool()
     before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.monotonic()
@@ -117,9 +157,14 @@ def reconcile_many(mesh: Mesh, size: int, count: int) -> Dict[str, Any]:
     assert all(o.results == [] for o in outcomes.values())
     after = resource.getrusage(resource.RUSAGE_SELF)
     pool.close()
-    return {"resources": count, "operations_first": count // 2 * 2 * size, "first_reconcile_s": first, "steady_reconcile_s": steady,
-            "operator_cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
-            "operator_max_rss_mib": after.ru_maxrss / 1024}
+    return {
+        "resources": count,
+        "operations_first": count // 2 * 2 * size,
+        "first_reconcile_s": first,
+        "steady_reconcile_s": steady,
+        "operator_cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+        "operator_max_rss_mib": after.ru_maxrss / 1024,
+    }
 
 
 def main(argv: List[str] | None = None) -> int:
@@ -131,9 +176,12 @@ def main(argv: List[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="qdmesh-bench-operator-") as tmp:
         mesh = start_mesh(Path(tmp), args.routers)
         try:
-            results = {"routers": args.routers, "rounds": args.rounds,
-                       "apply_to_live": apply_one_by_one(mesh, args.routers, args.rounds),
-                       "many": reconcile_many(mesh, args.routers, args.resources)}
+            results = {
+                "routers": args.routers,
+                "rounds": args.rounds,
+                "apply_to_live": apply_one_by_one(mesh, args.routers, args.rounds),
+                "many": reconcile_many(mesh, args.routers, args.resources),
+            }
         finally:
             mesh.close()
             for router in mesh.routers.values():

@@ -16,18 +16,22 @@ from qdmesh_operator.model.routing import RoutingSpec
 from qdrouter.tools.management_client import ManagementClient
 from tests.mesh.meshproc import Mesh
 
-LONG = {"linkRoute": "org.apache.qpid.dispatch.router.config.linkRoute",
-        "autoLink": "org.apache.qpid.dispatch.router.config.autoLink",
-        "address": "org.apache.qpid.dispatch.router.config.address",
-        "connector": "org.apache.qpid.dispatch.connector",
-        "listener": "org.apache.qpid.dispatch.listener",
-        "vhost": "org.apache.qpid.dispatch.vhost"}
+LONG = {
+    "linkRoute": "org.apache.qpid.dispatch.router.config.linkRoute",
+    "autoLink": "org.apache.qpid.dispatch.router.config.autoLink",
+    "address": "org.apache.qpid.dispatch.router.config.address",
+    "connector": "org.apache.qpid.dispatch.connector",
+    "listener": "org.apache.qpid.dispatch.listener",
+    "vhost": "org.apache.qpid.dispatch.vhost",
+}
 
 
 def local_state(mesh: MeshSpec, routing: Sequence[RoutingSpec]) -> MeshState:
     state = mesh_state(mesh, routing)
-    state.entities = {rid: [e for e in entities if not e.name.startswith("qdmesh/interRouter/")]
-                      for rid, entities in state.entities.items()}
+    state.entities = {
+        rid: [e for e in entities if not e.name.startswith("qdmesh/interRouter/")]
+        for rid, entities in state.entities.items()
+    }
     return state
 
 

@@ -18,8 +18,10 @@ MESH_SPEC: Dict[str, Any] = {
     "image": "qdmesh/router:0.1.0",
     "connectors": [{"name": "broker", "host": "rabbit.messaging.svc", "port": 5672}],
     "listeners": [{"name": "edge", "port": 5673, "expose": "NodePort", "nodePort": 30673}],
-    "addresses": [{"prefix": "queue/", "waypoint": True, "distribution": "balanced"},
-                  {"prefix": "broadcast/", "distribution": "multicast"}],
+    "addresses": [
+        {"prefix": "queue/", "waypoint": True, "distribution": "balanced"},
+        {"prefix": "broadcast/", "distribution": "multicast"},
+    ],
     "policy": {"enableVhostPolicy": True, "maxConnections": 1000},
 }
 
@@ -31,13 +33,28 @@ def mesh(spec: Dict[str, Any] | None = None, name: str = "demo", namespace: str 
 def routing(mesh_ref: str = "demo") -> List[RoutingSpec]:
     return [
         parse_link_route("orders", {"meshRef": mesh_ref, "prefix": "orders.", "connection": "broker"}),
-        parse_auto_link("q1-in", {"meshRef": mesh_ref, "address": "queue/q1", "direction": "in",
-                                  "connection": "broker"}),
-        parse_auto_link("q1-out", {"meshRef": mesh_ref, "address": "queue/q1", "direction": "out",
-                                   "connection": "broker"}),
-        parse_vhost("tenant-a", {"meshRef": mesh_ref, "hostname": "tenant-a.example.com",
-                                 "maxConnections": 50, "allowUnknownUser": False,
-                                 "groups": {"admins": {"users": ["alice", "bob"], "remoteHosts": ["*"],
-                                                       "sources": ["*"], "targets": ["*"]},
-                                            "$default": {"remoteHosts": ["*"], "maxSenders": 0}}}),
+        parse_auto_link(
+            "q1-in", {"meshRef": mesh_ref, "address": "queue/q1", "direction": "in", "connection": "broker"}
+        ),
+        parse_auto_link(
+            "q1-out", {"meshRef": mesh_ref, "address": "queue/q1", "direction": "out", "connection": "broker"}
+        ),
+        parse_vhost(
+            "tenant-a",
+            {
+                "meshRef": mesh_ref,
+                "hostname": "tenant-a.example.com",
+                "maxConnections": 50,
+                "allowUnknownUser": False,
+                "groups": {
+                    "admins": {
+                        "users": ["alice", "bob"],
+                        "remoteHosts": ["*"],
+                        "sources": ["*"],
+                        "targets": ["*"],
+                    },
+                    "$default": {"remoteHosts": ["*"], "maxSenders": 0},
+                },
+            },
+        ),
     ]

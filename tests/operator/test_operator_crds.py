@@ -42,7 +42,8 @@ def walk(node: Dict[str, Any], path: str = "") -> Iterator[Tuple[str, Dict[str, 
 
 def test_directory_holds_exactly_the_four_kinds() -> None:
     assert sorted(p.name for p in CRD_DIR.glob("*.yaml")) == sorted(
-        f"qdmesh.io_{plural}.yaml" for plural, _ in CONTRACT.values())
+        f"qdmesh.io_{plural}.yaml" for plural, _ in CONTRACT.values()
+    )
 
 
 @pytest.mark.parametrize("kind", sorted(CONTRACT))
@@ -55,7 +56,11 @@ def test_names_follow_the_contract(kind: str) -> None:
     assert spec["group"] == "qdmesh.io" and spec["scope"] == "Namespaced"
     names = spec["names"]
     assert (names["kind"], names["plural"], names["shortNames"], names["categories"]) == (
-        kind, plural, short, ["qdmesh"])
+        kind,
+        plural,
+        short,
+        ["qdmesh"],
+    )
     assert [v["name"] for v in spec["versions"]] == ["v1alpha1"]
     assert spec["versions"][0]["served"] and spec["versions"][0]["storage"]
 
@@ -75,13 +80,20 @@ def test_schema_is_structural(plural: str) -> None:
 
 @pytest.mark.parametrize("plural", [p for p, _ in CONTRACT.values()])
 def test_every_cel_rule_has_a_message_naming_a_field(plural: str) -> None:
-    rules = [(path, rule) for path, node in walk(schema(load(plural)))
-             for rule in node.get("x-kubernetes-validations", [])]
+    rules = [
+        (path, rule)
+        for path, node in walk(schema(load(plural)))
+        for rule in node.get("x-kubernetes-validations", [])
+    ]
     assert rules, "each kind has CEL rules"
     for path, rule in rules:
         assert set(rule) >= {"rule", "message"}, path
-        assert "spec." in rule["message"] or "each" in rule["message"] or "give" in rule["message"] \
-            or "only" in rule["message"], f"{path}: {rule['message']!r} names no field"
+        assert (
+            "spec." in rule["message"]
+            or "each" in rule["message"]
+            or "give" in rule["message"]
+            or "only" in rule["message"]
+        ), f"{path}: {rule['message']!r} names no field"
 
 
 @pytest.mark.parametrize("plural", [p for p, _ in CONTRACT.values()])
@@ -93,8 +105,14 @@ def test_status_subresource_and_kstatus_conditions(plural: str) -> None:
     conditions = status["conditions"]
     assert conditions["x-kubernetes-list-type"] == "map"
     assert conditions["x-kubernetes-list-map-keys"] == ["type"]
-    assert set(conditions["items"]["properties"]) >= {"type", "status", "reason", "message",
-                                                      "lastTransitionTime", "observedGeneration"}
+    assert set(conditions["items"]["properties"]) >= {
+        "type",
+        "status",
+        "reason",
+        "message",
+        "lastTransitionTime",
+        "observedGeneration",
+    }
     columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
     assert columns["Ready"] == '.status.conditions[?(@.type=="Ready")].status'
     assert columns["Age"] == ".metadata.creationTimestamp"
@@ -104,8 +122,11 @@ def test_routermesh_scale_subresource_points_at_real_fields() -> None:
     crd = load("routermeshes")
     scale = crd["spec"]["versions"][0]["subresources"]["scale"]
     root = schema(crd)["properties"]
-    assert scale == {"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.routers",
-                     "labelSelectorPath": ".status.selector"}
+    assert scale == {
+        "specReplicasPath": ".spec.size",
+        "statusReplicasPath": ".status.routers",
+        "labelSelectorPath": ".status.selector",
+    }
     assert root["spec"]["properties"]["size"]["type"] == "integer"
     assert root["status"]["properties"]["routers"]["type"] == "integer"
     assert root["status"]["properties"]["selector"]["type"] == "string"
@@ -140,7 +161,7 @@ def test_cel_rules_reference_only_declared_fields() -> None:
 
     for plural, _ in [CONTRACT[k] for k in CONTRACT]:
         for path, node in walk(schema(load(plural))):
-            props = set((node.get("properties") or {}))
+            props = set(node.get("properties") or {})
             for rule in node.get("x-kubernetes-validations", []):
                 for field in re.findall(r"\bself\.([A-Za-z]+)", rule["rule"]):
                     if props:

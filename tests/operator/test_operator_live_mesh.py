@@ -26,17 +26,31 @@ LINE3 = [("B", "A", 1), ("C", "B", 1)]
 
 
 def mesh_spec(broker_port: int, **extra: Any) -> Dict[str, Any]:
-    return {"size": 3, "image": "qdmesh/router:0.1.0",
-            "connectors": [{"name": "broker", "host": "127.0.0.1", "port": broker_port}],
-            "addresses": [{"prefix": "queue/", "waypoint": True}], **extra}
+    return {
+        "size": 3,
+        "image": "qdmesh/router:0.1.0",
+        "connectors": [{"name": "broker", "host": "127.0.0.1", "port": broker_port}],
+        "addresses": [{"prefix": "queue/", "waypoint": True}],
+        **extra,
+    }
 
 
 def routing(**changes: Any) -> List[Any]:
     lr = {"meshRef": "demo", "prefix": "orders.", "connection": "broker", **changes.get("lr", {})}
-    al = {"meshRef": "demo", "address": "queue/q1", "direction": "out", "connection": "broker",
-          **changes.get("al", {})}
-    vh = {"meshRef": "demo", "hostname": "tenant.example", "maxConnections": 10,
-          "groups": {"admins": {"users": ["alice"], "remoteHosts": ["*"]}}, **changes.get("vh", {})}
+    al = {
+        "meshRef": "demo",
+        "address": "queue/q1",
+        "direction": "out",
+        "connection": "broker",
+        **changes.get("al", {}),
+    }
+    vh = {
+        "meshRef": "demo",
+        "hostname": "tenant.example",
+        "maxConnections": 10,
+        "groups": {"admins": {"users": ["alice"], "remoteHosts": ["*"]}},
+        **changes.get("vh", {}),
+    }
     return [parse_link_route("orders", lr), parse_auto_link("q1-out", al), parse_vhost("tenant", vh)]
 
 
@@ -51,7 +65,9 @@ def wait_for(check: Any, timeout: float = 10.0, what: str = "condition") -> Any:
         time.sleep(0.1)
 
 
-def test_add_change_delete_reach_every_router(mesh_factory: MeshFactory, router_factory: RouterFactory) -> None:
+def test_add_change_delete_reach_every_router(
+    mesh_factory: MeshFactory, router_factory: RouterFactory
+) -> None:
     broker = router_factory(router_id="broker")  # a plain router accepts the auto-link's attach
     local = mesh_factory(LINE3)
     mesh = parse_mesh("demo", "ns", mesh_spec(broker.port))
@@ -67,10 +83,12 @@ def test_add_change_delete_reach_every_router(mesh_factory: MeshFactory, router_
         assert "qdmesh/address/prefix:queue/" in names_on(url, "address")
         vhost = rows_on(url, "vhost")["qdmesh/vhost/tenant"]
         assert vhost["maxConnections"] == 10
+
     # The auto-links attach to the broker on every router, and their state is read back.
     def all_active() -> bool:
         rows = sync_mesh(local_state(mesh, routing()), urls(local))
         return all(o.live["autoLink"][0]["operStatus"] == "active" for o in rows.values())
+
     wait_for(all_active, what="auto-links active on every router")
 
     # A second pass finds nothing to do: the comparison understands the router's answers.
@@ -82,12 +100,19 @@ def test_add_change_delete_reach_every_router(mesh_factory: MeshFactory, router_
     for outcome in outcomes.values():
         assert outcome.in_sync, [r.error for r in outcome.failures]
         done = sorted((r.op.action, r.op.name) for r in outcome.results)
-        assert done == sorted([(DELETE, "qdmesh/linkRoute/orders-in"), (DELETE, "qdmesh/linkRoute/orders-out"),
-                               (CREATE, "qdmesh/linkRoute/orders-in"), (CREATE, "qdmesh/linkRoute/orders-out"),
-                               (UPDATE, "qdmesh/vhost/tenant")])
+        assert done == sorted(
+            [
+                (DELETE, "qdmesh/linkRoute/orders-in"),
+                (DELETE, "qdmesh/linkRoute/orders-out"),
+                (CREATE, "qdmesh/linkRoute/orders-in"),
+                (CREATE, "qdmesh/linkRoute/orders-out"),
+                (UPDATE, "qdmesh/vhost/tenant"),
+            ]
+        )
     for url in urls(local).values():
-        assert {r["prefix"] for r in rows_on(url, "linkRoute").values()
-                if str(r["name"]).startswith("qdmesh/")} == {"invoices."}
+        assert {
+            r["prefix"] for r in rows_on(url, "linkRoute").values() if str(r["name"]).startswith("qdmesh/")
+        } == {"invoices."}
         assert rows_on(url, "vhost")["qdmesh/vhost/tenant"]["maxConnections"] == 20
 
     # Delete: every owned entity goes; the local mesh's own connectors and listeners stay.
@@ -102,23 +127,37 @@ def test_add_change_delete_reach_every_router(mesh_factory: MeshFactory, router_
     local.wait_converged()  # the mesh itself was never disturbed
 
 
-def test_auto_link_deleted_by_hand_with_qdmanage_comes_back(mesh_factory: MeshFactory,
-                                                            router_factory: RouterFactory) -> None:
+def test_auto_link_deleted_by_hand_with_qdmanage_comes_back(
+    mesh_factory: MeshFactory, router_factory: RouterFactory
+) -> None:
     broker = router_factory(router_id="broker")
     local = mesh_factory(LINE3)
     state = local_state(parse_mesh("demo", "ns", mesh_spec(broker.port)), routing())
     assert all(o.in_sync for o in sync(state, local).values())
     victim = urls(local)["demo-1"]
-    done = subprocess.run([sys.executable, "-m", "qdrouter.tools.qdmanage", "-b", victim, "delete",
-                           "--type=autoLink", "--name=qdmesh/autoLink/q1-out"],
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "qdrouter.tools.qdmanage",
+            "-b",
+            victim,
+            "delete",
+            "--type=autoLink",
+            "--name=qdmesh/autoLink/q1-out",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == 0, done.stderr
     assert names_on(victim, "autoLink") == []
 
     outcomes = sync(state, local)
     repaired = outcomes["demo-1"]
     assert [(r.op.action, r.op.name, r.op.reason) for r in repaired.results] == [
-        (CREATE, "qdmesh/autoLink/q1-out", "missing")]
+        (CREATE, "qdmesh/autoLink/q1-out", "missing")
+    ]
     assert all(o.results == [] for rid, o in outcomes.items() if rid != "demo-1")
     assert names_on(victim, "autoLink") == ["qdmesh/autoLink/q1-out"]
 
@@ -132,11 +171,19 @@ def test_router_errors_are_reported_and_do_not_stop_other_changes(router_factory
     taken.listen(1)
     try:
         port = taken.getsockname()[1]
-        mesh = parse_mesh("demo", "ns", {"size": 3, "image": "qdmesh/router:0.1.0",
-                                         "listeners": [{"name": "extra", "port": port}],
-                                         "connectors": [{"name": "broker", "host": "127.0.0.1", "port": 1}]})
-        state = local_state(mesh, [parse_link_route("orders", {"meshRef": "demo", "prefix": "o.",
-                                                              "connection": "broker"})])
+        mesh = parse_mesh(
+            "demo",
+            "ns",
+            {
+                "size": 3,
+                "image": "qdmesh/router:0.1.0",
+                "listeners": [{"name": "extra", "port": port}],
+                "connectors": [{"name": "broker", "host": "127.0.0.1", "port": 1}],
+            },
+        )
+        state = local_state(
+            mesh, [parse_link_route("orders", {"meshRef": "demo", "prefix": "o.", "connection": "broker"})]
+        )
         dead = f"amqp://127.0.0.1:{free_port()}"
         outcomes = sync_mesh(state, {"demo-0": routers[0].url, "demo-1": routers[1].url, "demo-2": dead})
     finally:
@@ -155,8 +202,11 @@ def test_router_errors_are_reported_and_do_not_stop_other_changes(router_factory
 def test_listener_added_and_removed_at_run_time(router_factory: RouterFactory, tmp_path: Path) -> None:
     router = router_factory(router_id="R")
     port = free_port()
-    with_listener = parse_mesh("demo", "ns", {"size": 1, "image": "qdmesh/router:0.1.0",
-                                              "listeners": [{"name": "extra", "port": port}]})
+    with_listener = parse_mesh(
+        "demo",
+        "ns",
+        {"size": 1, "image": "qdmesh/router:0.1.0", "listeners": [{"name": "extra", "port": port}]},
+    )
     (outcome,) = sync_mesh(local_state(with_listener, []), {"demo-0": router.url}).values()
     assert outcome.in_sync and [r.op.action for r in outcome.results] == [CREATE]
     socket.create_connection(("127.0.0.1", port), timeout=5).close()
@@ -171,8 +221,11 @@ def test_listener_added_and_removed_at_run_time(router_factory: RouterFactory, t
 def test_full_mesh_of_four_gets_the_same_routes_in_parallel(mesh_factory: MeshFactory) -> None:
     local = mesh_factory(FULL4)
     mesh = parse_mesh("demo", "ns", {"size": 4, "image": "qdmesh/router:0.1.0"})
-    route = [parse_link_route("r", {"meshRef": "demo", "pattern": "a/*/b", "containerId": "broker-1",
-                                    "direction": "in"})]
+    route = [
+        parse_link_route(
+            "r", {"meshRef": "demo", "pattern": "a/*/b", "containerId": "broker-1", "direction": "in"}
+        )
+    ]
     outcomes = sync(local_state(mesh, route), local)
     assert all(o.in_sync for o in outcomes.values())
     for url in urls(local).values():

@@ -15,7 +15,9 @@ def row(name: str, **attrs: Any) -> Dict[str, Any]:
 
 LR = Entity("linkRoute", "qdmesh/linkRoute/a-in", {"prefix": "a.", "direction": "in", "connection": "c"})
 AL = Entity("autoLink", "qdmesh/autoLink/q", {"address": "q", "direction": "out", "connection": "c"})
-CONN = Entity("connector", "qdmesh/connector/c", {"host": "broker", "port": "5672", "role": "route-container"})
+CONN = Entity(
+    "connector", "qdmesh/connector/c", {"host": "broker", "port": "5672", "role": "route-container"}
+)
 
 
 def actions(ops: List[Any]) -> List[str]:
@@ -23,9 +25,19 @@ def actions(ops: List[Any]) -> List[str]:
 
 
 def test_nothing_to_do_when_live_matches_with_router_defaults_and_text_values() -> None:
-    live = {"linkRoute": [row(LR.name, prefix="a.", direction="in", connection="c", distribution="linkBalanced",
-                              operStatus="active")],
-            "connector": [row(CONN.name, host="broker", port="5672", role="route-container", cost=1)]}
+    live = {
+        "linkRoute": [
+            row(
+                LR.name,
+                prefix="a.",
+                direction="in",
+                connection="c",
+                distribution="linkBalanced",
+                operStatus="active",
+            )
+        ],
+        "connector": [row(CONN.name, host="broker", port="5672", role="route-container", cost=1)],
+    }
     assert plan([LR, CONN], live) == []
     assert difference({"waypoint": True, "phase": 1}, {"waypoint": "yes", "phase": "1"}) is None
 
@@ -45,8 +57,16 @@ def test_changed_entities_without_update_are_replaced_and_the_reason_says_why() 
 
 def test_vhosts_are_updated_in_place_and_group_maps_compared_deeply() -> None:
     vhost = Entity("vhost", "qdmesh/vhost/t", {"hostname": "t", "groups": {"g": {"users": "a,b"}}})
-    same = {"vhost": [row(vhost.name, hostname="t", maxConnections=65535,
-                          groups={"g": {"users": "a,b", "maxSenders": 2147483647}})]}
+    same = {
+        "vhost": [
+            row(
+                vhost.name,
+                hostname="t",
+                maxConnections=65535,
+                groups={"g": {"users": "a,b", "maxSenders": 2147483647}},
+            )
+        ]
+    }
     assert plan([vhost], same) == []
     changed = {"vhost": [row(vhost.name, hostname="t", groups={"g": {"users": "a"}})]}
     (op,) = plan([vhost], changed)
@@ -57,11 +77,17 @@ def test_vhosts_are_updated_in_place_and_group_maps_compared_deeply() -> None:
 
 
 def test_only_owned_entities_are_deleted_dependents_first() -> None:
-    live = {"linkRoute": [row(LR.name, prefix="a.", direction="in", connection="c"),
-                          row("linkRoute/1", prefix="hand.", direction="in")],
-            "connector": [row(CONN.name, host="broker", port="5672", role="route-container"),
-                          row("ir-to-B", host="b", port="1", role="inter-router")],
-            "listener": [row("listener/1", port="5672"), row("amqp", port="5672")]}
+    live = {
+        "linkRoute": [
+            row(LR.name, prefix="a.", direction="in", connection="c"),
+            row("linkRoute/1", prefix="hand.", direction="in"),
+        ],
+        "connector": [
+            row(CONN.name, host="broker", port="5672", role="route-container"),
+            row("ir-to-B", host="b", port="1", role="inter-router"),
+        ],
+        "listener": [row("listener/1", port="5672"), row("amqp", port="5672")],
+    }
     ops = plan([], live)
     assert actions(ops) == [f"DELETE {LR.name}", f"DELETE {CONN.name}"]
     assert all(op.action == DELETE and op.reason == "no longer wanted" for op in ops)

@@ -31,7 +31,9 @@ def test_full_mesh_links_every_pair_once_from_the_later_router() -> None:
     assert all(a > b for a, b in pairs)
 
 
-@pytest.mark.parametrize(("size", "degree"), [(s, d) for s in [*range(3, 17), 31] for d in (2, 3, 4) if d < s])
+@pytest.mark.parametrize(
+    ("size", "degree"), [(s, d) for s in [*range(3, 17), 31] for d in (2, 3, 4) if d < s]
+)
 def test_redundant_mesh_survives_any_one_router_or_link(size: int, degree: int) -> None:
     pairs = topology.edges(topology.REDUNDANT, size, degree)
     nodes = set(range(size))
