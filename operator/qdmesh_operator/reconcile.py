@@ -23,7 +23,7 @@ from .model.routing import PARSERS, RoutingSpec
 from .plan import CREATE
 from .render.conf import RenderError, render_all
 from .render.manifests import mesh_objects, owner_reference
-from .router_urls import router_urls
+from .router_urls import overrides, router_urls
 from .status import Verdict
 
 ROUTING_PLURALS = {"LinkRoute": contract.LINK_ROUTE_PLURAL, "AutoLink": contract.AUTO_LINK_PLURAL,
@@ -143,6 +143,7 @@ class MeshReconciler:
                                        "policy or "
                                        "inter-router TLS): routers restart one at a time"))
 
+        state.manage_inter_router = overrides() is None
         outcomes = sync_mesh(state, self.urls(mesh, ready_pods), self.pool)
         self._count(report, outcomes, why)
         self._mesh_status(report, body, mesh, state, outcomes, sts, restart_hash)

@@ -15,6 +15,7 @@ from .routing import RoutingSpec
 
 TLS_DIR = "/etc/qdmesh/tls"
 INTER_ROUTER_PROFILE = "inter-router-tls"
+INTER_ROUTER_PREFIX = managed_name("interRouter", "")
 
 
 @dataclass
@@ -36,11 +37,17 @@ class MeshState:
     applied: Dict[str, List[str]] = field(default_factory=dict)
     problems: List[RoutingProblem] = field(default_factory=list)
 
+    #: Whether the live routers' inter-router connectors are the operator's to manage (not
+    #: when the routers run outside the cluster and are wired by whoever started them).
+    manage_inter_router: bool = True
+
     def live_entities(self, router_id: str) -> List[Entity]:
-        return [e for e in self.entities[router_id] if not e.restart_only]
+        return [e for e in self.entities[router_id] if not e.restart_only
+                and (self.manage_inter_router or not e.name.startswith(INTER_ROUTER_PREFIX))]
 
     def restart_only_names(self, router_id: str) -> List[str]:
-        return [e.name for e in self.entities[router_id] if e.restart_only]
+        return [e.name for e in self.entities[router_id] if e.restart_only
+                or (not self.manage_inter_router and e.name.startswith(INTER_ROUTER_PREFIX))]
 
 
 def tls_profile(secret: str) -> Entity:

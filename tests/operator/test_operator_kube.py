@@ -1,0 +1,487 @@
+"""The operator against a REAL Kubernetes API server (etcd + kube-apiserver + controllers from
+tests/kube; no kubelet, so router pods never run): CRDs with their CEL rules, a RouterMesh's
+objects and status, routing resources' status, live changes to local router processes through
+the API (QDMESH_ROUTER_URLS points the operator at them), drift repair, finalizers, metrics and
+liveness.  The operator runs in-process under kopf.testing.KopfRunner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List
+
+import pytest
+import yaml
+
+from tests.kube.controlplane import ControlPlane
+from tests.mesh.conftest import MeshFactory
+from tests.operator.localmesh import names_on
+from tests.router.routerproc import free_port
+
+pytestmark = pytest.mark.timeout(240)
+
+CRD_DIR = Path(__file__).resolve().parents[2] / "crds"
+G, V = "qdmesh.io", "v1alpha1"
+LINE3 = [("B", "A", 1), ("C", "B", 1)]
+
+
+def eventually(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except Exception as e:  # not there yet (404 and friends)
+            last = e
+        else:
+            if last:
+                return last
+        time.sleep(0.25)
+    raise AssertionError(f"{what} did not happen within {timeout:g}s (last: {last!r})")
+
+
+class Cluster:
+    """API helpers bound to the test namespace."""
+
+    def __init__(self, plane: ControlPlane, namespace: str) -> None:
+        from kubernetes import client
+
+        self.plane = plane
+        self.ns = namespace
+        self.api = plane.api_client()
+        self.custom = client.CustomObjectsApi(self.api)
+        self.core = client.CoreV1Api(self.api)
+        self.apps = client.AppsV1Api(self.api)
+        self.policy = client.PolicyV1Api(self.api)
+
+    def create(self, plural: str, kind: str, name: str, spec: Dict[str, Any]) -> Dict[str, Any]:
+        body = {"apiVersion": f"{G}/{V}", "kind": kind, "metadata": {"name": name}, "spec": spec}
+        return dict(self.custom.create_namespaced_custom_object(G, V, self.ns, plural, body))
+
+    def get(self, plural: str, name: str) -> Dict[str, Any]:
+        return dict(self.custom.get_namespaced_custom_object(G, V, self.ns, plural, name))
+
+    def patch_spec(self, plural: str, name: str, spec: Dict[str, Any]) -> Dict[str, Any]:
+        return dict(
+            self.custom.patch_namespaced_custom_object(
+                G, V, self.ns, plural, name, {"spec": spec}, _content_type="application/merge-patch+json"
+            )
+        )
+
+    def delete(self, plural: str, name: str) -> None:
+        self.custom.delete_namespaced_custom_object(G, V, self.ns, plural, name)
+
+    def gone(self, plural: str, name: str) -> bool:
+        from kubernetes.client.rest import ApiException
+
+        try:
+            self.get(plural, name)
+        except ApiException as e:
+            return e.status == 404
+        return False
+
+    def condition(self, plural: str, name: str, type_: str) -> Dict[str, Any]:
+        status = self.get(plural, name).get("status") or {}
+        return next((c for c in status.get("conditions") or [] if c["type"] == type_), {})
+
+    def events(self, name: str) -> List[Any]:
+        return [e for e in self.core.list_namespaced_event(self.ns).items if e.involved_object.name == name]
+
+
+@pytest.fixture(scope="module")
+def crds(kube_control_plane: ControlPlane) -> ControlPlane:
+    from kubernetes import client
+
+    api = client.ApiextensionsV1Api(kube_control_plane.api_client())
+    for path in sorted(CRD_DIR.glob("*.yaml")):
+        body = yaml.safe_load(path.read_text())
+        try:
+            api.create_custom_resource_definition(body)
+        except client.ApiException as e:
+            if e.status != 409:
+                raise
+
+    def established() -> bool:
+        for path in CRD_DIR.glob("*.yaml"):
+            name = yaml.safe_load(path.read_text())["metadata"]["name"]
+            conditions = api.read_custom_resource_definition(name).status.conditions or []
+            if not any(c.type == "Established" and c.status == "True" for c in conditions):
+                return False
+        return True
+
+    eventually(established, 60, "CRDs established")
+    return kube_control_plane
+
+
+@pytest.fixture(scope="module")
+def operator(crds: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, Any]]:
+    """The operator (kopf, in this process) watching one namespace; drift checks every 1.5 s;
+    router URLs from a file the tests write."""
+    from kopf.testing import KopfRunner
+    from kubernetes import client
+
+    namespace = f"op-{uuid.uuid4().hex[:8]}"
+    client.CoreV1Api(crds.api_client()).create_namespace({"metadata": {"name": namespace}})
+    urls_file = tmp_path_factory.mktemp("operator") / "router-urls.json"
+    urls_file.write_text("{}")
+    env = {
+        "KUBECONFIG": crds.kubeconfig,
+        "QDMESH_DRIFT_INTERVAL": "1.5",
+        "QDMESH_ROUTER_URLS": str(urls_file),
+        "QDMESH_METRICS_PORT": str(free_port()),
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    health = free_port()
+    runner = KopfRunner(
+        [
+            "run",
+            "--standalone",
+            "--namespace",
+            namespace,
+            f"--liveness=http://127.0.0.1:{health}/healthz",
+            "-m",
+            "qdmesh_operator.handlers",
+        ],
+        timeout=60,
+    )
+    runner.__enter__()
+    try:
+        yield {
+            "namespace": namespace,
+            "urls_file": urls_file,
+            "health": health,
+            "metrics": int(env["QDMESH_METRICS_PORT"]),
+            "plane": crds,
+        }
+    finally:
+        runner.__exit__(None, None, None)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    assert runner.exception is None, runner.exception
+
+
+@pytest.fixture
+def kube(operator: Dict[str, Any]) -> Cluster:
+    return Cluster(operator["plane"], operator["namespace"])
+
+
+def test_routermesh_gets_owned_objects_and_honest_status(kube: Cluster) -> None:
+    mesh = kube.create("routermeshes", "RouterMesh", "alpha", {"size": 3, "image": "qdmesh/router:0.1.0"})
+    uid = mesh["metadata"]["uid"]
+    sts = eventually(lambda: kube.apps.read_namespaced_stateful_set("alpha", kube.ns), what="StatefulSet")
+    cm = kube.core.read_namespaced_config_map("alpha-config", kube.ns)
+    assert sorted(cm.data) == ["alpha-0.conf", "alpha-1.conf", "alpha-2.conf"]
+    assert 'id: "alpha-1"' in cm.data["alpha-1.conf"]
+    owned = [
+        sts,
+        cm,
+        kube.core.read_namespaced_service("alpha-routers", kube.ns),
+        kube.core.read_namespaced_service("alpha", kube.ns),
+        kube.policy.read_namespaced_pod_disruption_budget("alpha", kube.ns),
+    ]
+    for obj in owned:
+        (ref,) = obj.metadata.owner_references
+        assert (ref.kind, ref.name, ref.uid, ref.controller) == ("RouterMesh", "alpha", uid, True)
+        assert obj.metadata.labels["qdmesh.io/mesh"] == "alpha"
+    assert sts.spec.replicas == 3 and sts.spec.service_name == "alpha-routers"
+
+    ready = eventually(lambda: kube.condition("routermeshes", "alpha", "Ready"), what="Ready condition")
+    assert ready["status"] == "False" and ready["observedGeneration"] == 1
+    reconciling = kube.condition("routermeshes", "alpha", "Reconciling")
+    assert reconciling["status"] == "True" and reconciling["reason"] == "RoutersNotReady"
+    assert reconciling["message"] == "0/3 routers ready"
+    assert kube.condition("routermeshes", "alpha", "Stalled")["status"] == "False"
+    status = kube.get("routermeshes", "alpha")["status"]
+    assert status["observedGeneration"] == 1 and status["selector"] == "qdmesh.io/mesh=alpha"
+    assert [r["name"] for r in status["routerStatus"]] == ["alpha-0", "alpha-1", "alpha-2"]
+    # The operator never writes spec: generation is still 1 and spec is what the server defaulted.
+    after = kube.get("routermeshes", "alpha")
+    assert after["metadata"]["generation"] == 1
+    assert after["spec"]["size"] == 3 and after["spec"]["topology"] == {"type": "FullMesh", "degree": 3}
+
+
+def test_scale_subresource_resizes_the_mesh(kube: Cluster) -> None:
+    kube.create("routermeshes", "RouterMesh", "scaled", {"size": 2, "image": "qdmesh/router:0.1.0"})
+    eventually(lambda: kube.apps.read_namespaced_stateful_set("scaled", kube.ns), what="StatefulSet")
+    kube.custom.patch_namespaced_custom_object_scale(
+        G,
+        V,
+        kube.ns,
+        "routermeshes",
+        "scaled",
+        {"spec": {"replicas": 4}},
+        _content_type="application/merge-patch+json",
+    )
+    eventually(
+        lambda: kube.apps.read_namespaced_stateful_set("scaled", kube.ns).spec.replicas == 4,
+        what="StatefulSet scaled to 4",
+    )
+    cm = kube.core.read_namespaced_config_map("scaled-config", kube.ns)
+    assert sorted(cm.data) == [f"scaled-{i}.conf" for i in range(4)]
+    assert "scaled-2.scaled-routers" in cm.data["scaled-3.conf"]  # the new router joins the others
+    eventually(
+        lambda: kube.get("routermeshes", "scaled")["status"]["observedGeneration"] == 2,
+        what="observedGeneration 2",
+    )
+
+
+def test_routing_resource_with_unknown_mesh_is_stalled(kube: Cluster) -> None:
+    kube.create("linkroutes", "LinkRoute", "lost", {"meshRef": "nosuch", "prefix": "a.", "containerId": "c"})
+    stalled = eventually(
+        lambda: (
+            kube.condition("linkroutes", "lost", "Stalled").get("status") == "True"
+            and kube.condition("linkroutes", "lost", "Stalled")
+        ),
+        what="Stalled",
+    )
+    assert stalled["reason"] == "MeshNotFound"
+    assert stalled["message"] == f"RouterMesh 'nosuch' not found in namespace '{kube.ns}'"
+    assert kube.condition("linkroutes", "lost", "Ready")["status"] == "False"
+    assert kube.get("linkroutes", "lost")["status"]["observedGeneration"] == 1
+
+
+def test_unknown_connector_is_stalled_and_nothing_of_it_is_applied(kube: Cluster) -> None:
+    kube.create(
+        "routermeshes",
+        "RouterMesh",
+        "beta",
+        {
+            "size": 1,
+            "image": "qdmesh/router:0.1.0",
+            "connectors": [{"name": "broker", "host": "rabbit", "port": 5672}],
+        },
+    )
+    kube.create(
+        "linkroutes", "LinkRoute", "good", {"meshRef": "beta", "prefix": "good.", "connection": "broker"}
+    )
+    kube.create(
+        "linkroutes", "LinkRoute", "typo", {"meshRef": "beta", "prefix": "typo.", "connection": "brokr"}
+    )
+    stalled = eventually(
+        lambda: (
+            kube.condition("linkroutes", "typo", "Stalled").get("status") == "True"
+            and kube.condition("linkroutes", "typo", "Stalled")
+        ),
+        what="Stalled",
+    )
+    assert stalled["reason"] == "UnknownReference"
+    assert "RouterMesh 'beta' has no connector 'brokr' (its connectors: broker)" in stalled["message"]
+    conf = eventually(
+        lambda: (
+            "good."
+            in (kube.core.read_namespaced_config_map("beta-config", kube.ns).data or {}).get(
+                "beta-0.conf", ""
+            )
+            and kube.core.read_namespaced_config_map("beta-config", kube.ns)
+        ),
+        what="good LinkRoute in the ConfigMap",
+    ).data["beta-0.conf"]
+    assert "typo." not in conf
+    assert any(e.reason == "UnknownReference" for e in kube.events("typo"))
+
+
+@pytest.mark.parametrize(
+    ("plural", "kind", "spec", "message"),
+    [
+        (
+            "linkroutes",
+            "LinkRoute",
+            {"meshRef": "m", "prefix": "a", "pattern": "b", "containerId": "c"},
+            "give exactly one of spec.prefix or spec.pattern",
+        ),
+        (
+            "linkroutes",
+            "LinkRoute",
+            {"meshRef": "m", "prefix": "a"},
+            "give exactly one of spec.connection (a connector of the RouterMesh) or spec.containerId",
+        ),
+        (
+            "autolinks",
+            "AutoLink",
+            {"meshRef": "m", "address": "q", "direction": "sideways", "containerId": "c"},
+            'Unsupported value: "sideways"',
+        ),
+        (
+            "routermeshes",
+            "RouterMesh",
+            {"size": 3, "topology": {"type": "Redundant", "degree": 3}},
+            "spec.topology.degree must be smaller than spec.size",
+        ),
+        (
+            "routermeshes",
+            "RouterMesh",
+            {"listeners": [{"name": "x", "port": 55672}]},
+            "ports 55672 (inter-router) and 8672 (health and metrics) are reserved",
+        ),
+        ("routermeshes", "RouterMesh", {"image": "qdmesh/router:latest"}, "spec.image must name a version"),
+        (
+            "routermeshes",
+            "RouterMesh",
+            {"router": {"helloIntervalSeconds": 5, "helloMaxAgeSeconds": 3}},
+            "spec.router.helloMaxAgeSeconds must be larger than helloIntervalSeconds",
+        ),
+        (
+            "vhostpolicies",
+            "VhostPolicy",
+            {"meshRef": "m", "hostname": "h", "groups": {"g": {"sources": ["a"], "sourcePattern": "b"}}},
+            "give sources or sourcePattern, not both",
+        ),
+    ],
+)
+def test_cel_rules_refuse_bad_specs_with_their_messages(
+    kube: Cluster, plural: str, kind: str, spec: Dict[str, Any], message: str
+) -> None:
+    from kubernetes.client.rest import ApiException
+
+    with pytest.raises(ApiException) as caught:
+        kube.create(plural, kind, f"bad-{uuid.uuid4().hex[:6]}", spec)
+    assert caught.value.status == 422
+    assert message in json.loads(caught.value.body)["message"]
+
+
+def test_mesh_ref_cannot_change(kube: Cluster) -> None:
+    from kubernetes.client.rest import ApiException
+
+    kube.create(
+        "autolinks",
+        "AutoLink",
+        "fixed",
+        {"meshRef": "m", "address": "q", "direction": "in", "containerId": "c"},
+    )
+    with pytest.raises(ApiException) as caught:
+        kube.patch_spec("autolinks", "fixed", {"meshRef": "other"})
+    assert "spec.meshRef cannot change" in json.loads(caught.value.body)["message"]
+
+
+def test_live_changes_drift_and_finalizers_on_real_routers(
+    kube: Cluster, operator: Dict[str, Any], mesh_factory: MeshFactory
+) -> None:
+    local = mesh_factory(LINE3)
+    urls = {f"{kube.ns}/gamma-{i}": local.routers[name].url for i, name in enumerate("ABC")}
+    operator["urls_file"].write_text(json.dumps(urls))
+    kube.create(
+        "routermeshes",
+        "RouterMesh",
+        "gamma",
+        {
+            "size": 3,
+            "image": "qdmesh/router:0.1.0",
+            "connectors": [{"name": "broker", "host": "127.0.0.1", "port": free_port()}],
+        },
+    )
+    kube.create(
+        "linkroutes", "LinkRoute", "orders", {"meshRef": "gamma", "prefix": "orders.", "connection": "broker"}
+    )
+    kube.create(
+        "autolinks",
+        "AutoLink",
+        "q1",
+        {"meshRef": "gamma", "address": "queue/q1", "direction": "out", "connection": "broker"},
+    )
+    routers = list(urls.values())
+    eventually(
+        lambda: all(
+            names_on(u, "linkRoute") == ["qdmesh/linkRoute/orders-in", "qdmesh/linkRoute/orders-out"]
+            for u in routers
+        ),
+        what="link routes on every router",
+    )
+    eventually(
+        lambda: all(names_on(u, "autoLink") == ["qdmesh/autoLink/q1"] for u in routers),
+        what="auto-link on every router",
+    )
+    ready = eventually(
+        lambda: (
+            kube.condition("autolinks", "q1", "Ready").get("status") == "True"
+            and kube.condition("autolinks", "q1", "Ready")
+        ),
+        what="AutoLink Ready",
+    )
+    assert ready["message"].startswith("live on all 3 routers")
+    status = kube.get("autolinks", "q1")["status"]
+    assert [(r["name"], r["applied"], r["operStatus"]) for r in status["routers"]] == [
+        (f"gamma-{i}", True, "inactive") for i in range(3)
+    ]  # no broker listens on that port
+
+    # Drift: delete the auto-link by hand on one router; the timer puts it back.
+    victim = routers[1]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "qdrouter.tools.qdmanage",
+            "-b",
+            victim,
+            "delete",
+            "--type=autoLink",
+            "--name=qdmesh/autoLink/q1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    eventually(lambda: names_on(victim, "autoLink") == ["qdmesh/autoLink/q1"], 15, "auto-link repaired")
+    eventually(
+        lambda: any(e.reason == "DriftRepaired" for e in kube.events("gamma")), 10, "DriftRepaired Event"
+    )
+
+    # Change and delete through the API: live on every router, no restart involved.
+    kube.patch_spec("linkroutes", "orders", {"prefix": "invoices."})
+    eventually(
+        lambda: all({r for r in _prefixes(u)} == {"invoices."} for u in routers), what="prefix changed"
+    )
+    kube.delete("linkroutes", "orders")
+    eventually(lambda: all(names_on(u, "linkRoute") == [] for u in routers), what="link routes removed")
+    eventually(lambda: kube.gone("linkroutes", "orders"), what="LinkRoute deleted (finalizer released)")
+    assert all(names_on(u, "autoLink") == ["qdmesh/autoLink/q1"] for u in routers)
+    assert all(
+        "qdmesh/linkRoute" not in c
+        for c in kube.core.read_namespaced_config_map("gamma-config", kube.ns).data.values()
+    )
+    local.wait_converged()
+
+
+def _prefixes(url: str) -> set:
+    from tests.operator.localmesh import rows_on
+
+    return {str(r["prefix"]) for r in rows_on(url, "linkRoute").values()}
+
+
+def test_metrics_and_liveness_endpoints(operator: Dict[str, Any], kube: Cluster) -> None:
+    with urllib.request.urlopen(f"http://127.0.0.1:{operator['health']}/healthz", timeout=5) as reply:
+        assert reply.status == 200
+    text = eventually(lambda: _get(f"http://127.0.0.1:{operator['metrics']}/metrics"), what="metrics")
+    assert 'qdmesh_operator_reconciles_total{why="change",result="ok"}' in text
+    assert "qdmesh_operator_reconcile_seconds_count" in text
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        return reply.read().decode()
+
+
+def test_deleting_a_mesh_deletes_what_it_owns(kube: Cluster) -> None:
+    kube.create("routermeshes", "RouterMesh", "doomed", {"size": 1, "image": "qdmesh/router:0.1.0"})
+    eventually(lambda: kube.apps.read_namespaced_stateful_set("doomed", kube.ns), what="StatefulSet")
+    kube.delete("routermeshes", "doomed")
+    from kubernetes.client.rest import ApiException
+
+    def gone() -> bool:
+        try:
+            kube.core.read_namespaced_config_map("doomed-config", kube.ns)
+        except ApiException as e:
+            return e.status == 404
+        return False
+
+    eventually(gone, 60, "ConfigMap garbage-collected through its owner reference")
