@@ -156,7 +156,8 @@ def _sync_once(client: ManagementClient, outcome: RouterOutcome, desired: Sequen
     for op in ops:
         result = OpResult(op) if dry_run else execute(client, op)
         outcome.results.append(result)
-    outcome.live = read_live(client) if ops and not dry_run else live
+    touched = sorted({op.type for op in ops}) if not dry_run else []
+    outcome.live = {**live, **{t: client.query(LONG_TYPE[t]) for t in touched}}
     rows = client.query(ROUTER_TYPE)
     outcome.router = rows[0] if rows else {}
 
