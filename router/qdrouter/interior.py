@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Dict, Hashable, List
+from typing import Any, Callable, Dict, Hashable, List, Set
 
 from proton import Message
 
 from .amqp.proton_ffi import ffi, lib
 from .amqp.server import AmqpServer
 from .core.address_table import AddressTable
+from .core.link_route_table import LinkRouteTable
 from .core.links import CONTROL, DATA, CoreLink
 from .core.mesh_routes import MeshRoutes
 from .protocol.engine import Outbound, RoutingEngine, RoutingEvent
+from .protocol.mobile import LINK_ROUTE_KEY_PREFIXES
 
 log = logging.getLogger("qdrouter.ROUTER_HELLO")
 TICK_S = 0.25
@@ -62,6 +64,11 @@ class MeshNode:
         server.endpoints.on_inter_router_link = self._link_attached
         server.endpoints.on_inter_router_link_lost = self._link_lost
         self.peers: Dict[Hashable, Peer] = {}
+        # Link routes: set by the router; the keys of destinations connected here are
+        # advertised to the mesh, those other routers advertise steer attaches.
+        self.link_routes: LinkRouteTable | None = None
+        self.link_route_connected: Callable[[Any], bool] = lambda route: False
+        self._advertised_link_routes: Set[str] = set()
         self._trace_id = f"0/{router_id}"
         self.control_loops_dropped = 0
         self._neighbor_peer: Dict[str, int] = {}
@@ -114,6 +121,7 @@ class MeshNode:
     def _tick(self) -> None:
         try:
             now = time.monotonic()
+            self._advertise_link_routes()
             self._send_all(self.engine.tick(now))
             self.forwarder.sweep_held(now)
         finally:
@@ -200,7 +208,11 @@ class MeshNode:
         self.forwarder.topology_changed()
 
     def _apply_addresses(self, remote: Dict[str, Any]) -> None:
-        remote = dict(remote)
+        link_route_keys = {key: set(routers) for key, routers in remote.items()
+                           if key[:1] in LINK_ROUTE_KEY_PREFIXES}
+        if self.link_routes is not None:
+            self.link_routes.set_remote(link_route_keys)
+        remote = {key: routers for key, routers in remote.items() if key not in link_route_keys}
         for address in self.table:
             routers = remote.get(address.key)
             new = sorted(routers) if routers else []
@@ -218,6 +230,34 @@ class MeshNode:
             self.engine.local_address_added(key)
         else:
             self.engine.local_address_removed(key)
+
+    # ---- link routes across the mesh ---------------------------------------------------
+    def _advertise_link_routes(self) -> None:
+        if self.link_routes is None:
+            return
+        active = self.link_routes.active_keys(self.link_route_connected)
+        for key in active - self._advertised_link_routes:
+            self.engine.local_link_route_added(key)
+        for key in self._advertised_link_routes - active:
+            self.engine.local_link_route_removed(key)
+        self._advertised_link_routes = active
+
+    def link_route_hop(self, routers: Set[str], arrived_on: Any) -> Any:
+        """The inter-router connection toward the nearest router with a destination (never
+        back where the attach came from), or None."""
+        table = self.engine.routing_table()
+        neighbors = self.engine.neighbors()
+        best = None
+        for router_id in routers:
+            route = table.get(router_id)
+            if route is None:
+                continue
+            peer = self.peers.get(neighbors.get(route[0], -1))
+            if peer is None or peer.connection is arrived_on or not peer.up:
+                continue
+            if best is None or (route[1], router_id) < best[0]:
+                best = ((route[1], router_id), peer.connection)
+        return best[1] if best is not None else None
 
     # ---- management --------------------------------------------------------------------
     def node_rows(self) -> List[Dict[str, Any]]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ..core.address_table import phased, split_phase
 from ..core.links import DATA, CoreLink, InFlight
 from .message_sections import find_sections, read_annotations, read_to, rewrite_annotations
 from .proton_ffi import normalize_address
@@ -14,6 +15,7 @@ def inspect(link: CoreLink, message: InFlight) -> str | None:
     raw = message.raw
     ma_start, ma_end, props_start = find_sections(raw)
     to_override = None
+    phase = None
     if ma_start >= 0:
         annotations = read_annotations(raw, ma_start, ma_end)
         to_override = annotations.to_override
@@ -23,15 +25,19 @@ def inspect(link: CoreLink, message: InFlight) -> str | None:
             message.ingress = _router_id(annotations.ingress)
             if annotations.trace is not None:
                 message.trace = [_router_id(node) for node in annotations.trace]
+            phase = annotations.phase
         if (to_override is not None or annotations.ingress is not None or annotations.trace is not None
                 or annotations.phase is not None or annotations.has_other_qd_keys):
             message.payload = rewrite_annotations(raw, ma_start, ma_end, strip_qd=True,
                                                   keep_to_override=False, ingress=None, trace_append=None)
     if not link.anonymous:
         return link.address_key
-    if to_override is not None:
-        return normalize_address(to_override)
-    return normalize_address(read_to(raw, props_start))
+    address = normalize_address(to_override) if to_override is not None else normalize_address(
+        read_to(raw, props_start))
+    if phase and link.kind == DATA and address is not None:
+        # Another router already chose the waypoint phase (x-opt-qd.phase): keep it.
+        return phased(address, phase)
+    return address
 
 
 def annotated(message: InFlight, out_link: CoreLink, node: str) -> bytes:
@@ -41,13 +47,15 @@ def annotated(message: InFlight, out_link: CoreLink, node: str) -> bytes:
     raw = message.raw
     ma_start, ma_end, _ = find_sections(raw)
     to_mesh = out_link.kind == DATA
+    address, phase = split_phase(message.key) if to_mesh and message.key else (message.key, 0)
     return rewrite_annotations(
         raw, ma_start, ma_end,
         strip_qd=message.in_link.strip_in,
         keep_to_override=True,
         ingress=node,
         trace_append=node,
-        to_override=message.key if to_mesh else None,
+        to_override=address if to_mesh else None,
+        phase=phase if to_mesh and phase else None,
         trace_create=to_mesh,
     )
 

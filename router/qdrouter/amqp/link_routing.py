@@ -5,9 +5,10 @@ settlement, credit, drain and detach (with its error) pass straight through."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Set
 
 from ..core.link_route_table import LinkRoute, LinkRouteTable
+from .capabilities import dynamic_node_address
 from .connection import AmqpConnection
 from .deliveries import copy_disposition
 from .proton_ffi import LOCAL_CLOSED, c_string, ffi, lib, set_condition, terminus_address
@@ -36,6 +37,9 @@ class LinkRouter:
         self.table = table
         self.dirty = dirty
         self.find_container = find_container
+        # Set on interior routers: (routers advertising a destination, the connection the
+        # attach came in on) -> the inter-router connection toward the nearest of them.
+        self.find_mesh_hop: Callable[[Set[str], AmqpConnection], AmqpConnection | None] | None = None
         self.routed: Dict[Any, RoutedLink] = {}
         self._sessions: Dict[int, Any] = {}
         self._buffer = bytearray(64 * 1024)
@@ -47,18 +51,27 @@ class LinkRouter:
         incoming = bool(lib.pn_link_is_receiver(pn_link))
         remote = lib.pn_link_remote_target(pn_link) if incoming else lib.pn_link_remote_source(pn_link)
         address = terminus_address(remote)
-        route = self.table.find(address, incoming)
-        if route is None or address is None:
+        if address is None and not incoming:
+            address = dynamic_node_address(remote)
+        if address is None:
             return False
+        route = self.table.find(address, incoming)
+        container = self.find_container(route) if route is not None and route.has_destination else None
+        external = route.external(address) if route is not None and container is not None else address
+        if container is None:
+            routers = self.table.find_remote(address, incoming)
+            if route is None and not routers:
+                return False
+            if routers and self.find_mesh_hop is not None:
+                container = self.find_mesh_hop(routers, connection)
         lib.pn_terminus_copy(lib.pn_link_source(pn_link), lib.pn_link_remote_source(pn_link))
         lib.pn_terminus_copy(lib.pn_link_target(pn_link), lib.pn_link_remote_target(pn_link))
-        container = self.find_container(route)
         if container is None:
             set_condition(lib.pn_link_condition(pn_link), NO_ROUTE, "No route to the destination node")
             lib.pn_link_open(pn_link)
             lib.pn_link_close(pn_link)
             self.dirty.add(connection)
-            log.info("Link route for %s: no destination connected; attach refused", address)
+            log.info("Link route for %s: no destination reachable; attach refused", address)
             return True
         session = self._session(container)
         name = lib.pn_link_name(pn_link)
@@ -66,7 +79,8 @@ class LinkRouter:
         lib.pn_terminus_copy(lib.pn_link_source(peer_link), lib.pn_link_remote_source(pn_link))
         lib.pn_terminus_copy(lib.pn_link_target(peer_link), lib.pn_link_remote_target(pn_link))
         routed_terminus = lib.pn_link_target(peer_link) if incoming else lib.pn_link_source(peer_link)
-        lib.pn_terminus_set_address(routed_terminus, route.external(address).encode())
+        if not lib.pn_terminus_is_dynamic(routed_terminus):
+            lib.pn_terminus_set_address(routed_terminus, external.encode())
         lib.pn_link_set_snd_settle_mode(peer_link, lib.pn_link_remote_snd_settle_mode(pn_link))
         lib.pn_link_set_rcv_settle_mode(peer_link, lib.pn_link_remote_rcv_settle_mode(pn_link))
         lib.pn_link_open(peer_link)

@@ -4,7 +4,7 @@ or pattern. Pure matching; the adaptor ties the links together."""
 from __future__ import annotations
 
 import re
-from typing import List, Pattern
+from typing import Callable, Dict, List, Pattern, Set, Tuple
 
 from .address_table import prefix_matches
 
@@ -45,6 +45,20 @@ class LinkRoute:
         self.add_prefix = add_prefix
         self.del_prefix = del_prefix
 
+    @property
+    def has_destination(self) -> bool:
+        """Routes naming a connection or container end here; others only steer attaches
+        toward routers that advertise a destination."""
+        return self.connection is not None or self.container_id is not None
+
+    @property
+    def advert_key(self) -> str:
+        """The key other routers learn this destination by (upstream's hash prefixes:
+        C/D prefix in/out, E/F pattern in/out)."""
+        if self.pattern is not None:
+            return ("E" if self.direction == "in" else "F") + self.pattern
+        return ("C" if self.direction == "in" else "D") + (self.prefix or "")
+
     def matches(self, address: str) -> bool:
         if self.regex is not None:
             return self.regex.match(address) is not None
@@ -59,15 +73,53 @@ class LinkRoute:
         return address
 
 
+def route_from_key(key: str) -> LinkRoute | None:
+    """The route another router advertised under ``key`` (None for other keys)."""
+    kind, value = key[:1], key[1:]
+    if kind in ("C", "D"):
+        return LinkRoute(key, "in" if kind == "C" else "out", prefix=value)
+    if kind in ("E", "F"):
+        return LinkRoute(key, "in" if kind == "E" else "out", pattern=value)
+    return None
+
+
 class LinkRouteTable:
     def __init__(self) -> None:
         self.routes: List[LinkRoute] = []
+        # Destinations other routers of the mesh advertise: (route, routers that have it).
+        self.remote: List[Tuple[LinkRoute, Set[str]]] = []
 
     def add(self, route: LinkRoute) -> None:
         self.routes.append(route)
 
     def remove(self, identity: str) -> None:
         self.routes = [route for route in self.routes if route.identity != identity]
+
+    def set_remote(self, keys: Dict[str, Set[str]]) -> None:
+        remote = []
+        for key, routers in sorted(keys.items()):
+            route = route_from_key(key)
+            if route is not None and routers:
+                remote.append((route, set(routers)))
+        self.remote = remote
+
+    def find_remote(self, address: str | None, incoming: bool) -> Set[str]:
+        """Routers that advertise the longest-matching destination for an attach."""
+        if not address or not self.remote:
+            return set()
+        direction = "in" if incoming else "out"
+        best: Set[str] = set()
+        best_len = -1
+        for route, routers in self.remote:
+            if route.direction == direction and route.matches(address):
+                length = len(route.prefix or route.pattern or "")
+                if length > best_len:
+                    best, best_len = routers, length
+        return set(best)
+
+    def active_keys(self, is_connected: Callable[[LinkRoute], bool]) -> Set[str]:
+        """Keys of the routes whose destination is connected here (what to advertise)."""
+        return {route.advert_key for route in self.routes if route.has_destination and is_connected(route)}
 
     def find(self, address: str | None, incoming: bool) -> LinkRoute | None:
         """The route for an attach: a client's sending link (``incoming`` to the router)

@@ -20,9 +20,8 @@ def topological_router(key: str) -> str | None:
 
 def is_mobile(key: str) -> bool:
     """Addresses that the mesh advertises (qdrouterd's mobile class)."""
-    # Phased keys (waypoints) stay local: phases are not carried across the mesh yet.
-    return not (key.startswith("_local/") or key.startswith("_topo/") or key.startswith("$")
-                or key.startswith("\x00"))
+    # Phased keys (waypoints) are advertised too, as upstream's "M<phase>" keys.
+    return not (key.startswith("_local/") or key.startswith("_topo/") or key.startswith("$"))
 
 
 class MeshRoutes:

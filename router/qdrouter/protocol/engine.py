@@ -31,9 +31,10 @@ from qdrouter.protocol.messages import (
 )
 from qdrouter.protocol.mobile import (
     TREATMENT_ANYCAST_BALANCED,
+    TREATMENT_LINK_BALANCED,
     MobileAddressSync,
     decode_address,
-    encode_address,
+    encode_core_key,
 )
 from qdrouter.protocol.neighbors import NeighborChange, NeighborTable
 from qdrouter.protocol.paths import Route, build_graph, compute_routes, compute_valid_origins
@@ -115,11 +116,20 @@ class RoutingEngine:
         self._apply_neighbor_changes(self._neighbors.link_down(conn_key))
 
     def local_address_added(self, address: str, hint: int = TREATMENT_ANYCAST_BALANCED) -> None:
-        """A local consumer for a mobile address appeared; announced on the next tick."""
-        self._mobile.add_local(encode_address(address), hint)
+        """A local consumer for a mobile address (a core key: plain, or phased for a
+        waypoint) appeared; announced on the next tick."""
+        self._mobile.add_local(encode_core_key(address), hint)
 
     def local_address_removed(self, address: str) -> None:
-        self._mobile.remove_local(encode_address(address))
+        self._mobile.remove_local(encode_core_key(address))
+
+    def local_link_route_added(self, key: str) -> None:
+        """A link-route destination (upstream hash key "C<prefix>", "F<pattern>"...) is
+        reachable through this router."""
+        self._mobile.add_local(key, TREATMENT_LINK_BALANCED)
+
+    def local_link_route_removed(self, key: str) -> None:
+        self._mobile.remove_local(key)
 
     def tick(self, now: float) -> List[Outbound]:
         out: List[Outbound] = []

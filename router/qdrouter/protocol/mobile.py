@@ -31,11 +31,26 @@ def encode_address(address: str, phase: int = 0) -> str:
     return f"M{phase}{address}"
 
 
+#: Upstream's hash prefixes of link-route destinations (iterator.h): prefix in/out, pattern
+#: in/out. A router advertises one while the route's container is connected to it.
+LINK_ROUTE_KEY_PREFIXES = "CDEF"
+
+
 def decode_address(key: str) -> str:
-    """Hash key -> plain address for phase-0 mobile keys; other keys are returned unchanged."""
-    if len(key) >= 2 and key[0] == "M" and key[1] == "0":
-        return key[2:]
+    """Hash key -> the router core's address key: "M0addr" -> "addr", "M<n>addr" (a
+    waypoint phase) -> "\x00<n>\x00addr" (the core's phased key, see
+    core.address_table.phased); other keys (link routes, ...) are returned unchanged."""
+    if len(key) >= 2 and key[0] == "M" and key[1].isdigit():
+        return key[2:] if key[1] == "0" else f"\x00{key[1]}\x00{key[2:]}"
     return key
+
+
+def encode_core_key(key: str) -> str:
+    """The router core's address key (plain or phased) -> upstream hash key."""
+    if key.startswith("\x00"):
+        phase, _, address = key[1:].partition("\x00")
+        return encode_address(address, int(phase))
+    return encode_address(key)
 
 
 @dataclass
