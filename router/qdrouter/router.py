@@ -63,6 +63,10 @@ class Router:
         link_router = LinkRouter(self.link_routes, self.server.adaptor.dirty, self.route_container)
         self.server.endpoints.link_router = link_router
         self.server.adaptor.link_router = link_router
+        if self.mesh is not None:
+            self.mesh.link_routes = self.link_routes
+            self.mesh.link_route_connected = lambda route: self.route_container(route) is not None
+            link_router.find_mesh_hop = self.mesh.link_route_hop
         self.auto_links = AutoLinks(self.server)
         self.server.endpoints.on_connection_opened = self.auto_links.connection_opened
         self._listening: Dict[str, int] = {}
