@@ -5,6 +5,7 @@ kubectl's --context/--kubeconfig/-n, and a full run with the port-forward replac
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from pathlib import Path
 from typing import List, Tuple
@@ -13,6 +14,7 @@ import pytest
 
 from qdmesh_kubectl.qdstat import main
 from tests.kube.controlplane import ControlPlane
+from tests.prerequisites import require
 
 from .fakes import FakePortForward
 from .kubeobjects import (
@@ -100,6 +102,7 @@ def test_real_kubectl_port_forward_failure_is_reported(
         kube_apiserver: ControlPlane, namespace: str, capsys: pytest.CaptureFixture) -> None:
     create_mesh(kube_apiserver, namespace)
     create_router_pods(kube_apiserver, namespace, PODS[:1], running=True)
+    require(shutil.which("kubectl") is not None, "kubectl")
     # The pod says Running but no kubelet serves it: kubectl port-forward itself must fail.
     code, _, err = run(capsys, ["--kubeconfig", kube_apiserver.kubeconfig, "-n", namespace, "demo"])
     assert code == 1
