@@ -41,16 +41,20 @@ def decode_request(raw: bytes) -> Request:
     message = Message()
     try:
         message.decode(raw)
+        # Proton decodes strings lazily: invalid UTF-8 surfaces only when a field is read.
+        reply_to = message.reply_to
+        properties = message.properties
+        correlation_id = message.correlation_id if message.correlation_id is not None else message.id
+        body = message.body
     except Exception as error:  # proton raises several types for malformed input
         raise UndecodableRequest(f"malformed AMQP message: {error}") from None
-    reply_to = message.reply_to
+    if reply_to is not None and not isinstance(reply_to, str):
+        raise UndecodableRequest("malformed AMQP message: reply-to is not a string")
     if reply_to is not None and reply_to.startswith("amqp:/"):
         reply_to = reply_to[6:]
-    properties = message.properties
-    correlation_id = message.correlation_id if message.correlation_id is not None else message.id
     if isinstance(correlation_id, memoryview):
         correlation_id = bytes(correlation_id)  # proton would encode a memoryview as null
-    request = Request("", {}, message.body, reply_to, correlation_id)
+    request = Request("", {}, body, reply_to, correlation_id)
     request.properties = properties if isinstance(properties, dict) else {}
     if len(raw) > MAX_REQUEST_BYTES:
         request.extra["too_large"] = len(raw)
