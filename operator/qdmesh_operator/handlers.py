@@ -89,9 +89,15 @@ async def mesh_drift(name: str, namespace: Any, **_: Any) -> None:
     await run(namespace, name, "drift")
 
 
-@kopf.on.field("apps", "v1", "statefulsets", field="status.readyReplicas",
-               labels={"app.kubernetes.io/managed-by": contract.MANAGER})
-async def routers_came_or_went(labels: Any, namespace: Any, **_: Any) -> None:
+@kopf.on.event("apps", "v1", "statefulsets", labels={"app.kubernetes.io/managed-by": contract.MANAGER})
+async def routers_came_or_went(labels: Any, namespace: Any, name: Any, status: Any, **_: Any) -> None:
+    """A router became ready or stopped being ready: refresh the mesh (an event handler, not a
+    change handler, so kopf writes nothing onto the StatefulSet)."""
+    ready = (status or {}).get("readyReplicas") or 0
+    seen: dict = _state.setdefault("ready_replicas", {})
+    if seen.get((namespace, name)) == ready:
+        return
+    seen[(namespace, name)] = ready
     await run(namespace, labels.get("qdmesh.io/mesh"), "routers")
 
 

@@ -122,15 +122,22 @@ class MeshReconciler:
             return report
 
         previous_hash = (body.get("status") or {}).get("configHash")
+        kind = ""
         try:
             for obj in mesh_objects(mesh, confs, owner_reference(body)):
+                kind = obj["kind"]
                 self.kube.apply(obj)
+            kind = ""
             sts = self.kube.stateful_set_status(namespace, mesh_name)
             ready_pods = self.kube.ready_pods(namespace, mesh_name)
         except ApiException as e:
             reason = _api_reason(e)
-            verdict = (Verdict.stalled(status.APPLY_FAILED, f"Kubernetes refused an object: {reason}")
-                       if e.status in (400, 403, 422) else
+            if kind == "Certificate" and e.status == 404:
+                reason = ("spec.interRouter.tls.mode CertManager needs cert-manager (cert-manager.io/v1 "
+                          "Certificate), which is not installed")
+            what = kind or "a request"
+            verdict = (Verdict.stalled(status.APPLY_FAILED, f"Kubernetes refused {what}: {reason}")
+                       if e.status in (400, 403, 404, 422) else
                        Verdict.progressing(status.PROGRESSING, f"Kubernetes API: {reason}"))
             report.statuses[(contract.MESH_PLURAL, mesh_name)] = status.status_of(verdict, generation,
                                                                                  body.get("status"))
