@@ -6,6 +6,9 @@ import socket
 import time
 from pathlib import Path
 
+import pytest
+
+from qdrouter.tools.management_client import ManagementClient
 from tests.mesh.meshproc import build_mesh, section
 from tests.router.routerproc import RouterFactory, free_port, run_qdrouter
 
@@ -64,3 +67,16 @@ def test_http_listener_on_a_busy_port_is_a_clear_startup_error(tmp_path: Path) -
     assert result.returncode != 0
     assert "listener metrics: cannot listen on" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_http_listener_created_and_deleted_through_management(router_factory: RouterFactory) -> None:
+    router = router_factory(router_id="Managed")
+    port = free_port()
+    with ManagementClient(router.url, timeout=5) as client:
+        client.create("listener", {"host": "127.0.0.1", "port": str(port), "http": True}, name="metrics")
+        status, text, _ = get(port, "/healthz")
+        assert status == 200 and "Managed" in text
+        assert get(port, "/metrics")[0] == 200
+        client.delete("listener", name="metrics")
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
