@@ -139,7 +139,11 @@ def main(argv: List[str] | None = None) -> int:
                         "connection": "broker",
                     },
                 )
-                wait(lambda: live_everywhere(checkers, AUTO_LINK, f"qdmesh/autoLink/al{i}"), 30, "auto-link")
+                wait(
+                    lambda i=i: live_everywhere(checkers, AUTO_LINK, f"qdmesh/autoLink/al{i}"),
+                    30,
+                    "auto-link",
+                )
                 timings["AutoLink"].append(time.monotonic() - start)
             for checker in checkers.values():
                 checker.close()
