@@ -122,7 +122,7 @@ def main(argv: List[str] | None = None) -> int:
                     {"meshRef": "demo", "prefix": f"lr{i}.", "connection": "broker", "direction": "in"},
                 )
                 wait(
-                    lambda: live_everywhere(checkers, LINK_ROUTE, f"qdmesh/linkRoute/lr{i}-in"),
+                    lambda i=i: live_everywhere(checkers, LINK_ROUTE, f"qdmesh/linkRoute/lr{i}-in"),
                     30,
                     "link route",
                 )
