@@ -247,6 +247,7 @@ def _connection_settings(entity: ManagedEntity) -> tuple[ListenerSettings, int]:
         strip_annotations=str(attrs.get("stripAnnotations", "both")),
         authenticate_peer=bool(attrs.get("authenticatePeer", False)),
         require_encryption=bool(attrs.get("requireEncryption", False)),
+        handshake_timeout_s=float(attrs.get("initialHandshakeTimeoutSeconds") or 0),
         cost=int(attrs.get("cost") or 1),
         username=attrs.get("saslUsername"),
         password=attrs.get("saslPassword"),

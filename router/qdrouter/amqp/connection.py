@@ -35,6 +35,7 @@ class ListenerSettings:
     __slots__ = (
         "authenticate_peer",
         "cost",
+        "handshake_timeout_s",
         "idle_timeout_ms",
         "max_frame_size",
         "name",
@@ -66,8 +67,11 @@ class ListenerSettings:
         tls: Any = None,
         ssl_domain: Any = None,
         verify_hostname: bool = True,
+        handshake_timeout_s: float = 0.0,
     ) -> None:
         self.name = name
+        # initialHandshakeTimeoutSeconds: a peer must have opened within this time (0: forever).
+        self.handshake_timeout_s = handshake_timeout_s
         self.require_encryption = require_encryption
         # TLS: the sslProfile (amqp/tls.py TlsProfile) and the proton domain built from it.
         self.tls = tls
@@ -121,6 +125,7 @@ class AmqpConnection:
         self.input_closed = False
         self.remote_container: str | None = None
         self.opened_at = time.time()
+        self.accepted_at = time.monotonic()
         self.user: str | None = None
         # Policy: counted against the global connection limit, and the vhost grant once open.
         self.admitted = False

@@ -20,6 +20,8 @@ from .proton_ffi import c_string, lib, set_condition, terminus_address
 log = logging.getLogger("qdrouter.POLICY")
 
 POLICED_ROLE = "normal"
+# How long a connection refused by the global limit may stay to read the refusal.
+REFUSED_GRACE_S = 2.0
 
 
 def remote_host(peer: str) -> str:
@@ -35,6 +37,7 @@ class ConnectionPolicer:
         self.sessions: Dict[AmqpConnection, int] = {}
         # The part read so far of each policed link's current, still arriving message.
         self.partials: Dict[Any, bytearray] = {}
+        self.handshake_timeouts = 0
 
     @staticmethod
     def applies(connection: AmqpConnection) -> bool:
@@ -94,6 +97,23 @@ class ConnectionPolicer:
             lib.pn_connection_open(pn_connection)
         lib.pn_connection_close(pn_connection)
         self.adaptor.dirty.add(connection)
+
+    def overdue(self, connection: AmqpConnection, now: float) -> bool:
+        """True for an incoming connection to drop now: refused by the global limit and given
+        REFUSED_GRACE_S to read why, or not opened within its listener's handshake timeout."""
+        if connection.client or connection.closed:
+            return False
+        age = now - connection.accepted_at
+        if not connection.admitted and self.applies(connection) and age > REFUSED_GRACE_S:
+            return True
+        timeout = connection.settings.handshake_timeout_s
+        unopened = lib.pn_connection_state(connection.pn_connection) & lib.PN_REMOTE_UNINIT
+        if timeout and age > timeout and unopened:
+            self.handshake_timeouts += 1
+            log.info("Connection %d from %s dropped: not opened within %gs (initialHandshakeTimeoutSeconds)",
+                     connection.identity, connection.peer, timeout)
+            return True
+        return False
 
     # ---- sessions and links -------------------------------------------------------------
     def session(self, connection: AmqpConnection, session: Any) -> Denial | None:

@@ -322,6 +322,11 @@ class AmqpServer:
         self._next_tick = now + TICK_INTERVAL_S
         now_ms = int(now * 1000)
         for connection in list(self.by_fd.values()):
+            if self.policer is not None and self.policer.overdue(connection, now):
+                # Slow or refused peers are dropped without waiting for them (slow-loris).
+                connection.input_closed = True
+                self._released.append(connection)
+                continue
             connection.tick(now_ms)
             self.adaptor.dirty.add(connection)
         self._process_events()
