@@ -12,7 +12,7 @@ from .amqp.link_routing import LinkRouter
 from .amqp.policing import install as install_policer
 from .amqp.proton_ffi import lib
 from .amqp.server import AmqpServer, ListenerError
-from .amqp.tls import TlsError, TlsProfiles
+from .amqp.tls import TlsError, TlsProfiles, resolve_password
 from .auto_links import AutoLinks
 from .config import port_number
 from .core.address_table import AddressTable
@@ -250,6 +250,16 @@ def _connection_settings(entity: ManagedEntity) -> tuple[ListenerSettings, int]:
         handshake_timeout_s=float(attrs.get("initialHandshakeTimeoutSeconds") or 0),
         cost=int(attrs.get("cost") or 1),
         username=attrs.get("saslUsername"),
-        password=attrs.get("saslPassword"),
+        password=_sasl_password(entity),
     )
     return settings, port
+
+
+def _sasl_password(entity: ManagedEntity) -> str | None:
+    """saslPassword as itself, 'env:VAR' or 'file:PATH' (as sslProfile passwords)."""
+    try:
+        return resolve_password(entity.attributes.get("saslPassword"), None,
+                                f"{entity.etype.short_name} {entity.name!r}")
+    except TlsError as error:
+        message = str(error).replace(": password:", ": attribute 'saslPassword':")
+        raise ManagementStatus(400, message) from None

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -49,7 +50,7 @@ def test_sasl_mechanisms_limit_what_is_offered(policy_router: PolicyRouter, net:
 
 
 def test_connector_authenticates_with_sasl_username_and_password(policy_router: PolicyRouter,
-                                                                net: Net) -> None:
+                                                                tmp_path: Path) -> None:
     server = policy_router("", users=users("broker-link"), listener={"authenticatePeer": "true",
                                                                       "role": "route-container"},
                            extra_listeners={"admin": {"saslMechanisms": "ANONYMOUS"}})
@@ -57,16 +58,19 @@ def test_connector_authenticates_with_sasl_username_and_password(policy_router: 
             f"    role: route-container\n    saslMechanisms: SCRAM-SHA-256\n    saslUsername: broker-link\n"
             f"    saslPassword: pw-broker-link\n}}\n")
     bad = good.replace("name: good", "name: bad").replace("pw-broker-link", "nope")
-    client = policy_router(good + bad)
+    secret = tmp_path / "link-password"
+    secret.write_text("pw-broker-link\n")
+    from_file = good.replace("name: good", "name: from-file").replace("pw-broker-link", f"file:{secret}")
+    client = policy_router(good + bad + from_file)
     deadline = time.monotonic() + 15
     status: dict = {}
     while time.monotonic() < deadline:
         with ManagementClient(client.url) as admin:
             status = {row["name"]: row["connectionStatus"] for row in admin.query("connector")}
-        if status.get("good") == "Operational" and status.get("bad") == "Failed":
+        if status == {"good": "Operational", "bad": "Failed", "from-file": "Operational"}:
             break
         time.sleep(0.3)
-    assert status == {"good": "Operational", "bad": "Failed"}
+    assert status == {"good": "Operational", "bad": "Failed", "from-file": "Operational"}
     rows = connection_rows(server.urls["admin"])
     users_seen = [row["user"] for row in rows if row["role"] == "route-container"]
-    assert users_seen == ["broker-link"]
+    assert users_seen == ["broker-link", "broker-link"]
