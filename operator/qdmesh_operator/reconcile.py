@@ -23,6 +23,7 @@ from .model.routing import PARSERS, RoutingSpec
 from .plan import CREATE
 from .render.conf import RenderError, render_all
 from .render.manifests import mesh_objects, owner_reference
+from .rolling import HELD, TEMPLATE_HASH, next_partition
 from .router_urls import overrides, router_urls
 from .status import Verdict
 
@@ -123,13 +124,26 @@ class MeshReconciler:
 
         previous_hash = (body.get("status") or {}).get("configHash")
         kind = ""
+        objects = mesh_objects(mesh, confs, owner_reference(body))
         try:
-            for obj in mesh_objects(mesh, confs, owner_reference(body)):
+            for obj in objects[:-1]:  # everything but the StatefulSet, which comes last
                 kind = obj["kind"]
                 self.kube.apply(obj)
             kind = ""
-            sts = self.kube.stateful_set_status(namespace, mesh_name)
-            ready_pods = self.kube.ready_pods(namespace, mesh_name)
+            live_sts = self.kube.stateful_set(namespace, mesh_name)
+            pods = self.kube.pods(namespace, mesh_name)
+            ready_pods = sorted(name for name, pod in pods.items() if pod.ready)
+            state.manage_inter_router = overrides() is None
+            outcomes = sync_mesh(state, self.urls(mesh, ready_pods), self.pool)
+            converged = _converged(mesh, outcomes)
+            sts_obj = objects[-1]
+            partition, rolling = next_partition(mesh.size, sts_obj["metadata"]["annotations"][TEMPLATE_HASH],
+                                                live_sts, list(pods.values()), converged)
+            sts_obj["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = partition
+            kind = "StatefulSet"
+            self.kube.apply(sts_obj)
+            kind = ""
+            sts = dict((live_sts or {}).get("status") or {})
         except ApiException as e:
             reason = _api_reason(e)
             if kind == "Certificate" and e.status == 404:
@@ -144,16 +158,14 @@ class MeshReconciler:
             report.events.append(Event(ref(body), "Warning", verdict.reason, verdict.message))
             return report
         restart_hash = mesh.restart_hash()
-        if previous_hash and previous_hash != restart_hash:
-            report.events.append(Event(ref(body), "Normal", "RollingRestart",
-                                       "router settings that need a restart changed (router timers, "
-                                       "policy or "
-                                       "inter-router TLS): routers restart one at a time"))
+        if rolling and not rolling.startswith(HELD):  # one Event per step, not one per check
+            settings_changed = bool(previous_hash) and previous_hash != restart_hash
+            why_roll = ("router settings that need a restart changed (router timers, policy or inter-router "
+                        "TLS)" if settings_changed else "the pod template changed")
+            report.events.append(Event(ref(body), "Normal", "RollingRestart", f"{rolling} ({why_roll})"))
 
-        state.manage_inter_router = overrides() is None
-        outcomes = sync_mesh(state, self.urls(mesh, ready_pods), self.pool)
         self._count(report, outcomes, why)
-        self._mesh_status(report, body, mesh, state, outcomes, sts, restart_hash)
+        self._mesh_status(report, body, mesh, state, outcomes, sts, restart_hash, rolling)
         self._routing_statuses(report, mesh, state, routing_bodies, invalid, outcomes)
         self._events(report, body, outcomes, why)
         return report
@@ -189,7 +201,7 @@ class MeshReconciler:
 
     def _mesh_status(self, report: Report, body: Mapping[str, Any], mesh: MeshSpec, state: MeshState,
                      outcomes: Mapping[str, RouterOutcome], sts: Mapping[str, Any],
-                     restart_hash: str) -> None:
+                     restart_hash: str, rolling: str) -> None:
         generation = int(body["metadata"].get("generation") or 0)
         ready_replicas = int(sts.get("readyReplicas") or 0)
         routing_names = {e.name for rid in state.entities for e in state.entities[rid]
@@ -214,6 +226,8 @@ class MeshReconciler:
             routers.append(entry)
         if mesh_failures:
             verdict = Verdict.stalled(status.APPLY_FAILED, "; ".join(str(m) for m in mesh_failures[:3]))
+        elif rolling:
+            verdict = Verdict.progressing(status.ROLLING_RESTART, rolling)
         elif ready_replicas < mesh.size:
             verdict = Verdict.progressing(status.ROUTERS_NOT_READY,
                                           f"{ready_replicas}/{mesh.size} routers ready")
@@ -224,8 +238,7 @@ class MeshReconciler:
         else:
             verdict = Verdict.ready(f"{mesh.size} routers ready, configuration live on every router")
         previous = body.get("status") or {}
-        converged = len(outcomes) == mesh.size and all(
-            o.reachable and int(o.router.get("nodeCount") or 0) == mesh.size - 1 for o in outcomes.values())
+        converged = _converged(mesh, outcomes)
         new = status.status_of(verdict, generation, previous, routers=int(sts.get("replicas") or 0),
                                readyRouters=ready_replicas,
                                selector=f"qdmesh.io/mesh={mesh.name}", image=mesh.image,
@@ -320,6 +333,12 @@ class MeshReconciler:
             for failure in outcome.failures[:3]:
                 report.events.append(Event(ref(body), "Warning", status.APPLY_FAILED,
                                            f"{rid}: {failure.error}"))
+
+
+def _converged(mesh: MeshSpec, outcomes: Mapping[str, RouterOutcome]) -> bool:
+    """Every router answers and reaches every other router."""
+    return len(outcomes) == mesh.size and all(
+        o.reachable and int(o.router.get("nodeCount") or 0) == mesh.size - 1 for o in outcomes.values())
 
 
 def _api_reason(e: ApiException) -> str:

@@ -9,6 +9,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from .. import contract
+from ..rolling import PodState
 
 APPLY = "application/apply-patch+yaml"
 MERGE = "application/merge-patch+json"
@@ -46,24 +47,30 @@ class KubeApi:
         else:
             raise ValueError(f"the operator does not apply {kind} objects")
 
-    def stateful_set_status(self, namespace: str, name: str) -> Dict[str, Any]:
+    def stateful_set(self, namespace: str, name: str) -> Dict[str, Any] | None:
+        """The StatefulSet as plain data (camelCase keys), or None."""
         try:
-            sts = self.apps.read_namespaced_stateful_set_status(name, namespace)
+            sts = self.apps.read_namespaced_stateful_set(name, namespace)
         except ApiException as e:
             if e.status == 404:
-                return {}
+                return None
             raise
-        return dict(self.api_client.sanitize_for_serialization(sts.status) or {})
+        return dict(self.api_client.sanitize_for_serialization(sts) or {})
 
-    def ready_pods(self, namespace: str, mesh: str) -> List[str]:
-        """Names of the mesh's pods whose Ready condition is True."""
-        pods = self.core.list_namespaced_pod(namespace, label_selector=f"qdmesh.io/mesh={mesh}")
-        ready = []
-        for pod in pods.items:
+    def pods(self, namespace: str, mesh: str) -> Dict[str, PodState]:
+        """The mesh's pods by name: ordinal, controller revision, readiness."""
+        found: Dict[str, PodState] = {}
+        for pod in self.core.list_namespaced_pod(namespace, label_selector=f"qdmesh.io/mesh={mesh}").items:
+            if pod.metadata is None or not pod.metadata.name:
+                continue
+            name = str(pod.metadata.name)
             conditions = (pod.status.conditions or []) if pod.status else []
-            if pod.metadata is not None and any(c.type == "Ready" and c.status == "True" for c in conditions):
-                ready.append(str(pod.metadata.name))
-        return sorted(ready)
+            labels = pod.metadata.labels or {}
+            ordinal = name.rsplit("-", 1)[-1]
+            found[name] = PodState(ordinal=int(ordinal) if ordinal.isdigit() else -1,
+                                   revision=str(labels.get("controller-revision-hash") or ""),
+                                   ready=any(c.type == "Ready" and c.status == "True" for c in conditions))
+        return found
 
     # -- custom resources ---------------------------------------------------------------------
     def get(self, plural: str, namespace: str, name: str) -> Dict[str, Any] | None:

@@ -98,7 +98,7 @@ def inter_router_secret(mesh: MeshSpec) -> str | None:
     return None
 
 
-def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any]:
+def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, partition: int = 0) -> Dict[str, Any]:
     env: List[Dict[str, Any]] = [{"name": "POD_NAME",
                                   "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                                  {"name": "POD_NAMESPACE",
@@ -149,11 +149,20 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any]
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _metadata(mesh, mesh.name, owner),
             "spec": {"serviceName": contract.headless_service(mesh.name), "replicas": mesh.size,
                      "podManagementPolicy": "Parallel",
-                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": partition}},
                      "selector": {"matchLabels": contract.selector(mesh.name)},
                      "template": {"metadata": {"labels": {**mesh.pod.labels, **contract.labels(mesh.name)},
                                                "annotations": annotations},
                                   "spec": pod_spec}}}
+
+
+def with_template_hash(sts: Dict[str, Any]) -> Dict[str, Any]:
+    """The StatefulSet with the hash of its pod template in an annotation (how the operator
+    notices, later, that the template changed and a rolling restart is due)."""
+    from ..rolling import TEMPLATE_HASH, template_hash
+
+    sts["metadata"].setdefault("annotations", {})[TEMPLATE_HASH] = template_hash(sts)
+    return sts
 
 
 def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], owner: Dict[str, Any] | None) -> List[Dict[str, Any]]:
@@ -163,5 +172,5 @@ def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], owner: Dict[str, Any] | 
     cert = certificate(mesh, owner)
     if cert is not None:
         objects.append(cert)
-    objects.append(stateful_set(mesh, owner))
+    objects.append(with_template_hash(stateful_set(mesh, owner)))
     return objects
