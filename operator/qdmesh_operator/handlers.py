@@ -36,6 +36,7 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=contract.GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix=contract.GROUP, key="last-handled-configuration")
+    settings.persistence.finalizer = f"{contract.GROUP}/remove-from-routers"
     settings.posting.level = logging.INFO
     settings.execution.max_workers = 8
     try:
