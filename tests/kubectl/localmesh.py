@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator
 
-from tests.mesh.meshproc import Mesh, build_mesh
+from tests.mesh.meshproc import Mesh, build_mesh, start_order
 from tests.router.routerproc import Router
 
 MESH = "demo"
@@ -47,10 +47,16 @@ def start_local_mesh(workdir: Path) -> Iterator[LocalMesh]:
     mesh[PODS[0]].extra = broker_config(broker.port)
     mesh[PODS[0]].write_config()
     try:
-        for router in mesh.routers.values():
-            router.start()
+        for name in start_order(list(mesh.routers), EDGES):
+            mesh.routers[name].start()
         mesh.wait_converged(30)
         yield LocalMesh(mesh, broker)
     finally:
-        mesh.close()
-        broker.terminate()
+        mesh.close()  # closes its management clients; the routers are stopped here
+        errors = []
+        for router in [*mesh.routers.values(), broker]:
+            try:
+                router.stop(check=True)  # a router must exit cleanly on SIGTERM
+            except AssertionError as e:
+                errors.append(str(e))
+        assert not errors, "\n".join(errors)
