@@ -16,7 +16,7 @@ def test_kill_middle_router_of_ring_and_restart(mesh_factory: MeshFactory, net: 
     mesh = mesh_factory(RING5_CHORD)
     addr = "closest/failover"
     rcv = net.connect(mesh["D"].url).receiver(addr)
-    wait_remote(mesh, "B", addr, 1)
+    wait_remote(mesh, "B", addr, 1, net=net)
     snd = net.connect(mesh["B"].url).sender(addr)
     assert send_and_settle(net, snd, [msg("probe")])[0].name == "accepted"
     wait_received(net, [rcv], 1)

@@ -13,7 +13,7 @@ def test_outcomes_across_three_hops(mesh_factory: MeshFactory, net: Net) -> None
     mesh = mesh_factory(LINE3)
     addr = "closest/outcomes"
     rcv = net.connect(mesh["C"].url).receiver(addr, settle=None)
-    wait_remote(mesh, "A", addr, 1)
+    wait_remote(mesh, "A", addr, 1, net=net)
     snd = net.connect(mesh["A"].url).sender(addr)
     tags = [snd.send(msg(name)) for name in ("accept", "reject", "release", "modify")]
     wait_received(net, [rcv], 4)

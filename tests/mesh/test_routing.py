@@ -15,7 +15,7 @@ def test_anycast_across_line(mesh_factory: MeshFactory, net: Net, prefix: str) -
     mesh = mesh_factory(LINE3)
     addr = f"{prefix}/e2e"
     rcv = net.connect(mesh["C"].url).receiver(addr)
-    wait_remote(mesh, "A", addr, 1)
+    wait_remote(mesh, "A", addr, 1, net=net)
     snd = net.connect(mesh["A"].url).sender(addr)
     outcomes = send_and_settle(net, snd, [msg(i) for i in range(50)], timeout=15)
     assert [o.name for o in outcomes] == ["accepted"] * 50
@@ -29,7 +29,7 @@ def test_forwarding_follows_cheapest_path_not_fewest_hops(mesh_factory: MeshFact
     """UNEQUAL: A-C direct costs 10, A-B-D-C costs 3; traffic A->C must go via B and D."""
     mesh = mesh_factory(UNEQUAL)
     rcv = net.connect(mesh["C"].url).receiver("closest/cheap")
-    wait_remote(mesh, "A", "closest/cheap", 1)
+    wait_remote(mesh, "A", "closest/cheap", 1, net=net)
     snd = net.connect(mesh["A"].url).sender("closest/cheap")
     assert send_and_settle(net, snd, [msg("x")])[0].state == ACCEPTED
     wait_received(net, [rcv], 1)
@@ -41,7 +41,7 @@ def test_closest_prefers_local_then_lowest_cost(mesh_factory: MeshFactory, net: 
     addr = "closest/pref"
     on_c = net.connect(mesh["C"].url).receiver(addr)      # cost 3 from A
     on_d = net.connect(mesh["D"].url).receiver(addr)      # cost 2 from A
-    wait_remote(mesh, "A", addr, 2)
+    wait_remote(mesh, "A", addr, 2, net=net)
     snd = net.connect(mesh["A"].url).sender(addr)
     outcomes = send_and_settle(net, snd, [msg(i) for i in range(20)])
     assert {o.name for o in outcomes} == {"accepted"}
@@ -62,7 +62,7 @@ def test_balanced_spreads_across_routers(mesh_factory: MeshFactory, net: Net, wh
     addr = "balanced/spread"
     # Consumers keep deliveries unsettled, so each one's outstanding count grows.
     rcvs = [net.connect(mesh[r].url).receiver(addr, credit=200, settle=None) for r in where]
-    wait_remote(mesh, "A", addr, len(where.replace("A", "")))
+    wait_remote(mesh, "A", addr, len(where.replace("A", "")), net=net)
     snd = net.connect(mesh["A"].url).sender(addr)
     tags = [snd.send(msg(i)) for i in range(120)]
     wait_received(net, rcvs, 120)
@@ -83,7 +83,7 @@ def test_multicast_one_copy_per_consumer_over_redundant_paths(mesh_factory: Mesh
     addr = "multicast/all"
     rcvs = {r: net.connect(mesh[r].url).receiver(addr) for r in "ABCDE"}
     second_on_d = net.connect(mesh["D"].url).receiver(addr)
-    wait_remote(mesh, origin, addr, 4)
+    wait_remote(mesh, origin, addr, 4, net=net)
     snd = net.connect(mesh[origin].url).sender(addr)
     outcomes = send_and_settle(net, snd, [msg(i) for i in range(30)])
     assert {o.name for o in outcomes} == {"accepted"}

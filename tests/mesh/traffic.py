@@ -24,9 +24,12 @@ def address_row(mesh: Mesh, rid: str, address: str) -> Dict[str, Any] | None:
     return None
 
 
-def wait_remote(mesh: Mesh, rid: str, address: str, remote: int, timeout: float | None = None) -> float:
+def wait_remote(mesh: Mesh, rid: str, address: str, remote: int, timeout: float | None = None,
+                net: Net | None = None) -> float:
     """Wait until ``rid`` knows ``remote`` other routers with consumers of ``address``
-    (mobile-address propagation; bounded by raIntervalFlux + hellos)."""
+    (mobile-address propagation; bounded by raIntervalFlux + hellos). Pass the test's
+    ``net`` when it has clients open: it is pumped meanwhile, so the routers do not close
+    them for idleness on a slow machine."""
     timeout = mesh.timers.convergence_bound if timeout is None else timeout
     start = time.monotonic()
     row = None
@@ -34,7 +37,10 @@ def wait_remote(mesh: Mesh, rid: str, address: str, remote: int, timeout: float 
         row = address_row(mesh, rid, address)
         if row is not None and row.get("remoteCount") == remote:
             return time.monotonic() - start
-        time.sleep(0.1)
+        if net is not None:
+            net.pump(0.1)
+        else:
+            time.sleep(0.1)
     raise AssertionError(f"{rid} never saw {remote} remote consumers of {address} in {timeout}s: {row}")
 
 
