@@ -188,7 +188,9 @@ def test_unknown_host() -> None:
 def test_url_forms(fake_agent: Make) -> None:
     agent = fake_agent(ok([]))
     for url in (agent.url, f"amqp://{agent.url}", f"amqp://user:pw@{agent.url}"):
-        with ManagementClient(url) as client:
+        # The fake agent has no user database: with a Cyrus SASL build of proton, credentials
+        # would pick a SCRAM mechanism it cannot verify. The URL forms are what is tested.
+        with ManagementClient(url, sasl_mechanisms="ANONYMOUS") as client:
             assert client.host_port == agent.url
             assert client.get_mgmt_nodes() == []
     assert ManagementClient("example.org").host_port == "example.org:5672"
