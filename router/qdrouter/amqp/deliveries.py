@@ -13,7 +13,7 @@ from ..core.address_table import MULTICAST, UNAVAILABLE, AddressTable
 from ..core.forwarder import Forwarder
 from ..core.links import CONTROL, ENDPOINT, CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED, RELEASED
-from .inbound import annotated, inspect
+from .inbound import annotated, inspect, stripped
 from .message_sections import MessageFormatError
 from .proton_ffi import ffi, lib
 
@@ -273,7 +273,12 @@ class DeliveryAdaptor:
 
     # ---- DeliveryIO --------------------------------------------------------------------
     def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
-        payload = message.payload if link.strip_out else annotated(message, link, self.node)
+        if link.strip_out:
+            payload = message.payload
+            if payload is None:
+                payload = stripped(message)
+        else:
+            payload = annotated(message, link, self.node)
         self.pending_sends.append((link, payload, None if presettled else message))
 
     def sends_flusher(self) -> Callable[[], None]:

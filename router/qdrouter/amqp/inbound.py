@@ -28,8 +28,9 @@ def inspect(link: CoreLink, message: InFlight) -> str | None:
             phase = annotations.phase
         if (to_override is not None or annotations.ingress is not None or annotations.trace is not None
                 or annotations.phase is not None or annotations.has_other_qd_keys):
-            message.payload = rewrite_annotations(raw, ma_start, ma_end, strip_qd=True,
-                                                  keep_to_override=False, ingress=None, trace_append=None)
+            # Made only if a consumer that strips annotations takes it (see stripped()):
+            # a message passing through to another router never needs it.
+            message.payload = None
     if not link.anonymous:
         return link.address_key
     address = normalize_address(to_override) if to_override is not None else normalize_address(
@@ -38,6 +39,18 @@ def inspect(link: CoreLink, message: InFlight) -> str | None:
         # Another router already chose the waypoint phase (x-opt-qd.phase): keep it.
         return phased(address, phase)
     return address
+
+
+def stripped(message: InFlight) -> bytes:
+    """The message without router annotations (made once, on first need)."""
+    payload = message.payload
+    if payload is None:
+        raw = message.raw
+        ma_start, ma_end, _ = find_sections(raw)
+        payload = message.payload = rewrite_annotations(raw, ma_start, ma_end, strip_qd=True,
+                                                        keep_to_override=False, ingress=None,
+                                                        trace_append=None)
+    return payload
 
 
 def annotated(message: InFlight, out_link: CoreLink, node: str) -> bytes:

@@ -28,8 +28,9 @@ class InFlight:
     )
 
     def __init__(self, payload: bytes, raw: bytes, in_link: CoreLink, delivery: Any, settled: bool) -> None:
-        # What consumers that strip the router's annotations receive...
-        self.payload = payload
+        # What consumers that strip the router's annotations receive (None: not made yet,
+        # the adaptor strips the raw message on first need)...
+        self.payload: bytes | None = payload
         # ...and the message as it arrived, for consumers that keep annotations.
         self.raw = raw
         self.in_link = in_link
