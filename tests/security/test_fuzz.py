@@ -8,6 +8,7 @@ import time
 from typing import Any, Callable
 
 import pytest
+from proton import Message
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -101,3 +102,12 @@ def test_the_fuzz_targets_can_fail() -> None:
 class _Exploding(dict):
     def items(self) -> Any:  # type: ignore[override]
         raise ZeroDivisionError("boom")
+
+
+def test_fuzz_findings_stay_fixed() -> None:
+    """Inputs the million-case run found crashing, now refused with a clear error."""
+    # str.isdigit() accepted the digit '❷', then int() raised ValueError out of the loader.
+    assert targets.check_config("router {\n    id: R\n}\nlistener {\n    port: \u27775672\n}\n") == 0
+    # Invalid UTF-8 in reply-to raised UnicodeDecodeError out of the management agent.
+    raw = Message(body={}, properties={"operation": "QUERY"}, reply_to="amqp:/xy").encode()
+    assert targets.check_management(bytes(raw).replace(b"amqp:/xy", b"amqp:/\xff\xfe")) == 0

@@ -11,7 +11,7 @@ _WELL_KNOWN = {"amqp": 5672, "amqps": 5671}
 def port_number(port: str) -> int:
     """The TCP port a listener or connector `port` attribute means; ValueError if none."""
     text = str(port).strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # str.isdigit() also takes "❷" and "²"
         number = int(text)
         if number > 65535:
             raise ValueError(f"{port!r} is not a port number (0 to 65535)")

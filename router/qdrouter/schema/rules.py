@@ -49,7 +49,7 @@ def _port_and_cost(attrs: Mapping[str, object], written: Written) -> list[Proble
     problems = []
     port = attrs.get("port")
     if isinstance(port, str) and not (_SERVICE_NAME.fullmatch(port) or
-                                      (port.isdigit() and int(port) <= 65535)):
+                                      (port.isascii() and port.isdigit() and int(port) <= 65535)):
         problems.append(Problem(f"attribute {_name(written, 'port')!r}: {port!r} is not a port number "
                                 f"(0 to 65535) or service name", _name(written, "port")))
     cost = attrs.get("cost")
