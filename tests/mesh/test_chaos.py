@@ -25,12 +25,6 @@ SCHEDULE: List[Tuple[int, str, str]] = [(3000, "kill", "B"), (6000, "restart", "
 
 
 @pytest.mark.timeout(600)
-# Known mesh bug, open in the mesh issue: after kill B / restart B / kill D the mesh sometimes
-# does not offer C a route again for minutes; held messages are then released every 10 s
-# (none lost) but the run outlasts its deadline. Non-strict so passing runs still check the
-# accounting; remove once recovery is fixed.
-@pytest.mark.xfail(strict=False, reason="mesh sometimes does not recover a route after "
-                   "kill/restart/kill (known bug, see the mesh issue)")
 def test_chaos_every_message_accounted_for(mesh_factory: MeshFactory, net: Net) -> None:
     mesh = mesh_factory(RING5_CHORD)
     addr = "closest/chaos"
