@@ -110,16 +110,27 @@ if [ -z "$base" ]; then
 fi
 log "base image: $base, engine: $engine, version: $version"
 
-# -- context: the qdmesh wheel and every dependency, for the base's Python --------------------------
+# -- context: the qdmesh wheel, and every dependency for the base's Python ----------------------
 py=$(run_in "$base" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-rm -rf "$context"; mkdir -p "$context/wheels"
-python3 -m pip wheel --quiet --no-deps -w "$context/wheels" "$repo"
-platform=(--only-binary=:all: --python-version "$py" --implementation cp --abi "cp${py/./}"
-          --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64)
-python3 -m pip download --quiet -d "$context/wheels" "${platform[@]}" \
-    "$context"/wheels/qdmesh-*.whl "kopf>=1.37" "kubernetes>=29.0" "jinja2>=3.1" "pyyaml>=6.0" \
-    setuptools wheel "cffi>=1.0.0" pycparser
-python3 -m pip download --quiet -d "$context/wheels" --no-deps --no-binary :all: python-qpid-proton==0.40.0
+rm -rf "$context"; mkdir -p "$context/wheels/qdmesh"
+python3 -m pip wheel --quiet --no-deps -w "$context/wheels/qdmesh" "$repo"
+# The dependencies change rarely: download them once per requirement set and Python, and copy
+# them from the cache (same bytes, so the image layers built from them stay cached too).
+requirements=("kopf>=1.37" "kubernetes>=29.0" "jinja2>=3.1" "pyyaml>=6.0" setuptools wheel "cffi>=1.0.0" pycparser)
+deps_key=$(printf '%s\n' "$py" "${requirements[@]}" python-qpid-proton==0.40.0 | sha256sum | cut -c1-16)
+deps=$cache/wheels-$deps_key
+if [ ! -e "$deps/.complete" ]; then
+    rm -rf "$deps"; mkdir -p "$deps"
+    platform=(--only-binary=:all: --python-version "$py" --implementation cp --abi "cp${py/./}" --abi abi3
+              --abi none --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64)
+    python3 -m pip download --quiet -d "$deps" "${platform[@]}" "${requirements[@]}"
+    # python-qpid-proton is built from its sdist inside the image (PyPI has no wheel pip takes
+    # here, and the router needs it built against Cyrus SASL anyway).
+    python3 -m pip download --quiet -d "$deps" --no-deps --no-binary :all: python-qpid-proton==0.40.0
+    touch "$deps/.complete"
+fi
+mkdir -p "$context/wheels/deps"
+cp -p "$deps"/*.whl "$deps"/*.tar.gz "$context/wheels/deps/"
 
 # -- images ----------------------------------------------------------------------------------------
 for target in "${targets[@]}"; do
