@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
+from tests.mesh.conftest import mesh_factory as mesh_factory  # fixture line_factory uses
 from tests.mesh.meshproc import Mesh
 from tests.mesh_linkroute.conftest import LineFactory
 from tests.mesh_linkroute.conftest import line_factory as line_factory  # the fixture

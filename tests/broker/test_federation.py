@@ -9,6 +9,7 @@ from typing import Dict
 
 from proton import Message
 
+from tests.mesh.conftest import mesh_factory as mesh_factory  # fixture line_factory uses
 from tests.mesh.meshproc import Mesh
 from tests.mesh_linkroute.conftest import LineFactory
 from tests.mesh_linkroute.conftest import line_factory as line_factory  # the fixture

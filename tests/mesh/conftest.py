@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterator, List, Sequence
+from typing import Callable, Dict, Iterator, List, Sequence
 
 import pytest
 
@@ -21,7 +21,8 @@ from tests.mesh.meshproc import Edge, Mesh, Timers, build_mesh, start_order  # n
 from tests.router.amqpclient import Net  # noqa: E402
 
 MeshFactory = Callable[..., Mesh]
-"""``mesh_factory(edges, timers=None, converge=True) -> started (and converged) Mesh``."""
+"""``mesh_factory(edges, timers=None, converge=True, extra=None) -> started (and converged)
+Mesh``; ``extra`` maps router names to config sections added to their configs."""
 
 LINE3: List[Edge] = [("B", "A", 1), ("C", "B", 1)]
 # A ring A-B-C-D-E-A with a chord B-E: two disjoint paths between most pairs.
@@ -42,8 +43,12 @@ def mesh_factory(tmp_path: Path) -> Iterator[MeshFactory]:
     must exit 0 on SIGTERM without a traceback in its log."""
     meshes: List[Mesh] = []
 
-    def make(edges: Sequence[Edge], timers: Timers | None = None, converge: bool = True) -> Mesh:
+    def make(edges: Sequence[Edge], timers: Timers | None = None, converge: bool = True,
+             extra: Dict[str, str] | None = None) -> Mesh:
         mesh = build_mesh(tmp_path / f"mesh{len(meshes)}", edges, timers)
+        for name, config in (extra or {}).items():
+            mesh.routers[name].extra = config
+            mesh.routers[name].write_config()
         meshes.append(mesh)
         t0 = time.monotonic()
         for name in start_order(list(mesh.routers), edges):
