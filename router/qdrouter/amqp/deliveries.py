@@ -97,35 +97,45 @@ class DeliveryAdaptor:
                 # On our sending links proton only raises PN_DELIVERY for remote updates.
                 consumer_disposition(link, delivery)
                 return
+            raw = None
             if policed and link.handle in policed:
-                policed_raw = state.policer.message(link, delivery)
-                if policed_raw is not None:
-                    general_receive(link, delivery, policed_raw)
-                return
-            if partial(delivery) or not readable(delivery):
+                # Policy reads the message (size, user-id); what passes takes the paths below.
+                raw = state.policer.message(link, delivery)
+                if raw is None:
+                    return
+            elif partial(delivery) or not readable(delivery):
                 if is_settled(delivery):
                     producer_settled(link, delivery)
                 return
             address = link.address
-            size = pending(delivery)
-            if (
+            if raw is None:
+                size = pending(delivery)
+                if (
+                    address is None
+                    or not address.consumers
+                    or address.distribution is multicast
+                    or address.distribution is unavailable
+                    or size > 65536
+                ):
+                    general_receive(link, delivery)
+                    return
+                handle = link.handle
+                count = recv(handle, state._pointer, size)
+                if count < 0:
+                    # PN_ABORTED (the producer gave up on a partial message) or PN_EOS.
+                    advance(handle)
+                    settle(delivery)
+                    return
+                raw = state._view[:count].tobytes()
+                advance(handle)
+            elif (
                 address is None
                 or not address.consumers
                 or address.distribution is multicast
                 or address.distribution is unavailable
-                or size > 65536
             ):
-                general_receive(link, delivery)
+                general_receive(link, delivery, raw)
                 return
-            handle = link.handle
-            count = recv(handle, state._pointer, size)
-            if count < 0:
-                # PN_ABORTED (the producer gave up on a partial message) or PN_EOS.
-                advance(handle)
-                settle(delivery)
-                return
-            raw = state._view[:count].tobytes()
-            advance(handle)
             link.counters.delivered += 1
             if qd_prefix in raw:
                 general_receive(link, delivery, raw)
