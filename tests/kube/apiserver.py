@@ -21,7 +21,13 @@ import pytest
 
 from tests.prerequisites import require
 
-from .controlplane import ControlPlane, describe_missing, missing_binaries, start_control_plane
+from .controlplane import (
+    CONTROLLER_BINARIES,
+    ControlPlane,
+    describe_missing,
+    missing_binaries,
+    start_control_plane,
+)
 
 __all__ = ["ControlPlane", "kube_apiserver", "kube_control_plane"]
 
@@ -41,5 +47,7 @@ def kube_apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Control
 @pytest.fixture(scope="session")
 def kube_control_plane(kube_apiserver: ControlPlane) -> ControlPlane:
     """``kube_apiserver`` plus kube-controller-manager and kube-scheduler (started once)."""
+    missing = missing_binaries(CONTROLLER_BINARIES)
+    require(not missing, describe_missing(missing))
     kube_apiserver.start_controllers()
     return kube_apiserver

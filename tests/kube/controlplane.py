@@ -12,13 +12,14 @@ import os
 import ssl
 import urllib.request
 from pathlib import Path
-from typing import Any, List
+from typing import Any, List, Sequence
 
 from .pki import make_pki, write_kubeconfig
 from .processes import LoggedProcess, free_port, wait_until
 
 K8S_VERSION = os.environ.get("QDMESH_K8S_VERSION", "v1.36.3")
-CONTROL_PLANE_BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+APISERVER_BINARIES = ("etcd", "kube-apiserver")
+CONTROLLER_BINARIES = ("kube-controller-manager", "kube-scheduler")
 SERVICE_CIDR = "10.0.0.0/24"
 START_TIMEOUT = float(os.environ.get("QDMESH_KUBE_START_TIMEOUT", "120"))
 
@@ -29,9 +30,9 @@ def k8s_bin_dir() -> Path:
     return root / K8S_VERSION / "bin"
 
 
-def missing_binaries() -> List[str]:
-    """Control-plane binaries not built yet (empty when the fixture can run)."""
-    return [name for name in CONTROL_PLANE_BINARIES if not os.access(k8s_bin_dir() / name, os.X_OK)]
+def missing_binaries(names: Sequence[str] = APISERVER_BINARIES) -> List[str]:
+    """Which of ``names`` are not built yet (empty when the fixture can run)."""
+    return [name for name in names if not os.access(k8s_bin_dir() / name, os.X_OK)]
 
 
 class ControlPlane:
@@ -154,6 +155,6 @@ def start_control_plane(workdir: Path, controllers: bool = False) -> ControlPlan
     return plane
 
 
-def describe_missing(missing: List[str] | None = None) -> str:
-    names = ", ".join(missing if missing is not None else missing_binaries())
+def describe_missing(missing: Sequence[str]) -> str:
+    names = ", ".join(missing)
     return f"Kubernetes binaries ({names}) in {k8s_bin_dir()}: run tests/e2e/cluster/build.sh"
