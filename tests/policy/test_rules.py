@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 
-from qdrouter.policy import PolicyError
+from qdrouter.policy import ConnectionGrant, Denial, PolicyEngine, PolicyError, parse_vhost
 from qdrouter.policy.rules import (
     AddressPattern,
     address_allowed,
@@ -12,6 +14,7 @@ from qdrouter.policy.rules import (
     parse_addresses,
     parse_hosts,
     parse_list,
+    resolve_host_names,
 )
 
 
@@ -54,7 +57,26 @@ def test_bad_lists_name_the_field(value: object, message: str) -> None:
     ("10.0.0.1, 127.0.0.1", "127.0.0.1", True),
 ])
 def test_remote_hosts(rules: str, host: str, allowed: bool) -> None:
-    assert host_allowed(parse_hosts(rules), host) is allowed
+    parsed = parse_hosts(rules)
+    resolve_host_names(parsed)  # 'localhost' is in /etc/hosts: no DNS needed
+    assert host_allowed(parsed, host) is allowed
+
+
+def test_host_names_are_looked_up_once_when_the_vhost_is_set() -> None:
+    lookups = []
+
+    def fake_resolver(name: str) -> frozenset:
+        lookups.append(name)
+        return frozenset({ipaddress.ip_address("192.0.2.10")})
+
+    engine = PolicyEngine(resolver=fake_resolver)
+    engine.configure({"enableVhostPolicy": True})
+    engine.set_vhost(parse_vhost({"hostname": "v", "groups": {
+        "g": {"users": "u", "remoteHosts": "gateway.example", "sources": "*", "targets": "*"}}}))
+    assert lookups == ["gateway.example"]
+    assert isinstance(engine.open("v", "u", "192.0.2.10"), ConnectionGrant)
+    assert isinstance(engine.open("v", "u", "192.0.2.11"), Denial)
+    assert lookups == ["gateway.example"]  # connections never wait for DNS
 
 
 @pytest.mark.parametrize("rule, message", [

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from .errors import PolicyError
-from .rules import resolve
+from .rules import Resolver, resolve, resolve_host_names
 from .settings import MAX_INT32, UNLIMITED, GroupSettings, VhostSettings
 from .stats import GlobalStats, VhostStats
 
@@ -57,7 +57,9 @@ class ConnectionGrant:
 
 
 class PolicyEngine:
-    def __init__(self) -> None:
+    def __init__(self, resolver: Resolver = resolve) -> None:
+        # Looks up remoteHosts host names when a vhost is set (tests and fuzzing pass a fake).
+        self.resolver = resolver
         self.max_connections = UNLIMITED
         self.max_message_size = 0
         self.enable_vhost_policy = False
@@ -85,7 +87,8 @@ class PolicyEngine:
         self.policy_dir = str(attrs.get("policyDir") or "")
 
     def set_vhost(self, settings: VhostSettings) -> None:
-        """Add or replace a vhost; connections opened from now on use it."""
+        """Add or replace a vhost; connections opened from now on use it. Host names in its
+        remoteHosts are looked up here, once."""
         for alias in settings.aliases:
             owner = self._by_alias.get(alias)
             if (owner is not None and owner != settings.hostname) or (
@@ -97,7 +100,8 @@ class PolicyEngine:
         for alias in settings.aliases:
             self._by_alias[alias] = settings.hostname
         self.stats.setdefault(settings.hostname, VhostStats(settings.hostname))
-        resolve.cache_clear()
+        for group in settings.groups.values():
+            resolve_host_names(group.remote_hosts, self.resolver)
 
     def remove_vhost(self, hostname: str, keep_stats: bool = False) -> None:
         old = self.vhosts.pop(hostname, None)

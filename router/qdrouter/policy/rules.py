@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from functools import lru_cache
-from typing import Any, FrozenSet, List, Sequence, Tuple, Union
+from typing import Any, Callable, FrozenSet, List, Sequence, Tuple, Union
 
 from .errors import PolicyError
 
@@ -42,7 +41,7 @@ def parse_list(value: Any, field: str) -> List[str]:
 class HostRule:
     """One remoteHosts entry: '*', an address, an address range 'low-high', or a host name."""
 
-    __slots__ = ("high", "low", "name", "text", "wildcard")
+    __slots__ = ("addresses", "high", "low", "name", "text", "wildcard")
 
     def __init__(self, text: str, field: str = "remoteHosts") -> None:
         self.text = text
@@ -50,6 +49,8 @@ class HostRule:
         self.name: str | None = None
         self.low: IpAddress | None = None
         self.high: IpAddress | None = None
+        # A host name's addresses, looked up when the vhost is defined (resolve_host_names).
+        self.addresses: FrozenSet[IpAddress] = frozenset()
         if self.wildcard:
             return
         if "*" in text:
@@ -78,7 +79,7 @@ class HostRule:
             return True
         if self.low is not None and self.high is not None:
             return self.low.version == address.version and int(self.low) <= int(address) <= int(self.high)
-        return self.name is not None and address in resolve(self.name)
+        return self.name is not None and address in self.addresses
 
 
 def _address(text: str) -> IpAddress | None:
@@ -99,9 +100,8 @@ def _valid_host_name(text: str) -> bool:
     return True
 
 
-@lru_cache(maxsize=256)
 def resolve(name: str) -> FrozenSet[IpAddress]:
-    """Addresses a host name stands for (looked up once; policy reload clears the cache)."""
+    """Addresses a host name stands for (none if it does not resolve)."""
     try:
         infos = socket.getaddrinfo(name, None)
     except (OSError, UnicodeError):
@@ -116,6 +116,17 @@ def resolve(name: str) -> FrozenSet[IpAddress]:
 
 def parse_hosts(value: Any, field: str = "remoteHosts") -> Tuple[HostRule, ...]:
     return tuple(HostRule(item, field) for item in parse_list(value, field))
+
+
+Resolver = Callable[[str], FrozenSet[IpAddress]]
+
+
+def resolve_host_names(rules: Sequence[HostRule], resolver: Resolver = resolve) -> None:
+    """Look up the rules' host names now, so that checking a connection never waits for DNS
+    (the router's event loop is single-threaded). A name that does not resolve matches nothing."""
+    for rule in rules:
+        if rule.name is not None:
+            rule.addresses = resolver(rule.name)
 
 
 def host_allowed(rules: Sequence[HostRule], remote: str) -> bool:
