@@ -101,7 +101,10 @@ def link_tables(rows: DataFrame, snapshots: DataFrame, bucket_seconds: float) ->
     backlog = (with_address(increments.where(~F.col("inter_router") & F.col("owning_addr").isNotNull()),
                             "owning_addr")
                .groupBy("mesh", "router", "address", "internal", "ts")
-               .agg(F.sum("undelivered").alias("undelivered"), F.sum("unsettled").alias("unsettled"))
+               # A producer's unsettled deliveries are the consumers' unsettled ones seen from the
+               # other side: only outgoing links count them.
+               .agg(F.sum("undelivered").alias("undelivered"),
+                    F.sum(F.when(F.col("link_dir") == "out", F.col("unsettled"))).alias("unsettled"))
                .withColumn("backlog", F.coalesce(F.col("undelivered"), F.lit(0.0))
                            + F.coalesce(F.col("unsettled"), F.lit(0.0))))
     return LinkTables(increments, utilisation, matrix, router_load, outcomes, backlog)

@@ -76,9 +76,13 @@ def record_mesh(workdir: Path) -> Iterator[Recording]:
         recording = Recording(workdir / "snapshots", workdir / "discovered", mesh, rounds=4)
 
         def snapshot() -> None:
+            # Rounds at least 1.2 s apart: with 1 s buckets each round's increments get a bucket
+            # of their own, so a test can check one interval's rate.
+            if recording.round_times:
+                time.sleep(max(0.0, recording.round_times[-1] + 1.2 - time.time()))
+            recording.round_times.append(time.time())
             answered = collector.poll_round()  # type: ignore[union-attr]
             assert answered == 3, f"only {answered} of 3 routers answered the collector"
-            recording.round_times.append(time.time())
 
         snapshot()
         churner = net.connect(mesh["B"].url)
@@ -106,7 +110,6 @@ def record_mesh(workdir: Path) -> Iterator[Recording]:
         churner.close()
         net.pump(0.3)
         snapshot()
-        time.sleep(1.0)
         snapshot()
         collector.close()
         recording.outcomes = {k: {n: v.count(n) for n in set(v)} for k, v in outcomes.items()}
