@@ -3,6 +3,8 @@ run time (book 2.4 configuration, managed like any other entity)."""
 
 from __future__ import annotations
 
+import json
+
 from tests.router.amqpclient import ACCEPTED, Net, msg, send_and_settle
 from tests.router.routerproc import Router
 
@@ -82,3 +84,19 @@ def test_create_rejects_bad_link_routes(edge_factory: EdgeFactory) -> None:
         r = run_tool("qdmanage", edge, "create", "--type", "linkRoute", *attrs)
         assert r.returncode != 0, f"created a bad linkRoute {attrs}: {r.stdout}"
     assert qdmanage(edge, "query", "--type", "linkRoute") == []
+
+
+def test_routed_links_in_qdstat_links(edge: Router, container: Router, net: Net) -> None:
+    """qdstat -l lists both ends of a routed link (client side and container side), class
+    link-in (the route's direction) for a routed sender, with the deliveries that passed."""
+    snd = net.connect(edge.url).sender("lr.count")
+    assert snd.remote_opened and not snd.remote_closed
+    rcv = net.connect(container.url).receiver("lr.count", credit=10)
+    for i in range(3):
+        snd.send(msg(f"c{i}"))
+    net.wait(lambda: len(rcv.received) == 3, 10, "three messages through the routed link")
+    rows = [r for r in json.loads(tool_out("qdstat", edge, "-l", "--json")) if r.get("addr") == "lr.count"]
+    assert len(rows) == 2, rows
+    assert {r["class"] for r in rows} == {"link-in"}, rows
+    assert {r["dir"] for r in rows} == {"in", "out"}, rows
+    assert all(int(r["deliveries"]) == 3 for r in rows), rows

@@ -4,6 +4,7 @@ settlement, credit, drain and detach (with its error) pass straight through."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import Any, Callable, Dict, Set
 
@@ -19,9 +20,15 @@ NO_ROUTE = "qd:no-route-to-dest"
 
 
 class RoutedLink:
-    __slots__ = ("connection", "deliveries", "incoming", "peer", "pn_link")
+    __slots__ = ("connection", "delivered", "deliveries", "identity", "incoming", "peer", "pn_link",
+                 "route_in")
 
-    def __init__(self, pn_link: Any, connection: AmqpConnection, incoming: bool) -> None:
+    def __init__(self, pn_link: Any, connection: AmqpConnection, incoming: bool, identity: int = 0) -> None:
+        self.identity = identity
+        self.delivered = 0
+        # Direction of the route this end belongs to: True for 'in' (messages toward the
+        # container), the same on both ends of the pair.
+        self.route_in = incoming
         self.pn_link = pn_link
         self.connection = connection
         # True when the router receives on this link (its peer end sends).
@@ -41,6 +48,8 @@ class LinkRouter:
         # attach came in on) -> the inter-router connection toward the nearest of them.
         self.find_mesh_hop: Callable[[Set[str], AmqpConnection], AmqpConnection | None] | None = None
         self.routed: Dict[Any, RoutedLink] = {}
+        # Management identities of routed links ("r1", "r2", ...: apart from core links' numbers).
+        self._ids = itertools.count(1)
         self._sessions: Dict[int, Any] = {}
         self._buffer = bytearray(64 * 1024)
         self._pointer = ffi.from_buffer(self._buffer)
@@ -84,9 +93,10 @@ class LinkRouter:
         lib.pn_link_set_snd_settle_mode(peer_link, lib.pn_link_remote_snd_settle_mode(pn_link))
         lib.pn_link_set_rcv_settle_mode(peer_link, lib.pn_link_remote_rcv_settle_mode(pn_link))
         lib.pn_link_open(peer_link)
-        client = RoutedLink(pn_link, connection, incoming)
-        container_side = RoutedLink(peer_link, container, not incoming)
+        client = RoutedLink(pn_link, connection, incoming, next(self._ids))
+        container_side = RoutedLink(peer_link, container, not incoming, next(self._ids))
         client.peer, container_side.peer = container_side, client
+        container_side.route_in = incoming
         self.routed[pn_link] = client
         self.routed[peer_link] = container_side
         self.dirty.add(container)
@@ -201,6 +211,8 @@ class LinkRouter:
         if count < 0:  # aborted
             lib.pn_delivery_settle(delivery)
             return
+        routed.delivered += 1
+        peer.delivered += 1
         out = lib.pn_delivery(peer.pn_link, lib.pn_delivery_tag(delivery))
         lib.pn_link_send(peer.pn_link, bytes(buffer[:count]), count)
         lib.pn_link_advance(peer.pn_link)

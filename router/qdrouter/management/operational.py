@@ -84,7 +84,39 @@ def link_rows(router: Any) -> List[Row]:
     capacity = router.server.adaptor.forwarder.link_capacity
     for link in list(router.server.adaptor.links.values()):
         rows.append(_link_row(link, capacity))
+    link_router = router.server.endpoints.link_router
+    if link_router is not None:
+        for routed in list(link_router.routed.values()):
+            rows.append(_routed_link_row(routed))
     return rows
+
+
+def _routed_link_row(routed: Any) -> Row:
+    """A link-routed link: the router passes it through, so most counters are the
+    endpoints' business; deliveries and unsettled ones are what passes here."""
+    pn_link = routed.pn_link
+    name = c_string(lib.pn_link_name(pn_link)) or ""
+    terminus = lib.pn_link_target(pn_link) if routed.route_in else lib.pn_link_source(pn_link)
+    address = c_string(lib.pn_terminus_get_address(terminus)) or ""
+    return {
+        "identity": f"r{routed.identity}",
+        "name": name,
+        "type": PREFIX + "router.link",
+        "adminStatus": "enabled",
+        "operStatus": "up",
+        "linkName": name,
+        "linkType": "endpoint",
+        "linkDir": "in" if routed.incoming else "out",
+        # qdstat shows the class link-in / link-out for these keys.
+        "owningAddr": ("C" if routed.route_in else "D") + address,
+        "capacity": None,
+        "peer": f"r{routed.peer.identity}" if routed.peer is not None else None,
+        "undeliveredCount": 0,
+        "unsettledCount": len(routed.deliveries),
+        "deliveryCount": routed.delivered,
+        "creditAvailable": lib.pn_link_credit(pn_link),
+        "connectionId": getattr(routed.connection, "identity", None),
+    }
 
 
 def _link_row(link: CoreLink, capacity: int) -> Row:
