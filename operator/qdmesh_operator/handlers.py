@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import Any
 
 import kopf
@@ -30,6 +31,13 @@ def reconciler() -> MeshReconciler:
     return found
 
 
+@kopf.on.login()
+def login(**kwargs: Any) -> Any:
+    """In a pod: its service account; elsewhere: $KUBECONFIG as it is now (kopf's default login
+    goes through the kubernetes package, which reads $KUBECONFIG once, when first imported)."""
+    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
+
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # kopf's bookkeeping goes in qdmesh.io/ annotations; status stays the operator's own.
@@ -42,7 +50,8 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     try:
         kube_config.load_incluster_config()
     except kube_config.ConfigException:
-        kube_config.load_kube_config()
+        # KUBECONFIG is read here, not when the kubernetes package was imported.
+        kube_config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
     if SETTINGS.metrics_port:
         _state["metrics"] = await serve(SETTINGS.metrics_port)
 
