@@ -61,6 +61,8 @@ def main(argv: List[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s")
+    # proton logs every (re)connection at INFO; the collector reports failures itself.
+    logging.getLogger("proton").setLevel(logging.WARNING)
     addresses = list(args.router) + list(args.discover)
     if args.routermesh:
         addresses += routermesh_addresses(args.routermesh, args.namespace, args.size)

@@ -61,7 +61,7 @@ TEXTS: Dict[str, Tuple[str, ...]] = {
     "vhost": ("vhost", "tenant", "hostname"),
     "oper_status": ("operStatus",),
     "last_error": ("lastError",),
-    "address": ("addr", "prefix", "pattern", "key"),
+    "address": ("address", "addr", "prefix", "pattern", "key"),
 }
 
 
