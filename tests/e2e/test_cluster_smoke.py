@@ -38,8 +38,12 @@ def test_pod_runs_and_service_resolves_through_dns(
 
     service_ip = core.read_namespaced_service("web", namespace).spec.cluster_ip
     fqdn = f"web.{namespace}.svc.cluster.local"
-    client_pod = busybox_pod("client", busybox_image,
-                             f"nslookup {fqdn} && wget -q -T 5 -O - http://{fqdn}/")
+    # Debian's static busybox is linked with glibc, whose getaddrinfo crashes without NSS modules
+    # in the image (so does wget's -T): resolve with nslookup (its own DNS client), then fetch by
+    # address.
+    fetch = (f"nslookup {fqdn} && ip=$(nslookup {fqdn} | sed -n 's/^Address: //p' | tail -1) && "
+             "wget -q -O - http://$ip:80/")
+    client_pod = busybox_pod("client", busybox_image, fetch)
     started = time.monotonic()
     core.create_namespaced_pod(namespace, client_pod)
     eventually(lambda: pod_phase(core, namespace, "client") in ("Succeeded", "Failed"), 120,

@@ -185,6 +185,7 @@ cmd_up() {
         --client-ca-file "$PKI/ca.crt" \
         --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" \
         --kubelet-client-key "$PKI/apiserver-kubelet-client.key" --kubelet-certificate-authority "$PKI/ca.crt" \
+        --kubelet-preferred-address-types InternalIP \
         --service-account-key-file "$PKI/service-account.pub" \
         --service-account-signing-key-file "$PKI/service-account.key" \
         --service-account-issuer https://kubernetes.default.svc \
