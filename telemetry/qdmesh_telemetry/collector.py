@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Set
 
-from qdrouter.tools.errors import ManagementError, NotFound
+from qdrouter.tools.errors import NotFound
 from qdrouter.tools.management_client import ManagementClient
 
 from .entities import ENTITY_TYPES, full_type
@@ -71,7 +71,7 @@ class RouterPoller:
         """Take one snapshot; False (after logging) when the router could not be read."""
         try:
             rows = self._snapshot()
-        except ManagementError as e:
+        except Exception as e:  # ManagementError, or anything proton throws: never the thread's end
             self.failures += 1
             self._drop_client()
             if not self.failing:
@@ -227,11 +227,7 @@ class Collector:
         for poller in list(self.pollers.values()):
             self._start_thread(poller)
         next_flush = started + self.options.flush_interval
-        end = None
-        if rounds is not None:
-            end = started + self.options.interval * (rounds - 1) + min(self.options.interval, 1.0) / 2
-        if duration is not None:
-            end = started + duration if end is None else min(end, started + duration)
+        end = started + duration if duration is not None else None
         try:
             while not self._stop.is_set():
                 now = time.monotonic()
@@ -242,9 +238,14 @@ class Collector:
                     next_flush = now + self.options.flush_interval
                 if end is not None and now >= end:
                     break
+                if rounds is not None and all(p.snapshots + p.failures >= rounds
+                                              for p in list(self.pollers.values())):
+                    break
                 wait = min(self.options.interval, next_flush - now)
                 if end is not None:
                     wait = min(wait, end - now)
+                if rounds is not None:
+                    wait = min(wait, 0.05)
                 self._stop.wait(max(0.05, wait))
         finally:
             self.stop()
