@@ -234,11 +234,35 @@ remove_containers() {
     for id in $(ctr_k8s containers ls -q 2>/dev/null); do ctr_k8s containers rm "$id" >/dev/null 2>&1 || true; done
 }
 
+# Let the kubelet tear pods down (CNI DEL, network namespace removed) before it stops: without
+# the controllers nothing recreates them.
+drain_pods() {
+    pid_of kubelet >/dev/null && pid_of kube-apiserver >/dev/null || return 0
+    kubectl delete pods --all --all-namespaces --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
+    local deadline=$(( $(date +%s) + 30 ))
+    while [ -n "$(ctr_k8s tasks ls -q 2>/dev/null)" ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.5; done
+    sleep 2  # sandboxes stop (and release their network) just after their containers
+}
+
+# Network namespaces of pods whose teardown did not happen (a crashed kubelet): ours are the
+# ones holding an address of the pod range.
+remove_stale_netns() {
+    local ns prefix=${POD_CIDR%.*}.
+    for ns in $(ls /var/run/netns 2>/dev/null | grep '^cni-' || true); do
+        if ip netns exec "$ns" ip -o -4 addr show 2>/dev/null | grep -qF "inet $prefix"; then
+            ip netns delete "$ns" 2>/dev/null || true
+        fi
+    done
+}
+
 cmd_down() {
     local purge=${1:-} i
+    for name in kube-controller-manager kube-scheduler; do stop_daemon "$name"; done
+    drain_pods
     for name in kube-proxy kubelet; do stop_daemon "$name"; done
     remove_containers
     for (( i=${#DAEMONS[@]}-1; i>=0; i-- )); do stop_daemon "${DAEMONS[$i]}"; done
+    remove_stale_netns
     # kube-proxy's Service rules would outlive it.
     [ -x "$BIN/kube-proxy" ] && "$BIN/kube-proxy" --cleanup >/dev/null 2>&1 || true
     # Mounts the runtime left (pod volumes, sandbox shm), deepest first.
