@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-PACKAGES=(containerd runc containernetworking-plugins iptables conntrack iproute2 busybox-static openssl)
+PACKAGES=(containerd runc containernetworking-plugins iptables conntrack iproute2 procps kmod curl busybox-static openssl)
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
