@@ -8,11 +8,11 @@ import sys
 import uuid
 from typing import Callable, Dict, List, Sequence
 
-from qdrouter.tools import table
+from qdrouter.tools import mesh_map, table
 from qdrouter.tools.cli_common import UsageError, run_tool, write_out
 from qdrouter.tools.management_client import ManagementClient
 
-from . import cluster, mesh_map
+from . import cluster
 from .args import PROG, build_parser
 from .cluster import KubeTarget, RouterPod
 from .errors import PluginError

@@ -4,16 +4,13 @@ view, one value column per router), built from qdrouter.tools' own views and tab
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List
+from typing import Dict, List
 
 from qdrouter.tools import table
 from qdrouter.tools.errors import ManagementError
-from qdrouter.tools.management_client import ManagementClient
+from qdrouter.tools.mesh_map import ClientFactory
 from qdrouter.tools.qdstat import fetch
 from qdrouter.tools.qdstat_views import VIEWS
-
-ClientFactory = Callable[[str], ManagementClient]
-"""host:port of a router -> a management client for it."""
 
 
 @dataclass

@@ -8,8 +8,8 @@ from typing import Dict
 
 import pytest
 
-from qdmesh_kubectl import mesh_map
 from qdmesh_kubectl.views import query_routers
+from qdrouter.tools import mesh_map
 from qdrouter.tools.management_client import ManagementClient
 
 from .localmesh import PODS, LocalMesh

@@ -1,4 +1,5 @@
-"""`kubectl qdstat MESH --map`: what the routers of a mesh say about each other, drawn as text.
+"""The whole-mesh map of `qdstat --map` and `kubectl qdstat MESH --map` (like `qpid-route
+route map`): what the routers of a mesh say about each other, drawn as text.
 
 Routers, the inter-router links between them with their cost, the brokers and other
 route-container connections, and the link routes and auto-links with each router's state.
@@ -9,11 +10,14 @@ from recorded entities.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Set, Tuple
+from typing import Any, Callable, Dict, List, Set, Tuple
 
-from qdrouter.tools.errors import ManagementError
+from .errors import ManagementError
+from .management_client import ManagementClient
 
-from .views import ClientFactory
+ClientFactory = Callable[[str], ManagementClient]
+"""A router's address (host:port, or a router id reached through another router) -> a
+management client for it."""
 
 Entity = Dict[str, Any]
 _TYPES = {

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import List, Sequence
 
-from . import table
+from . import mesh_map, table
 from .cli_common import (
     ToolArgumentParser,
     argv_or_default,
@@ -33,6 +34,8 @@ _VIEW_OPTIONS = [
     (None, "--vhostgroups", "vhostgroups"),
     ("-m", "--memory", "memory"),
 ]
+MAP_HELP = ("the whole mesh from this router: every router, the inter-router links with their cost, "
+            "brokers (route containers), link routes and auto-links with each router's state")
 
 
 def _positive_int(text: str) -> int:
@@ -54,6 +57,7 @@ def build_parser() -> ToolArgumentParser:
         if view == "addresses":
             flags.append("--addresses")
         views.add_argument(*flags, dest="show", action="store_const", const=view, help=VIEWS[view].help)
+    views.add_argument("--map", dest="show", action="store_const", const="map", help=MAP_HELP)
     out = parser.add_argument_group("output options")
     out.add_argument("--limit", metavar="N", type=_positive_int,
                      help="show at most N rows")
@@ -80,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(args_list)
 
     def body() -> int:
+        if args.show == "map":
+            return mesh_map_body(args)
         view = VIEWS[args.show]
         with client_from_args(args, PROG) as client:
             result = fetch(client, view, args.limit)
@@ -87,6 +93,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     return run_tool(PROG, body)
+
+
+def mesh_map_body(args: argparse.Namespace) -> int:
+    """Ask the connected router for the routers it knows (router.node), then each of them,
+    through it, for its links, connections and routes."""
+    with client_from_args(args, PROG) as client:
+        me = client.query("router")
+        nodes = client.query("router.node")
+    own = str(me[0].get("id")) if me else (args.router or "")
+    routers = {own: own}
+    routers.update({str(n.get("id")): str(n.get("id")) for n in nodes if n.get("id") and n.get("id") != own})
+
+    def client_for(router_id: str) -> ManagementClient:
+        return client_from_args(argparse.Namespace(**{**vars(args), "router": router_id}), PROG)
+
+    snapshot = mesh_map.collect(own, routers, client_for)
+    if args.format == table.JSON:
+        write_out(json.dumps(mesh_map.as_json(snapshot), indent=2) + "\n")
+    else:
+        write_out(mesh_map.render(snapshot))
+    return 1 if snapshot.unreachable else 0
 
 
 if __name__ == "__main__":
