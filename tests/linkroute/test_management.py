@@ -100,3 +100,11 @@ def test_routed_links_in_qdstat_links(edge: Router, container: Router, net: Net)
     assert {r["class"] for r in rows} == {"link-in"}, rows
     assert {r["dir"] for r in rows} == {"in", "out"}, rows
     assert all(int(r["deliveries"]) == 3 for r in rows), rows
+
+
+def test_connector_connections_are_outgoing(edge: Router, net: Net) -> None:
+    """qdstat -c: the route-container connection the router opened is 'out', a client's 'in'."""
+    net.connect(edge.url)
+    rows = json.loads(tool_out("qdstat", edge, "-c", "--json"))
+    dirs = {r["role"]: r["dir"] for r in rows}
+    assert dirs.get("route-container") == "out" and dirs.get("normal") == "in", rows

@@ -53,7 +53,7 @@ def connection_rows(router: Any) -> List[Row]:
             "container": connection.remote_container,
             "opened": bool(lib.pn_connection_state(connection.pn_connection) & lib.PN_LOCAL_ACTIVE),
             "host": connection.peer,
-            "dir": "in",
+            "dir": "out" if connection.client else "in",  # out: opened by one of our connectors
             "role": settings.role,
             "isAuthenticated": bool(lib.pn_transport_is_authenticated(connection.transport)),
             "isEncrypted": bool(lib.pn_transport_is_encrypted(connection.transport)),
