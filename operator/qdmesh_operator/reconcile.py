@@ -75,14 +75,24 @@ class MeshReconciler:
                  urls: Callable[[MeshSpec, Sequence[str]], Dict[str, str]] = router_urls) -> None:
         self.kube = kube
         self.pool = pool or ClientPool()
+        self._last: Dict[Tuple[str, str], Tuple[float, Report]] = {}
         self.urls = urls
 
     # -- entry points ---------------------------------------------------------------------------
     def reconcile(self, namespace: str, mesh_name: str, why: str = "change") -> Report:
+        """Reconcile one mesh.  Requests that waited while another reconciliation of the same
+        mesh ran get the result of one that started after they were made (it read everything
+        they could have read), so a burst of changes costs two reconciliations, not one each."""
+        requested = time.monotonic()
+        key = (namespace, mesh_name)
         with mesh_lock(namespace, mesh_name):
+            last = self._last.get(key)
+            if last is not None and last[0] >= requested:
+                return Report(statuses=last[1].statuses, mesh_found=last[1].mesh_found)
             start = time.monotonic()
             report = self._reconcile(namespace, mesh_name, why)
             report.seconds = time.monotonic() - start
+            self._last[key] = (start, report)
             return report
 
     def orphan_status(self, kind: str, body: Mapping[str, Any]) -> Dict[str, Any]:

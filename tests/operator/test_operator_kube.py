@@ -492,7 +492,7 @@ def test_deleting_a_mesh_deletes_what_it_owns(kube: Cluster) -> None:
 def test_operator_killed_mid_reconcile_converges_after_restart(
     crds: ControlPlane, mesh_factory: MeshFactory, tmp_path: Path
 ) -> None:
-    """``qdmesh-operator`` as a process: SIGKILLed while it is applying 40 link routes, then
+    """``qdmesh-operator`` as a process: SIGKILLed while it is applying 24 link routes, then
     started again; everything ends up applied exactly once and every resource Ready."""
     from kubernetes import client
 
@@ -504,7 +504,7 @@ def test_operator_killed_mid_reconcile_converges_after_restart(
     urls_file = tmp_path / "urls.json"
     urls_file.write_text(json.dumps(urls))
     kube.create("routermeshes", "RouterMesh", "delta", {"size": 3, "image": "qdmesh/router:0.1.0"})
-    for i in range(20):
+    for i in range(12):
         kube.create(
             "linkroutes", "LinkRoute", f"lr{i}", {"meshRef": "delta", "prefix": f"p{i}.", "containerId": "c"}
         )
@@ -544,7 +544,7 @@ def test_operator_killed_mid_reconcile_converges_after_restart(
     second = start()
     try:
         expected = sorted(
-            [f"qdmesh/linkRoute/lr{i}-{d}" for i in range(20) for d in ("in", "out")]
+            [f"qdmesh/linkRoute/lr{i}-{d}" for i in range(12) for d in ("in", "out")]
             + ["qdmesh/linkRoute/late-in", "qdmesh/linkRoute/late-out"]
         )
         eventually(
@@ -560,7 +560,7 @@ def test_operator_killed_mid_reconcile_converges_after_restart(
         eventually(
             lambda: all(
                 kube.condition("linkroutes", n, "Ready").get("status") == "True"
-                for n in ["late", *[f"lr{i}" for i in range(20)]]
+                for n in ["late", *[f"lr{i}" for i in range(12)]]
             ),
             60,
             "all Ready",
