@@ -20,6 +20,7 @@ import json
 import os
 import random
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -27,11 +28,14 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
-import run  # the runner registers itself under this name when run as a script
+from measure import REPO_DIR, measure_direct, measure_router, run_clients
+from processes import HOST, BenchError, Proc, free_port, wait_for_port
+from report import fmt_rate, fmt_us, median_or_none
+from scenarios import SCENARIOS, Measurement, Scenario
 
 LINE3 = {"line3-presettled": "1to1-presettled", "line3-unsettled": "1to1-unsettled"}
 MESH_SCENARIOS = (*LINE3, "routes", "idle-memory")
-ROUTER_SRC = run.REPO_DIR / "router"
+ROUTER_SRC = REPO_DIR / "router"
 
 
 def _env() -> Dict[str, str]:
@@ -41,7 +45,7 @@ def _env() -> Dict[str, str]:
 
 
 def _median(values: Sequence[float | None]) -> float | None:
-    return run.median_or_none(values)
+    return median_or_none(values)
 
 
 # ---------------------------------------------------------------------------
@@ -55,7 +59,7 @@ class LineOfThree:
         argv = [args.python, "-m", "qdrouter.local_mesh", "local", "--routers", "3", "--topology", "line",
                 "--base-port", "0", "--id-prefix", "B", "--python", args.python,
                 "--timeout", str(max(60.0, args.router_start_timeout))]
-        self.proc = run.Proc("qdmesh local", argv, env=_env())
+        self.proc = Proc("qdmesh local", argv, env=_env())
         # The receiver's address needs a few routing-protocol exchanges to reach router 1.
         self.settle = max(args.settle, 1.0)
         try:
@@ -76,11 +80,11 @@ class LineOfThree:
             if self.proc.returncode is not None:
                 break
             time.sleep(0.1)
-        raise run.BenchError("qdmesh local did not report a ready mesh:\n" + self.proc.stderr_tail())
+        raise BenchError("qdmesh local did not report a ready mesh:\n" + self.proc.stderr_tail())
 
     def check_alive(self) -> None:
         if self.proc.returncode is not None:
-            raise run.BenchError("the mesh stopped during the run:\n" + self.proc.stderr_tail())
+            raise BenchError("the mesh stopped during the run:\n" + self.proc.stderr_tail())
 
     def stop(self) -> None:
         # qdmesh stops its routers on SIGTERM (SIGKILL after 5 s); give it time to do so.
@@ -88,28 +92,28 @@ class LineOfThree:
         self.proc.close()
 
 
-def measure_line3(args: argparse.Namespace, sc: run.Scenario, workdir: Path) -> run.Measurement:
+def measure_line3(args: argparse.Namespace, sc: Scenario, workdir: Path) -> Measurement:
     mesh = LineOfThree(args, workdir)
     try:
         if args.warmup > 0:
-            run.run_clients(args, sc, "warmup", args.warmup, workdir, mesh)  # type: ignore[arg-type]
-        return run.run_clients(args, sc, "line3", args.messages, workdir, mesh)  # type: ignore[arg-type]
+            run_clients(args, sc, "warmup", args.warmup, workdir, mesh)  # type: ignore[arg-type]
+        return run_clients(args, sc, "line3", args.messages, workdir, mesh)  # type: ignore[arg-type]
     finally:
         mesh.stop()
 
 
 def line3(args: argparse.Namespace, name: str, workdir: Path) -> Dict[str, Any]:
-    sc = run.SCENARIOS[LINE3[name]]
-    rows: List[Tuple[run.Measurement, run.Measurement, run.Measurement]] = []
+    sc = SCENARIOS[LINE3[name]]
+    rows: List[Tuple[Measurement, Measurement, Measurement]] = []
     for rep in range(args.repeat):
         tag = f"[{rep + 1}/{args.repeat}] {name}"
-        d = run.measure_direct(args, sc, workdir)
-        s = run.measure_router(args, sc, workdir)
+        d = measure_direct(args, sc, workdir)
+        s = measure_router(args, sc, workdir)
         m = measure_line3(args, sc, workdir)
         rows.append((d, s, m))
         print(f"{tag}: direct {d.msgs_per_sec:,.0f}, one router {s.msgs_per_sec:,.0f}, line of 3 "
               f"{m.msgs_per_sec:,.0f} msgs/s ({m.msgs_per_sec / s.msgs_per_sec:.0%} of one router); "
-              f"line p50 {run.fmt_us(m.p50_us)} µs, p99 {run.fmt_us(m.p99_us)} µs, lost {m.lost}",
+              f"line p50 {fmt_us(m.p50_us)} µs, p99 {fmt_us(m.p99_us)} µs, lost {m.lost}",
               file=sys.stderr)
     return {
         "scenario": name,
@@ -189,7 +193,7 @@ def routes(args: argparse.Namespace) -> Dict[str, Any]:
             ",".join(map(str, args.route_sizes)), "--repeat", str(max(5, args.repeat))]
     proc = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=1800)
     if proc.returncode != 0 or not proc.stdout.strip():
-        raise run.BenchError(f"route timing failed ({run.shlex.join(argv)}):\n{proc.stderr[-2000:]}")
+        raise BenchError(f"route timing failed ({shlex.join(argv)}):\n{proc.stderr[-2000:]}")
     rows = json.loads(proc.stdout.strip().splitlines()[-1])
     for r in rows:
         print(f"routes: {r['routers']} routers ({r['shape']}, {r['links']} links): graph "
@@ -208,11 +212,11 @@ def rss_kib(pid: int) -> int:
         for line in f:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
-    raise run.BenchError(f"no VmRSS for pid {pid}")
+    raise BenchError(f"no VmRSS for pid {pid}")
 
 
 def known_routers(args: argparse.Namespace, port: int) -> int:
-    argv = [args.python, "-m", "qdrouter.tools.qdmanage", "-b", f"{run.HOST}:{port}", "query",
+    argv = [args.python, "-m", "qdrouter.tools.qdmanage", "-b", f"{HOST}:{port}", "query",
             "--type", "router.node", "id"]
     proc = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=60)
     return len(json.loads(proc.stdout)) if proc.returncode == 0 else -1
@@ -222,7 +226,7 @@ def settled_rss(args: argparse.Namespace, pid: int, port: int, want: int, settle
     deadline = time.monotonic() + 120
     while known_routers(args, port) != want:
         if time.monotonic() > deadline:
-            raise run.BenchError(f"the hub did not learn {want} routers within 120 s")
+            raise BenchError(f"the hub did not learn {want} routers within 120 s")
         time.sleep(0.5)
     time.sleep(settle)  # let start-up garbage be collected and link-state exchanges finish
     known_routers(args, port)  # the same management work before every sample
@@ -238,22 +242,22 @@ def idle_memory(args: argparse.Namespace, workdir: Path) -> Dict[str, Any]:
     from qdrouter.local_mesh import RouterSpec, render_config
 
     k = args.idle_peers
-    ports = [run.free_port() for _ in range(k + 2)]
+    ports = [free_port() for _ in range(k + 2)]
     hub = RouterSpec(1, "hub", ports[0], ports[1], ())
     peers = [RouterSpec(i + 2, f"peer{i + 1}", ports[i + 2], None, (1,)) for i in range(k)]
     specs = [hub, *peers]
-    procs: List[run.Proc] = []
+    procs: List[Proc] = []
 
-    def start(spec: RouterSpec) -> run.Proc:
+    def start(spec: RouterSpec) -> Proc:
         conf = workdir / f"idle-{spec.router_id}.conf"
         conf.write_text(render_config(spec, specs))
-        p = run.Proc(spec.router_id, [args.python, "-m", "qdrouter", "-c", str(conf)], env=_env())
+        p = Proc(spec.router_id, [args.python, "-m", "qdrouter", "-c", str(conf)], env=_env())
         procs.append(p)
         return p
 
     try:
         hub_proc = start(hub)
-        run.wait_for_port(hub.port, hub_proc, args.router_start_timeout)
+        wait_for_port(hub.port, hub_proc, args.router_start_timeout)
         pid = hub_proc.popen.pid
         base = settled_rss(args, pid, hub.port, 0, args.idle_settle)
         half = k // 2
@@ -267,7 +271,7 @@ def idle_memory(args: argparse.Namespace, workdir: Path) -> Dict[str, Any]:
                   f"(base {base / 1024:.1f} MiB)", file=sys.stderr)
         for p in procs:
             if p.returncode is not None:
-                raise run.BenchError(f"{p.name} exited during the run:\n{p.stderr_tail()}")
+                raise BenchError(f"{p.name} exited during the run:\n{p.stderr_tail()}")
     finally:
         for p in reversed(procs):
             p.kill(grace=5.0)
@@ -306,11 +310,11 @@ def markdown(results: List[Dict[str, Any]]) -> str:
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in lines:
             lo, hi = r["line3_msgs_per_sec_range"]
-            t.append(f"| {r['title']} | {run.fmt_rate(r['direct_msgs_per_sec'])} "
-                     f"| {run.fmt_rate(r['single_msgs_per_sec'])} | {run.fmt_rate(r['line3_msgs_per_sec'])} "
+            t.append(f"| {r['title']} | {fmt_rate(r['direct_msgs_per_sec'])} "
+                     f"| {fmt_rate(r['single_msgs_per_sec'])} | {fmt_rate(r['line3_msgs_per_sec'])} "
                      f"({lo:,.0f}-{hi:,.0f}) | {r['ratio_to_single']:.0%} | {r['ratio_to_direct']:.1%} "
-                     f"| {run.fmt_us(r['single_p50_us'])} / {run.fmt_us(r['single_p99_us'])} "
-                     f"| {run.fmt_us(r['line3_p50_us'])} / {run.fmt_us(r['line3_p99_us'])} "
+                     f"| {fmt_us(r['single_p50_us'])} / {fmt_us(r['single_p99_us'])} "
+                     f"| {fmt_us(r['line3_p50_us'])} / {fmt_us(r['line3_p99_us'])} "
                      f"| {r['line3_lost']} |")
         parts.append("\n".join(t))
     for r in results:

@@ -1,0 +1,94 @@
+"""Summaries of repeated measurements and their Markdown report.
+
+Standard library only (Python 3.9+).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+from typing import Any, Dict, List, Sequence
+
+from scenarios import Measurement, Scenario
+
+
+def machine_info() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{platform.system()} {platform.release()}, {os.cpu_count()} CPUs ({cpu})"
+
+
+def fmt_rate(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def fmt_us(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def fmt_cpu(m: Measurement) -> str:
+    return f"CPU sender {m.sender_cpu_pct:.0f}%, receiver {m.receiver_cpu_pct:.0f}%"
+
+
+def median_or_none(values: Sequence[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def scenario_summary(sc: Scenario, direct: List[Measurement], routed: List[Measurement]) -> Dict[str, Any]:
+    ratios = [r.msgs_per_sec / d.msgs_per_sec for d, r in zip(direct, routed) if d.msgs_per_sec]
+    return {
+        "scenario": sc.name,
+        "title": sc.title,
+        "direct_msgs_per_sec": median_or_none([m.msgs_per_sec for m in direct]),
+        "direct_p50_us": median_or_none([m.p50_us for m in direct]),
+        "direct_p99_us": median_or_none([m.p99_us for m in direct]),
+        "router_msgs_per_sec": median_or_none([m.msgs_per_sec for m in routed]),
+        "router_deliveries_per_sec": median_or_none([m.deliveries_per_sec for m in routed]),
+        "direct_sender_cpu_pct": median_or_none([m.sender_cpu_pct for m in direct]),
+        "router_sender_cpu_pct": median_or_none([m.sender_cpu_pct for m in routed]),
+        "router_receiver_cpu_pct": median_or_none([m.receiver_cpu_pct for m in routed]),
+        "router_p50_us": median_or_none([m.p50_us for m in routed]),
+        "router_p99_us": median_or_none([m.p99_us for m in routed]),
+        # Median of per-repeat ratios: each pair was measured back to back.
+        "ratio": median_or_none(ratios),
+        "router_lost": max((m.lost for m in routed), default=None),
+        "router_not_accepted": max(
+            (m.messages - m.outcomes["accepted"] for m in routed if not sc.presettled), default=None
+        ),
+        "repeats": len(direct),
+    }
+
+
+def markdown_table(summaries: List[Dict[str, Any]], direct_only: bool) -> str:
+    if direct_only:
+        lines = ["| scenario | direct msgs/s | direct p50 µs | direct p99 µs |", "|---|---:|---:|---:|"]
+        for s in summaries:
+            lines.append(
+                f"| {s['title']} | {fmt_rate(s['direct_msgs_per_sec'])} | "
+                f"{fmt_us(s['direct_p50_us'])} | {fmt_us(s['direct_p99_us'])} |"
+            )
+        return "\n".join(lines)
+    lines = [
+        "| scenario | direct msgs/s | router msgs/s | router/direct | router p50 µs | router p99 µs "
+        "| direct p50 µs | direct p99 µs | lost |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in summaries:
+        ratio = "-" if s["ratio"] is None else f"{s['ratio']:.1%}"
+        lost = s["router_lost"]
+        lines.append(
+            f"| {s['title']} | {fmt_rate(s['direct_msgs_per_sec'])} | {fmt_rate(s['router_msgs_per_sec'])} "
+            f"| {ratio} | {fmt_us(s['router_p50_us'])} | {fmt_us(s['router_p99_us'])} "
+            f"| {fmt_us(s['direct_p50_us'])} | {fmt_us(s['direct_p99_us'])} "
+            f"| {'-' if lost is None else lost} |"
+        )
+    return "\n".join(lines)
