@@ -147,3 +147,17 @@ def test_delete_configured_listener_keeps_existing_connections(mgmt: MgmtClient,
     # The management connection came in through the deleted listener and still works.
     assert mgmt.query("listener", ["name"]) == [{"name": "spare"}]
     round_trip(net, f"amqp://127.0.0.1:{other}", "closest.spare", "via the spare")
+
+
+def test_request_after_creating_a_connector_to_a_refused_port_is_answered(router: Router) -> None:
+    """The connector's failed connection is freed in the same loop turn that read the next
+    request: that request must still be answered (it was once dropped with the failed
+    connection's events)."""
+    from qdrouter.tools.management_client import ManagementClient
+
+    with ManagementClient(f"127.0.0.1:{router.port}", timeout=10) as client:
+        for i in range(3):
+            client.create("connector", {"host": "127.0.0.1", "port": str(free_port()),
+                                        "role": "route-container"}, name=f"refused{i}")
+            rows = client.query("connector")
+            assert f"refused{i}" in {r.get("name") for r in rows}, rows

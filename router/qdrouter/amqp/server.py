@@ -281,10 +281,10 @@ class AmqpServer:
     def _release_finished(self) -> None:
         if not self._released:
             return
-        # Drain events that still name these connections before freeing them.
-        collector = self.collector
-        while lib.pn_collector_peek(collector):
-            lib.pn_collector_pop(collector)
+        # Events that still name these connections go before the connections are freed;
+        # events of other connections (a request that arrived in the same read, say) are
+        # handled first, never dropped.
+        self._drain_events_of(self._released)
         for connection in self._released:
             if connection.closed:
                 continue
@@ -303,6 +303,40 @@ class AmqpServer:
                 connection.on_closed(connection)
         self._released = []
         self._flush_output()
+
+    def _drain_events_of(self, released: List[AmqpConnection]) -> None:
+        collector = self.collector
+        gone = {connection.pn_connection for connection in released}
+        while True:
+            event = lib.pn_collector_peek(collector)
+            if not event:
+                return
+            if lib.pn_event_connection(event) not in gone:
+                self._dispatch_one(event)
+            lib.pn_collector_pop(collector)
+
+    def _dispatch_one(self, event: Any) -> None:
+        """One event, off the hot loop of _process_events (same handling)."""
+        adaptor = self.adaptor
+        kind = lib.pn_event_type(event)
+        if kind == pn.TRANSPORT:
+            return
+        if kind == pn.DELIVERY:
+            self._on_delivery(lib.pn_event_delivery(event))
+            return
+        if adaptor.pending_sends or adaptor.pending_outcomes:
+            self._flush_sends()
+        if kind == pn.LINK_FLOW:
+            pn_link = lib.pn_event_link(event)
+            link = adaptor.links.get(pn_link)
+            if link is not None:
+                adaptor.on_flow(link)
+            elif adaptor.link_router is not None:
+                adaptor.link_router.on_flow(pn_link)
+            return
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            handler(event)
 
     def _transport_error(self, event: Any) -> None:
         transport = lib.pn_event_transport(event)
