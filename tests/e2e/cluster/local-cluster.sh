@@ -114,6 +114,10 @@ setup_network() {
     # Service traffic between pods on one bridge must pass the host's iptables.
     modprobe br_netfilter 2>/dev/null || true
     sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || log "warning: bridge-nf-call-iptables not set"
+    # A Docker engine on the host (images/build.sh starts one) sets the FORWARD policy to DROP;
+    # with bridge-nf-call-iptables that also drops pod-to-pod traffic on the bridge.
+    iptables -C FORWARD -s "$POD_CIDR" -j ACCEPT 2>/dev/null || iptables -A FORWARD -s "$POD_CIDR" -j ACCEPT
+    iptables -C FORWARD -d "$POD_CIDR" -j ACCEPT 2>/dev/null || iptables -A FORWARD -d "$POD_CIDR" -j ACCEPT
 }
 
 make_pki() {
