@@ -1,5 +1,4 @@
-"""The real API server fixture, for validating the examples against the installed CRDs."""
+"""The gitops tests use the session API server fixture of tests/conftest.py."""
 
 from __future__ import annotations
 
-from tests.kube.apiserver import kube_apiserver  # noqa: F401 (shared fixture)

@@ -1,5 +1,4 @@
-"""The real API server fixtures, for the tests that prove them."""
+"""The kube tests use the session control-plane fixtures of tests/conftest.py."""
 
 from __future__ import annotations
 
-from tests.kube.apiserver import kube_apiserver, kube_control_plane  # noqa: F401 (shared fixtures)

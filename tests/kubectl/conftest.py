@@ -6,8 +6,6 @@ from typing import Iterator
 
 import pytest
 
-from tests.kube.apiserver import kube_apiserver  # noqa: F401 (shared fixture)
-
 from .localmesh import LocalMesh, start_local_mesh
 
 

@@ -43,9 +43,14 @@ def make_namespace(plane: ControlPlane, name: str) -> None:
 
     core = client.CoreV1Api(plane.api_client())
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-    # Without controllers nobody makes the default ServiceAccount that pods are admitted with.
-    core.create_namespaced_service_account(name, client.V1ServiceAccount(
-        metadata=client.V1ObjectMeta(name="default")))
+    # Without controllers nobody makes the default ServiceAccount that pods are admitted with;
+    # with them (the session control plane may run a controller-manager) it may exist already.
+    try:
+        core.create_namespaced_service_account(name, client.V1ServiceAccount(
+            metadata=client.V1ObjectMeta(name="default")))
+    except client.exceptions.ApiException as error:
+        if error.status != 409:
+            raise
 
 
 def create_mesh(plane: ControlPlane, namespace: str, name: str = "demo", size: int = 3,

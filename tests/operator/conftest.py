@@ -10,6 +10,5 @@ _REPO_ROOT = str(Path(__file__).resolve().parents[2])
 if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
 
-from tests.kube.apiserver import kube_apiserver, kube_control_plane  # noqa: E402, F401 (shared fixtures)
 from tests.mesh.conftest import mesh_factory  # noqa: E402, F401 (shared fixture)
 from tests.router.fixtures import router_factory  # noqa: E402, F401 (shared fixture)
