@@ -95,3 +95,21 @@ def test_destination_withdrawn_when_container_goes(
             break
         assert time.monotonic() < deadline, "attach still routed after the container left"
         net.pump(0.3)
+
+
+def test_dynamic_source_routed_by_x_opt_qd_address(
+        line_factory: LineFactory, router_factory: RouterFactory, net: Net) -> None:
+    """A receiver at A with a dynamic source whose dynamic-node-properties carry
+    x-opt-qd.address is link-routed by that address to the container behind C, which makes
+    the node; its address comes back to the client, and messages sent there arrive."""
+    container: Router = router_factory(router_id="X")
+    mesh = line_factory({"C": connector("cont", container.port) + both_ways("lr", connection="cont")})
+    wait_routable(mesh, net, "A", "lr.probe")
+    rcv = net.connect(mesh["A"].url).receiver(None, credit=5, dynamic=True,
+                                              dynamic_properties={"x-opt-qd.address": "lr.dynamic"})
+    assert rcv.remote_opened and not rcv.remote_closed, rcv.remote_condition
+    node = rcv.link.remote_source.address
+    assert node, "the container's answer names the dynamic node it made"
+    snd = net.connect(container.url).sender(node)
+    snd.send(msg("to-the-dynamic-node"))
+    net.wait(lambda: rcv.bodies() == ["to-the-dynamic-node"], 10, "the message at A through the routed link")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List
 
 from proton import Condition, Delivery, Endpoint, Handler, Link, Message
-from proton.reactor import AtMostOnce, Container
+from proton.reactor import AtMostOnce, Container, DynamicNodeProperties
 
 ACCEPTED = Delivery.ACCEPTED
 REJECTED = Delivery.REJECTED
@@ -178,13 +178,16 @@ class Client(Handler):
         return wrapper
 
     def receiver(self, address: str | None, credit: int = 100, refill: bool = True,
-                 settle: int | None = ACCEPTED, dynamic: bool = False, wait: bool = True) -> ReceiverLink:
+                 settle: int | None = ACCEPTED, dynamic: bool = False, wait: bool = True,
+                 dynamic_properties: Dict[str, Any] | None = None) -> ReceiverLink:
         """A receiver granting ``credit``; with ``refill`` credit is topped up per message.
 
         ``settle`` is the outcome applied on arrival (None: keep deliveries unsettled).
         """
         name = f"receiver-{next(_names)}"
-        link = self.net.container.create_receiver(self.conn, address, name=name, dynamic=dynamic)
+        options = DynamicNodeProperties(dynamic_properties) if dynamic_properties else None
+        link = self.net.container.create_receiver(self.conn, address, name=name, dynamic=dynamic,
+                                                  options=options)
         wrapper = ReceiverLink(self, link, refill=refill, settle=settle)
         self.links[name] = wrapper
         if credit:
