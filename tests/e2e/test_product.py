@@ -225,6 +225,15 @@ def test_kubectl_qdstat_shows_every_router(mesh: MeshState, e2e_kubeconfig: Path
         assert router in out, f"kubectl qdstat --nodes does not show {router}:\n{out}"
 
 
+def _replaced_and_ready(core: Any, mesh: MeshState, victim: str, old_uid: str) -> bool:
+    try:
+        pod = core.read_namespaced_pod(victim, mesh.namespace)
+    except client.ApiException:
+        return False  # between the deletion and the StatefulSet's new pod
+    return bool(pod.metadata.uid != old_uid and
+                any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []))
+
+
 def test_mesh_recovers_from_router_pod_deleted_mid_traffic(
         mesh: MeshState, core: Any, k8s: Any, e2e_kubeconfig: Path, timing: Timing) -> None:
     _require_ready(mesh)
@@ -237,11 +246,13 @@ def test_mesh_recovers_from_router_pod_deleted_mid_traffic(
             receiver = net.connect(f"amqp://{urls[ROUTERS[2]]}").receiver(address, credit=200)
             sender = net.connect(f"amqp://{urls[ROUTERS[0]]}").sender(address)
             sent: List[str] = []
-            deleted_at = None
+            deleted_at = back_at = None
             started = time.monotonic()
-            # Traffic flows router 0 -> router 2 directly (full mesh) while router 1 goes away
-            # and comes back: nothing may be lost, released or rejected meanwhile.
-            for batch in range(40):
+            # Traffic flows router 0 -> router 2 directly (full mesh) from before router 1 is
+            # deleted until its replacement is Ready: nothing may be lost, released or rejected.
+            batch = 0
+            while back_at is None:
+                assert time.monotonic() - started < 120, f"{victim} not back and Ready within 120 s"
                 bodies = [f"b{batch}-{i}" for i in range(5)]
                 sent += bodies
                 outcomes = send_and_settle(net, sender, [msg(b) for b in bodies], timeout=30)
@@ -250,31 +261,33 @@ def test_mesh_recovers_from_router_pod_deleted_mid_traffic(
                 if batch == 5:
                     core.delete_namespaced_pod(victim, mesh.namespace, grace_period_seconds=1)
                     deleted_at = time.monotonic()
+                elif deleted_at is not None and batch % 5 == 0 and \
+                        _replaced_and_ready(core, mesh, victim, old_uid):
+                    back_at = time.monotonic()
+                batch += 1
                 net.pump(0.1)
             net.wait(lambda: len(receiver.received) >= len(sent), 10, "every message at router 2")
             assert receiver.bodies() == sent
             traffic_seconds = time.monotonic() - started
         finally:
             net.close()
-    assert deleted_at is not None
+    assert deleted_at is not None and back_at is not None
+    timing(f"{victim} deleted -> new pod Ready (traffic flowing)", back_at - deleted_at)
 
-    def replaced_and_ready() -> bool:
-        pod = core.read_namespaced_pod(victim, mesh.namespace)
-        return bool(pod.metadata.uid != old_uid and
-                    any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []))
-
-    eventually(replaced_and_ready, 120, f"{victim} replaced and Ready", interval=1.0,
-               describe=lambda: describe_namespace(core, mesh.namespace))
-    timing(f"{victim} deleted -> new pod Ready", time.monotonic() - deleted_at)
+    history: List[str] = []
 
     def mesh_whole_again() -> bool:
         obj = read_resource(k8s, mesh.namespace, "routermeshes", MESH)
         statuses = (obj.get("status") or {}).get("routerStatus") or []
+        summary = status_summary(obj)
+        if not history or not history[-1].endswith(summary):
+            history.append(f"+{time.monotonic() - deleted_at:5.1f} s  {summary}")
         return is_true(obj, "Ready") and is_true(obj, "MeshConverged") and \
             all(r.get("ready") for r in statuses) and len(statuses) == SIZE
 
     eventually(mesh_whole_again, 120, "RouterMesh Ready and converged again", interval=1.0,
-               describe=lambda: status_summary(read_resource(k8s, mesh.namespace, "routermeshes", MESH)))
+               describe=lambda: "\n".join(history))
+    print("RouterMesh status after the deletion:\n" + "\n".join(history))
     timing(f"{victim} deleted -> RouterMesh Ready and converged again", time.monotonic() - deleted_at)
     with port_forwards(e2e_kubeconfig, mesh.namespace, ROUTERS) as urls:
         _cross_mesh(urls, victim, ROUTERS[2], 10)
