@@ -11,6 +11,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from qdmesh_telemetry.load import ATTRIBUTES
+
 ROWS_PER_SNAPSHOT = 66
 T0 = 1_790_000_000
 
@@ -70,4 +72,4 @@ def snapshot_rows(spark: SparkSession, rows: int, routers: int = 20) -> DataFram
                   .otherwise(autolink_map))
     return base.select(F.lit("bench").alias("mesh"), router.alias("router"), entity.alias("entity"),
                        (F.lit(T0) + F.col("snap") * 10 + F.col("r") * 0.01).alias("ts"),
-                       attributes.alias("attributes"))
+                       F.struct(*[attributes[a].alias(a) for a in ATTRIBUTES]).alias("attributes"))
