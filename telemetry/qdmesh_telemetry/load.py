@@ -1,7 +1,7 @@
 """Reading snapshot rows into Spark: the raw schema, typed columns, and malformed rows set aside.
 
-Attributes are read as a string map (JSON numbers become their text), so one schema fits every
-entity type and every router version; the columns the analysis uses are then cast once. A row
+Attributes are read as text (JSON numbers become their digits), so one schema fits every entity
+type and every router version; the columns the analysis uses are then cast once. A row
 that is not JSON, lacks mesh/router/entity/ts, or carries a non-numeric counter is malformed:
 counted, shown in the report, and left out.
 """
@@ -13,17 +13,9 @@ from typing import Dict, List, Tuple
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DoubleType, MapType, StringType, StructField, StructType
+from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
 CORRUPT = "_corrupt_record"
-
-RAW_SCHEMA = StructType([
-    StructField("mesh", StringType()),
-    StructField("router", StringType()),
-    StructField("entity", StringType()),
-    StructField("ts", DoubleType()),
-    StructField("attributes", MapType(StringType(), StringType())),
-])
 
 # Numeric attributes the analysis reads (typed column name -> management attribute).
 NUMBERS: Dict[str, str] = {
@@ -63,6 +55,18 @@ TEXTS: Dict[str, Tuple[str, ...]] = {
     "last_error": ("lastError",),
     "address": ("address", "addr", "prefix", "pattern", "key"),
 }
+
+ATTRIBUTES = sorted(set(NUMBERS.values()) | {name for names in TEXTS.values() for name in names})
+
+# Only the attributes the analysis reads, each as text (JSON numbers become their digits): the
+# JSON reader skips the rest, and a struct field is found at once where a map is searched.
+RAW_SCHEMA = StructType([
+    StructField("mesh", StringType()),
+    StructField("router", StringType()),
+    StructField("entity", StringType()),
+    StructField("ts", DoubleType()),
+    StructField("attributes", StructType([StructField(name, StringType()) for name in ATTRIBUTES])),
+])
 
 
 @dataclass

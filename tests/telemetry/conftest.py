@@ -35,7 +35,7 @@ def java_17() -> bool:
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
     for item in items:
         if "tests/telemetry" in str(item.fspath) and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(240))
+            item.add_marker(pytest.mark.timeout(900))
 
 
 @pytest.fixture(scope="session")

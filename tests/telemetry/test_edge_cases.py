@@ -11,7 +11,7 @@ import pytest
 from qdmesh_telemetry.job import AnalysisOptions, AnalysisResult, run_analysis
 from tests.telemetry.handmade import EXPECTED, MALFORMED, T0, write_edge_cases
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(900)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from qdmesh_telemetry.entities import ENTITY_TYPES
 from qdmesh_telemetry.job import AnalysisResult
 from tests.telemetry.recording import MATRIX, SENT, Recording
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(900)
 
 
 def snapshot_rows(directory: Path) -> List[Dict[str, Any]]:

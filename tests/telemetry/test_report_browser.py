@@ -16,7 +16,7 @@ from qdmesh_telemetry.svg_plots import OUTCOME_COLOURS, PALETTE
 from tests.prerequisites import require
 from tests.telemetry.png import colour_counts
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(900)
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -13,7 +13,7 @@ from tests.prerequisites import require
 from tests.router.routerproc import REPO_ROOT, router_env
 from tests.telemetry.handmade import edge_case_rows
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(900)
 
 
 def test_spark_submit_runs_the_job_file(tmp_path: Path) -> None:
