@@ -17,7 +17,15 @@ from tests.mesh_linkroute.conftest import line_factory as line_factory  # the fi
 from tests.router.amqpclient import Net, msg, send_and_settle
 
 from .rabbit import RabbitBroker
-from .waypoint import ACTIVATE_TIMEOUT, address_rows, connector, queue_links, wait_for, wait_statuses
+from .waypoint import (
+    ACTIVATE_TIMEOUT,
+    address_rows,
+    connector,
+    qdmanage,
+    queue_links,
+    wait_for,
+    wait_statuses,
+)
 
 ADDR = "queue.first"
 WAYPOINT = "address {\n    prefix: queue\n    waypoint: yes\n}\n"
@@ -153,3 +161,52 @@ def test_broker_restart_across_the_mesh(line_factory: LineFactory, broker_factor
     assert [o.name for o in outcomes] == ["accepted"]
     rcv = net.connect(mesh["A"].url).receiver(ADDR)
     net.wait(lambda: rcv.bodies() == ["after"], 30, "the message back through the restarted broker")
+
+
+def test_sharded_queue_across_the_mesh_and_a_shard_added_with_qdmanage(
+        line_factory: LineFactory, broker: RabbitBroker, broker2: RabbitBroker, net: Net,
+        queue_name: str) -> None:
+    """One shard behind A, producers and consumers on B; a second shard is added behind C
+    with qdmanage while traffic flows: later messages spread over both shards (balanced
+    across the mesh), and a consumer on B drains both."""
+    external = f"/queue/{queue_name}"
+    mesh = line_factory({"A": connector("shard1", broker) + WAYPOINT + queue_links(ADDR, external, "shard1"),
+                         "B": WAYPOINT, "C": WAYPOINT})
+    wait_statuses(mesh["A"], [(ADDR, "in", "shard1"), (ADDR, "out", "shard1")], ["active"],
+                  timeout=ACTIVATE_TIMEOUT)
+    wait_for(lambda: ((row := _remote_phase(mesh, "B", "0")) is not None and int(row["remote"]) == 1, row),
+             20, "B to see the first shard (on A)")
+    snd = net.connect(mesh["B"].url).sender(ADDR)
+    sent: List[str] = []
+
+    def burst(count: int) -> None:
+        for _ in range(count):
+            sent.append(f"m{len(sent)}")
+            snd.send(msg(sent[-1]))
+        net.pump(0.2)
+
+    burst(20)
+    qdmanage(mesh["C"], "create", "--type", "connector", "name=shard2", "host=127.0.0.1",
+             f"port={broker2.port}", "role=route-container", "saslMechanisms=ANONYMOUS")
+    for direction in ("in", "out"):
+        qdmanage(mesh["C"], "create", "--type", "autoLink", f"address={ADDR}", f"direction={direction}",
+                 "connection=shard2", f"externalAddress={external}")
+        burst(5)
+    wait_statuses(mesh["C"], [(ADDR, "in", "shard2"), (ADDR, "out", "shard2")], ["active"],
+                  timeout=ACTIVATE_TIMEOUT)
+    wait_for(lambda: (burst(2) is None and (row := _remote_phase(mesh, "B", "0")) is not None
+                      and int(row["remote"]) == 2, row), 20, "B to see both shards")
+    before = [broker.queue_depth(queue_name) or 0, broker2.queue_depth(queue_name) or 0]
+    burst(40)
+    net.wait(snd.all_settled, 30, "outcomes for everything sent")
+    assert set(snd.outcome_counts()) == {"accepted"}, snd.outcome_counts()
+    depths = wait_for(lambda: (sum(d := [broker.queue_depth(queue_name) or 0,
+                                         broker2.queue_depth(queue_name) or 0]) == len(sent), d),
+                      15, f"all {len(sent)} messages on the two shards")
+    assert depths[0] > before[0] and depths[1] > before[1], \
+        f"the last 40 did not spread over both shards: {before} -> {depths}"
+
+    rcv = net.connect(mesh["B"].url).receiver(ADDR)
+    net.wait(lambda: len(rcv.received) >= len(sent), 40, f"all {len(sent)} messages at the consumer on B")
+    net.pump(0.5)
+    assert sorted(rcv.bodies()) == sorted(sent), "lost or duplicated messages"
