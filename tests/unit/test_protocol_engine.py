@@ -241,3 +241,30 @@ def test_kill_restart_schedule_recovers_routes_and_addresses() -> None:
             assert waited < 3 + 4 + 2, f"no recovery {waited}s after {action} {rid}"
             net.run(0.25, step=0.25)
             waited += 0.25
+
+
+def test_neighbour_with_stale_link_state_is_asked_directly() -> None:
+    """B restarts and learns C's link state through others while the B-C link is down (so it
+    does not list B); then D dies (C's other way out) and the B-C link returns. B must ask C
+    for its new link state over that link, though no path to C is known: waiting for a route
+    first would leave C cut off until remoteLsMaxAge (60 s) expired the stale state."""
+    edges = [("B", "A"), ("C", "B"), ("D", "C"), ("E", "D"), ("E", "A"), ("E", "B")]
+    timers: Dict[str, float] = dict(hello_interval=1, hello_max_age=3, ra_interval=30, ra_interval_flux=4,
+                                    remote_ls_max_age=60)
+    net = Network(list("ABCDE"), edges, **timers)
+    net.run(6)
+    assert net.converged()
+    net.remove_router("B")
+    net.run(5)
+    net.engines["B"] = RoutingEngine("B", instance=2, on_event=net.events["B"].append, **timers)
+    net.connect("B", "A")
+    net.connect("E", "B")
+    net.run(4)   # B now holds C's link state {D}: the B-C link is not up yet
+    net.remove_router("D")
+    net.run(1)
+    net.connect("C", "B")
+    waited = 0.0
+    while not net.converged():
+        assert waited < 3 + 4 + 2, f"C still cut off from B {waited}s after their link came back"
+        net.run(0.25, step=0.25)
+        waited += 0.25

@@ -249,7 +249,7 @@ class RoutingEngine:
                     self._emit("duplicate_id", msg.id)
         elif isinstance(msg, RouterAdvertisement):
             if msg.id != self.my_id:
-                self._lsdb.on_ra(msg, now)
+                self._lsdb.on_ra(msg, now, via=conn_key)
                 self._forget_restarted()
                 mar = self._mobile.on_ra(msg.id, msg.mobile_seq)
                 if mar is not None:
@@ -303,6 +303,13 @@ class RoutingEngine:
         routes = compute_routes(self.my_id, build_graph(self._lsdb.collection()))
         self._vo_dirty = True
         if routes != self._routes:
+            # A router that just became reachable may have changed while it was cut off from
+            # us (a partition healing, a restart nearby): ask it for its current link state
+            # instead of trusting what we held, or waiting for its next advertisement.
+            for rid in routes.keys() - self._routes.keys():
+                node = self._lsdb.routers.get(rid)
+                if node is not None:
+                    node.need_ls_request = True
             self._routes = routes
             self.counters.route_changes += 1
             self._emit("routes", self.routing_table())
@@ -326,8 +333,17 @@ class RoutingEngine:
 
     def _conn_towards(self, router_id: str) -> Hashable | None:
         route = self._routes.get(router_id)
-        hop = route.next_hop if route else router_id  # a neighbour before the first recompute
-        return self._neighbors.conn_for(hop)
+        if route is not None:
+            return self._neighbors.conn_for(route.next_hop)
+        conn = self._neighbors.conn_for(router_id)  # a neighbour before the first recompute
+        if conn is None:
+            # No path known: back along the way its last advertisement came, if that
+            # connection still leads to a neighbour.
+            node = self._lsdb.routers.get(router_id)
+            via = node.heard_via if node is not None else None
+            if via is not None and via in self._neighbors.connections():
+                conn = via
+        return conn
 
     def _unicast(self, address: str, body: Dict[str, Any], opcode: str, router_id: str) -> Outbound:
         return Outbound(address, body, opcode, via=self._conn_towards(router_id))

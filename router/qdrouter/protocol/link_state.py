@@ -15,7 +15,7 @@ upstream:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Set
+from typing import Dict, Hashable, List, Mapping, Set
 
 from qdrouter.protocol.messages import LinkState, LinkStateUpdate, RouterAdvertisement
 
@@ -31,6 +31,9 @@ class RemoteRouter:
     need_ls_request: bool = True
     keep_alive_count: int = 0
     expired: bool = False  # LS cleared by remoteLsMaxAge: its links no longer count at all
+    # The connection its last advertisement arrived on: a way back to it even while the link
+    # state we hold gives no path (see take_ls_requests).
+    heard_via: Hashable | None = None
 
 
 @dataclass
@@ -91,12 +94,15 @@ class LinkStateDatabase:
             node.instance = instance
         return node
 
-    def on_ra(self, msg: RouterAdvertisement, now: float) -> bool:
-        """Record an RA; True if we must request the sender's link state."""
+    def on_ra(self, msg: RouterAdvertisement, now: float, via: Hashable | None = None) -> bool:
+        """Record an RA (``via``: the connection it arrived on); True if we must request the
+        sender's link state."""
         if msg.id == self.my_id:
             return False
         node = self._router(msg.id, msg.instance)
         node.last_seen = now
+        if via is not None:
+            node.heard_via = via
         if node.link_state.ls_seq < msg.ls_seq:
             node.need_ls_request = True
         return node.need_ls_request
@@ -158,7 +164,13 @@ class LinkStateDatabase:
         remembered until its LSU arrives, and asked again after LSR_RETRY_S: a request or
         answer lost while links were still attaching must not leave the database stale
         until the next periodic advertisement."""
-        due = [rid for rid, node in sorted(self.routers.items()) if node.need_ls_request and rid in reachable]
+        # A router with no known path is still asked if it is a neighbour, or if its
+        # advertisement reached us (back the way it came): the link state we hold for it, or
+        # for routers near it, may be stale and hide the path its new link state would show
+        # (a deadlock that only remoteLsMaxAge broke, after a restart next to a failure).
+        due = [rid for rid, node in sorted(self.routers.items())
+               if node.need_ls_request
+               and (rid in reachable or rid in self.my_ls.peers or node.heard_via is not None)]
         for rid in due:
             self.routers[rid].need_ls_request = False
             self._awaiting_lsu[rid] = self._clock
