@@ -46,13 +46,7 @@ if [ -z "$engine" ]; then
 fi
 case "$engine" in
     docker)
-        if ! docker info >/dev/null 2>&1; then
-            command -v dockerd >/dev/null || { log "docker daemon not running and no dockerd (apt-get install docker.io)"; exit 1; }
-            log "starting dockerd (log: $cache/dockerd.log)"
-            nohup dockerd >"$cache/dockerd.log" 2>&1 &
-            for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
-            docker info >/dev/null 2>&1 || { log "dockerd did not start: see $cache/dockerd.log"; exit 1; }
-        fi
+        bash "$(dirname "$0")/start-dockerd.sh" "$cache"
         image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
         pull() { docker pull -q "$1" >/dev/null 2>&1; }
         import_rootfs() { docker import - "$1" >/dev/null; }

@@ -18,9 +18,9 @@ mkdir -p build/images
 if [ -s "$stash/qdmesh-router-$version.tar" ] && [ -s "$stash/qdmesh-operator-$version.tar" ]; then
     echo "setup images: cached archives for $version ($key)" >&2
     cp "$stash"/qdmesh-*-"$version".tar build/images/
-    if docker info >/dev/null 2>&1; then
-        for archive in build/images/qdmesh-*-"$version".tar; do docker load -q -i "$archive" >/dev/null; done
-    fi
+    # tests/images runs the images in Docker: its daemon may not be running (after a reboot).
+    bash images/start-dockerd.sh "$cache"
+    for archive in build/images/qdmesh-*-"$version".tar; do docker load -q -i "$archive" >/dev/null; done
     exit 0
 fi
 

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Make sure a Docker daemon answers: start Debian's dockerd in the background if none does.
+# Used by images/build.sh and by CI when it only loads cached image archives (the daemon is
+# not running after a reboot, and tests/images needs it).
+set -euo pipefail
+logdir=${1:-${QDMESH_IMAGE_CACHE:-$HOME/.cache/qdmesh-images}}
+docker info >/dev/null 2>&1 && exit 0
+command -v dockerd >/dev/null || { echo "start-dockerd.sh: docker daemon not running and no dockerd (apt-get install docker.io)" >&2; exit 1; }
+mkdir -p "$logdir"
+echo "start-dockerd.sh: starting dockerd (log: $logdir/dockerd.log)" >&2
+nohup dockerd >"$logdir/dockerd.log" 2>&1 &
+for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && exit 0; sleep 1; done
+echo "start-dockerd.sh: dockerd did not start: see $logdir/dockerd.log" >&2
+exit 1
