@@ -21,6 +21,8 @@ from .protocol.engine import Outbound, RoutingEngine, RoutingEvent
 from .protocol.mobile import LINK_ROUTE_KEY_PREFIXES
 
 log = logging.getLogger("qdrouter.ROUTER_HELLO")
+# Every control message in and out (except HELLO), at debug: `log { module: ROUTER_LS enable: debug+ }`.
+ls_log = logging.getLogger("qdrouter.ROUTER_LS")
 TICK_S = 0.25
 TRACE_KEY = "x-opt-qd.trace"
 INGRESS_KEY = "x-opt-qd.ingress"
@@ -143,6 +145,8 @@ class MeshNode:
         annotations: Dict[Any, Any] = dict(message.annotations or {})
         trace = annotations.get(TRACE_KEY)
         trace = list(trace) if isinstance(trace, list) else []
+        if opcode != "HELLO" and ls_log.isEnabledFor(logging.DEBUG):
+            ls_log.debug("RCVD %s on conn %s to %s trace %s: %s", opcode, conn_key, address, trace, body)
         if not address.startswith("_local/"):
             # While link states disagree, valid origins can send a flooded message round a
             # loop; the trace stops it here as upstream's forwarder does for every message.
@@ -163,6 +167,8 @@ class MeshNode:
 
     def _send_all(self, outbound: List[Outbound]) -> None:
         for out in outbound:
+            if out.opcode != "HELLO" and ls_log.isEnabledFor(logging.DEBUG):
+                ls_log.debug("SENT %s to %s via %s: %s", out.opcode, out.address, out.via, out.body)
             annotations = {INGRESS_KEY: self._trace_id, TRACE_KEY: [self._trace_id]}
             encoded = bytes(Message(address=out.address, properties=out.application_properties,
                                     annotations=annotations, body=out.body).encode())
@@ -175,6 +181,7 @@ class MeshNode:
     def _send_raw(self, conn_key: Hashable, encoded: bytes) -> None:
         peer = self.peers.get(conn_key)
         if peer is None or peer.control_out is None or peer.control_out.handle is None:
+            ls_log.debug("control message for conn %s not sent: no control link", conn_key)
             return
         handle = peer.control_out.handle
         delivery = lib.pn_delivery(handle, self._tag_value)

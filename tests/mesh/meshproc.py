@@ -91,6 +91,9 @@ class MeshRouter(Router):
                                           "role": "inter-router", "cost": cost})
         for prefix, dist in MESH_ADDRESSES.items():
             text += section("address", {"prefix": prefix, "distribution": dist})
+        # The routing protocol's messages, in the router's stderr log: what a failed
+        # convergence needs to be explained.
+        text += section("log", {"module": "ROUTER_LS", "enable": "debug+"})
         text += self.extra
         self.config_path.write_text(text)
         self.ports = {"default": self.port, **{f"ir-{p}": v[0] for p, v in self.inter_listeners.items()}}

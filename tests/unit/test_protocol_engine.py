@@ -10,6 +10,7 @@ from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Set, Tuple
 
 from qdrouter.protocol import HELLO_ADDRESS, Outbound, RoutingEngine, RoutingEvent, router_address
+from qdrouter.protocol.messages import Hello, LinkState, LinkStateUpdate, RouterAdvertisement
 
 # (receiving router, opcode, body, address, origin, connection key at the receiver, trace)
 Pending = Tuple[str, str, Dict[str, Any], str, str, Optional[str], Tuple[str, ...]]
@@ -268,3 +269,59 @@ def test_neighbour_with_stale_link_state_is_asked_directly() -> None:
         assert waited < 3 + 4 + 2, f"C still cut off from B {waited}s after their link came back"
         net.run(0.25, step=0.25)
         waited += 0.25
+
+
+def _engine_with_neighbours(my_id: str, neighbours: Dict[str, int]) -> RoutingEngine:
+    engine = RoutingEngine(my_id, instance=1)
+    for peer, cost in neighbours.items():
+        engine.neighbor_link_up(peer, cost)
+        engine.on_message("HELLO", Hello(peer, seen=[my_id], instance=1).to_dict(), peer, 0.0)
+    engine.tick(0.0)
+    return engine
+
+
+def _lsu(router_id: str, ls_seq: int, peers: Dict[str, int]) -> Dict[str, Any]:
+    return LinkStateUpdate(router_id, ls_seq, LinkState(router_id, ls_seq, peers), instance=1).to_dict()
+
+
+def test_changed_link_state_is_flooded_to_every_neighbour() -> None:
+    """Routers must not depend on an LSR (routed by their possibly stale tables) to learn of a
+    change: the changed link state itself goes to all routers, with the RA."""
+    engine = _engine_with_neighbours("B", {"A": 1})
+    engine.neighbor_link_up("D", 1)
+    engine.on_message("HELLO", Hello("D", seen=["B"], instance=1).to_dict(), "D", 0.5)
+    out = engine.tick(1.0)
+    floods = [o for o in out if o.opcode == "LSU" and o.address == router_address("all")]
+    assert len(floods) == 1 and floods[0].via is None
+    assert floods[0].body["ls"]["peers"] == {"A": 1, "D": 1}
+    assert set(engine.forward_targets(floods[0].address, "B").conns) == {"A", "D"}
+    assert [o.opcode for o in engine.tick(1.5) if o.opcode == "LSU"] == [], "flooded once per change"
+
+
+def test_link_state_request_also_goes_back_the_way_the_advertisement_came() -> None:
+    """The UNEQUAL mesh of tests/mesh (A-B 1, A-C 10, B-D 1, D-C 1) as B saw it in a CI run:
+    C's link state held at B predates the D-C link, so B routes to C via A, while A (up to
+    date) routes to C via B: an LSR sent only along B's route bounced between A and B until
+    the loop guard dropped it, and B stayed stale. C's RA reached B through D, so the LSR
+    must go that way too."""
+    engine = _engine_with_neighbours("B", {"A": 1, "D": 1})
+    for sender, (seq, peers) in {"A": (2, {"B": 1, "C": 10}), "C": (1, {"A": 10}),
+                                 "D": (2, {"B": 1, "C": 1})}.items():
+        engine.on_message("LSU", _lsu(sender, seq, peers), "A" if sender == "C" else sender, 0.5)
+    assert engine.routing_table()["C"] == ("A", 11)
+    ra = RouterAdvertisement("C", ls_seq=2, mobile_seq=0, instance=1).to_dict()
+    out = engine.on_message("RA", ra, "D", 1.0)
+    lsrs = sorted(str(o.via) for o in out if o.opcode == "LSR" and o.address == router_address("C"))
+    assert lsrs == ["A", "D"]
+    out = engine.on_message("LSU", _lsu("C", 2, {"A": 10, "D": 1}), "D", 1.1)
+    assert engine.routing_table()["C"] == ("D", 2)
+
+
+def test_link_state_answer_also_goes_back_the_way_the_request_came() -> None:
+    engine = _engine_with_neighbours("C", {"A": 10, "D": 1})
+    engine.on_message("LSU", _lsu("A", 2, {"C": 10, "B": 1}), "A", 0.5)
+    engine.on_message("LSU", _lsu("B", 1, {"A": 1}), "A", 0.5)   # stale: no B-D link yet
+    assert engine.routing_table()["B"][0] == "A"
+    out = engine.on_message("LSR", {"id": "B", "pv": 1, "area": "0"}, "D", 1.0)
+    answers = sorted(str(o.via) for o in out if o.opcode == "LSU")
+    assert answers == ["A", "D"]

@@ -148,10 +148,18 @@ class RoutingEngine:
             if self._mobile.forget(rid):
                 self._emit("addresses", self.remote_addresses())
         self._recompute_if_needed()
+        if result.my_ls_changed:
+            # Flood the new link state itself, not only the RA announcing it. A router that
+            # learns of it from the RA must ask with an LSR routed by its own table, and while
+            # that table is stale (it predates this very change) the LSR can loop between
+            # routers that disagree and never arrive. qdrouterd accepts unsolicited LSUs.
+            lsu = self._lsdb.own_update(self.instance)
+            out.append(Outbound(router_address("all", self.area), lsu.to_dict(), lsu.OPCODE))
         if result.send_ra or mau is not None:
             ra = self._lsdb.advertisement(self._mobile.mobile_seq, self.instance)
             out.append(Outbound(router_address("all", self.area), ra.to_dict(), ra.OPCODE))
-        out.extend(self._lsr(rid) for rid in result.lsr_to)
+        for rid in result.lsr_to:
+            out.extend(self._lsr(rid))
         if self._vo_dirty:
             self.valid_origins()
         out.extend(self._after_change())
@@ -262,6 +270,11 @@ class RoutingEngine:
                 lsu = self._lsdb.answer_lsr(msg.id, self.instance)
                 address = router_address(msg.id, self.area)
                 out.append(self._unicast(address, lsu.to_dict(), lsu.OPCODE, msg.id))
+                # Also back the way the request came (a path that works), for the reason
+                # _lsr gives.
+                if conn_key is not None and conn_key != out[-1].via \
+                        and conn_key in self._neighbors.connections():
+                    out.append(Outbound(address, lsu.to_dict(), lsu.OPCODE, via=conn_key))
         elif isinstance(msg, MobileAddressUpdate):
             # Like mobile.c: a MAU from a router we do not track yet is dropped; its RA will
             # make us ask (MAR) once it is known.
@@ -288,7 +301,7 @@ class RoutingEngine:
     def _after_change(self) -> List[Outbound]:
         """Recompute routes if the topology moved, then send requests that became routable."""
         self._recompute_if_needed()
-        out = [self._lsr(rid) for rid in self._lsdb.take_ls_requests(set(self._routes))]
+        out = [lsr for rid in self._lsdb.take_ls_requests(set(self._routes)) for lsr in self._lsr(rid)]
         for rid in [r for r in self._pending_mar if r in self._routes]:
             mar = self._pending_mar.pop(rid)
             out.append(self._unicast(router_ma_address(rid, self.area), mar.to_dict(), mar.OPCODE, rid))
@@ -327,9 +340,18 @@ class RoutingEngine:
         hello = self._neighbors.hello_for(conn_key)
         return Outbound(HELLO_ADDRESS, hello.to_dict(), hello.OPCODE, via=conn_key)
 
-    def _lsr(self, router_id: str) -> Outbound:
+    def _lsr(self, router_id: str) -> List[Outbound]:
+        """An LSR along our route to the router and, if different, back along the connection
+        its last advertisement arrived on: that path demonstrably exists, while our route may
+        be built from the stale link states the answer is meant to replace."""
         lsr = LinkStateRequest(self.my_id, self.area)
-        return self._unicast(router_address(router_id, self.area), lsr.to_dict(), lsr.OPCODE, router_id)
+        address = router_address(router_id, self.area)
+        out = [self._unicast(address, lsr.to_dict(), lsr.OPCODE, router_id)]
+        node = self._lsdb.routers.get(router_id)
+        via = node.heard_via if node is not None else None
+        if via is not None and via != out[0].via and via in self._neighbors.connections():
+            out.append(Outbound(address, lsr.to_dict(), lsr.OPCODE, via=via))
+        return out
 
     def _conn_towards(self, router_id: str) -> Hashable | None:
         route = self._routes.get(router_id)

@@ -39,6 +39,7 @@ class RemoteRouter:
 @dataclass
 class TickResult:
     send_ra: bool = False
+    my_ls_changed: bool = False  # my link state has a new ls_seq: flood it (see own_update)
     lsr_to: List[str] = field(default_factory=list)
     forgotten: List[str] = field(default_factory=list)  # routers dropped from the database
     restarted: List[str] = field(default_factory=list)  # routers seen with a new instance
@@ -128,6 +129,10 @@ class LinkStateDatabase:
     def answer_lsr(self, requester: str, instance: int) -> LinkStateUpdate:
         if requester != self.my_id:
             self._router(requester, None)
+        return self.own_update(instance)
+
+    def own_update(self, instance: int) -> LinkStateUpdate:
+        """My current link state as an LSU (an answer to an LSR, or flooded on change)."""
         ls = LinkState(self.my_id, self.my_ls.ls_seq, dict(self.my_ls.peers), self.area)
         return LinkStateUpdate(self.my_id, ls.ls_seq, ls, instance, self.area)
 
@@ -144,6 +149,7 @@ class LinkStateDatabase:
             self.my_ls.ls_seq += 1
             self.topology_changed = True
             result.send_ra = True
+            result.my_ls_changed = True
         if self.topology_changed:
             self._last_change = now
         interval = self.ra_interval_flux if self.in_flux(now) else self.ra_interval
