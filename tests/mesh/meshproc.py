@@ -94,6 +94,7 @@ class MeshRouter(Router):
         # The routing protocol's messages, in the router's stderr log: what a failed
         # convergence needs to be explained.
         text += section("log", {"module": "ROUTER_LS", "enable": "debug+"})
+        text += section("log", {"module": "ROUTER_CORE", "enable": "debug+"})
         text += self.extra
         self.config_path.write_text(text)
         self.ports = {"default": self.port, **{f"ir-{p}": v[0] for p, v in self.inter_listeners.items()}}

@@ -100,8 +100,9 @@ class LinkRouter:
         self.routed[pn_link] = client
         self.routed[peer_link] = container_side
         self.dirty.add(container)
-        log.debug("Link route: %s attach for %s routed to connection %d", "in" if incoming else "out",
-                  address, container.identity)
+        log.debug("Link route: %s attach for %s on connection %d (r%d) routed to connection %d (r%d)",
+                  "in" if incoming else "out", address, connection.identity, client.identity,
+                  container.identity, container_side.identity)
         return True
 
     def _session(self, connection: AmqpConnection) -> Any:
@@ -123,6 +124,8 @@ class LinkRouter:
             lib.pn_terminus_copy(lib.pn_link_target(client.pn_link), lib.pn_link_remote_target(pn_link))
             lib.pn_link_open(client.pn_link)
             self.dirty.add(client.connection)
+            log.debug("Link route: r%d answered by the destination; r%d opened", routed.identity,
+                      client.identity)
         return True
 
     # ---- detach ------------------------------------------------------------------------
@@ -133,6 +136,7 @@ class LinkRouter:
             return False
         condition = lib.pn_link_remote_condition(pn_link)
         peer = routed.peer
+        log.debug("Link route: r%d detached by its remote end", routed.identity)
         if peer is not None and self.routed.pop(peer.pn_link, None) is not None:
             if lib.pn_condition_is_set(condition):
                 set_condition(lib.pn_link_condition(peer.pn_link),
@@ -254,6 +258,9 @@ class LinkRouter:
                 lib.pn_link_flow(receiver, want - have)
             if drain and lib.pn_link_queued(sender) == 0 and lib.pn_link_credit(receiver) <= 0:
                 lib.pn_link_drained(sender)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("Link route: r%d credit %d (drain %s) -> r%d credit %d", routed.identity, want,
+                          drain, peer.identity, lib.pn_link_credit(receiver))
         else:
             # The producer answered (e.g. drained): finish the consumer's drain.
             self._finish_drain(pn_link, peer.pn_link)
