@@ -59,6 +59,17 @@ def config_map(mesh: str) -> str:
     return f"{mesh}-config"
 
 
+def inter_router_tls_secret(mesh: str) -> str:
+    """The Secret (tls.crt, tls.key, ca.crt) routers present on inter-router connections, in
+    modes Managed (the operator writes it) and CertManager (cert-manager writes it)."""
+    return f"{mesh}-inter-router-tls"
+
+
+def inter_router_ca_secret(mesh: str) -> str:
+    """Mode Managed: the mesh CA's certificate and key (never mounted in a pod)."""
+    return f"{mesh}-inter-router-ca"
+
+
 def router_id(mesh: str, ordinal: int) -> str:
     """A router's id is its pod name."""
     return f"{mesh}-{ordinal}"

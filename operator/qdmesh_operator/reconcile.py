@@ -26,6 +26,8 @@ from .render.manifests import mesh_objects, owner_reference
 from .rolling import HELD, TEMPLATE_HASH, next_partition
 from .router_urls import overrides, router_urls
 from .status import Verdict
+from .tls.certs import CertificateError
+from .tls.secrets import ensure_managed_tls
 
 ROUTING_PLURALS = {"LinkRoute": contract.LINK_ROUTE_PLURAL, "AutoLink": contract.AUTO_LINK_PLURAL,
                    "VhostPolicy": contract.VHOST_PLURAL}
@@ -134,8 +136,10 @@ class MeshReconciler:
 
         previous_hash = (body.get("status") or {}).get("configHash")
         kind = ""
-        objects = mesh_objects(mesh, confs, owner_reference(body))
         try:
+            kind = "Secret"
+            cert_revision = self._managed_tls(report, body, mesh)
+            objects = mesh_objects(mesh, confs, owner_reference(body), cert_revision)
             for obj in objects[:-1]:  # everything but the StatefulSet, which comes last
                 kind = obj["kind"]
                 self.kube.apply(obj)
@@ -154,6 +158,12 @@ class MeshReconciler:
             self.kube.apply(sts_obj)
             kind = ""
             sts = dict((live_sts or {}).get("status") or {})
+        except CertificateError as e:
+            report.statuses[(contract.MESH_PLURAL, mesh_name)] = status.status_of(
+                Verdict.stalled(status.INVALID_SPEC, f"spec.interRouter.tls: {e}"), generation,
+                body.get("status"))
+            report.events.append(Event(ref(body), "Warning", status.INVALID_SPEC, str(e)))
+            return report
         except ApiException as e:
             reason = _api_reason(e)
             if kind == "Certificate" and e.status == 404:
@@ -179,6 +189,16 @@ class MeshReconciler:
         self._routing_statuses(report, mesh, state, routing_bodies, invalid, outcomes)
         self._events(report, body, outcomes, why)
         return report
+
+    def _managed_tls(self, report: Report, body: Mapping[str, Any], mesh: MeshSpec) -> str | None:
+        """Mode Managed: the CA and the routers' certificate in their Secrets (made once, renewed
+        near expiry); the certificate's fingerprint for the pod template."""
+        if mesh.inter_router_tls.mode != "Managed":
+            return None
+        managed = ensure_managed_tls(self.kube.core, mesh, owner_reference(body))
+        report.events.extend(Event(ref(body), type_, reason, message)
+                             for type_, reason, message in managed.events)
+        return managed.revision
 
     def _routing_bodies(self, namespace: str, mesh_name: str) -> List[Tuple[str, Dict[str, Any]]]:
         found = []

@@ -15,7 +15,7 @@ from .fields import Fields, exactly_one
 NAME_PATTERN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DISTRIBUTIONS = ("multicast", "closest", "balanced", "unavailable")
 EXPOSE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer")
-TLS_MODES = ("Disabled", "Secret", "CertManager")
+TLS_MODES = ("Managed", "Disabled", "Secret", "CertManager")
 RESERVED_PORTS = (contract.INTER_ROUTER_PORT, contract.HTTP_PORT)
 MAX_MESH_NAME = 40  # pod names M-NN and Service M-routers stay within DNS label limits
 
@@ -32,7 +32,7 @@ class RouterSettings:
 
 @dataclass
 class InterRouterTls:
-    mode: str = "Disabled"
+    mode: str = "Managed"
     secret_name: str | None = None
     issuer_name: str | None = None
     issuer_kind: str = "Issuer"
@@ -208,7 +208,7 @@ def _router_settings(r: Fields) -> RouterSettings:
 
 
 def _inter_router_tls(t: Fields) -> InterRouterTls:
-    tls = InterRouterTls(mode=t.choice("mode", TLS_MODES, default="Disabled") or "Disabled",
+    tls = InterRouterTls(mode=t.choice("mode", TLS_MODES, default="Managed") or "Managed",
                          secret_name=t.text("secretName"))
     if tls.mode == "Secret" and not tls.secret_name:
         raise SpecError("spec.interRouter.tls.secretName", "is required with mode Secret")

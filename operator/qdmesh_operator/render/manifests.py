@@ -12,6 +12,9 @@ from ..model.desired import TLS_DIR
 from ..model.mesh import MeshSpec
 
 RESTART_HASH_ANNOTATION = "qdmesh.io/restart-hash"
+# Mode Managed: the fingerprint of the routers' certificate.  Routers read it at start-up, so a
+# renewed certificate changes the pod template and rolls them one at a time.
+CERT_ANNOTATION = "qdmesh.io/inter-router-cert"
 INTER_ROUTER_TLS_DIR = "/etc/qdmesh/inter-router"
 
 
@@ -93,12 +96,13 @@ def inter_router_secret(mesh: MeshSpec) -> str | None:
     tls = mesh.inter_router_tls
     if tls.mode == "Secret":
         return tls.secret_name
-    if tls.mode == "CertManager":
-        return f"{mesh.name}-inter-router-tls"
+    if tls.mode in ("CertManager", "Managed"):
+        return contract.inter_router_tls_secret(mesh.name)
     return None
 
 
-def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, partition: int = 0) -> Dict[str, Any]:
+def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, partition: int = 0,
+                 cert_revision: str | None = None) -> Dict[str, Any]:
     env: List[Dict[str, Any]] = [{"name": "POD_NAME",
                                   "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                                  {"name": "POD_NAMESPACE",
@@ -146,6 +150,8 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, partition: int = 
         if value:
             pod_spec[key] = value
     annotations = {**mesh.pod.annotations, RESTART_HASH_ANNOTATION: mesh.restart_hash()}
+    if cert_revision:
+        annotations[CERT_ANNOTATION] = cert_revision
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _metadata(mesh, mesh.name, owner),
             "spec": {"serviceName": contract.headless_service(mesh.name), "replicas": mesh.size,
                      "podManagementPolicy": "Parallel",
@@ -165,12 +171,14 @@ def with_template_hash(sts: Dict[str, Any]) -> Dict[str, Any]:
     return sts
 
 
-def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], owner: Dict[str, Any] | None) -> List[Dict[str, Any]]:
-    """Every object of the mesh, in the order to apply them (config before the pods using it)."""
+def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], owner: Dict[str, Any] | None,
+                 cert_revision: str | None = None) -> List[Dict[str, Any]]:
+    """Every object of the mesh, in the order to apply them (config before the pods using it).
+    The Secrets of mode Managed are not among them: tls.secrets makes those, once."""
     objects = [config_map(mesh, confs, owner), headless_service(mesh, owner), *client_services(mesh, owner),
                pod_disruption_budget(mesh, owner)]
     cert = certificate(mesh, owner)
     if cert is not None:
         objects.append(cert)
-    objects.append(with_template_hash(stateful_set(mesh, owner)))
+    objects.append(with_template_hash(stateful_set(mesh, owner, cert_revision=cert_revision)))
     return objects
