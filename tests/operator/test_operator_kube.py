@@ -46,6 +46,9 @@ def test_routermesh_gets_owned_objects_and_honest_status(kube: Cluster) -> None:
         kube.core.read_namespaced_service("alpha-routers", kube.ns),
         kube.core.read_namespaced_service("alpha", kube.ns),
         kube.policy.read_namespaced_pod_disruption_budget("alpha", kube.ns),
+        # Inter-router TLS is Managed by default: the operator made the CA and the routers' certificate.
+        kube.core.read_namespaced_secret("alpha-inter-router-ca", kube.ns),
+        kube.core.read_namespaced_secret("alpha-inter-router-tls", kube.ns),
     ]
     for obj in owned:
         (ref,) = obj.metadata.owner_references
