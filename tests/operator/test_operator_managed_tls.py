@@ -215,3 +215,18 @@ def test_unusable_ca_secret_stalls_the_mesh_naming_it(cluster: Tuple[Any, str]) 
     stalled = next(c for c in status["conditions"] if c["type"] == "Stalled")
     assert stalled["status"] == "True", status
     assert "gamma-inter-router-ca lacks ca.key" in stalled["message"]
+
+
+def test_disabled_stays_available_and_renders_plain_inter_router_links() -> None:
+    from qdmesh_operator.model.desired import mesh_state
+    from qdmesh_operator.render.conf import render_all
+    from qdmesh_operator.render.manifests import stateful_set
+
+    spec = parse_mesh("demo", "messaging", {"size": 2, "interRouter": {"tls": {"mode": "Disabled"}}})
+    conf = render_all(mesh_state(spec, []))["demo-1.conf"]
+    assert "sslProfile" not in conf and '"EXTERNAL"' not in conf
+    volumes = stateful_set(spec, None)["spec"]["template"]["spec"]["volumes"]
+    assert [v["name"] for v in volumes] == ["config"]
+    managed = parse_mesh("demo", "messaging", {"size": 2})
+    assert managed.inter_router_tls.mode == "Managed"
+    assert 'sslProfile: "inter-router-tls"' in render_all(mesh_state(managed, []))["demo-1.conf"]
