@@ -34,8 +34,8 @@ def address_throughput(rows: DataFrame, snapshots: DataFrame, link_increments: D
     per-second rates (time-weighted over the intervals ending in the bucket); totals: per mesh
     and address, summed over routers and time, with the peak in-rate.
 
-    ``in`` is what producers' links delivered into the router (routers disagree on whether
-    deliveriesIngress also counts arrivals from other routers; the links do not), ``out`` is
+    ``in`` is what producers' links delivered into the router (per link, unlike
+    deliveriesIngress), ``out`` is
     deliveriesEgress (left the mesh to local consumers) and ``through`` deliveriesTransit
     (forwarded to another router: one per inter-router hop)."""
     addresses = rows.where(F.col("entity") == "router.address").select(

@@ -37,12 +37,12 @@ def routers(orders_in: int, orders_out: int) -> Dict[str, RouterData]:
             {"key": "Ltemp.x", "deliveriesIngress": 3},
         ],
     })
-    # Routers count deliveries from other routers as ingress too, and passing them on as transit.
+    # Ingress counts only what enters the mesh at a router: B and C pass on and deliver.
     b = RouterData("B", {"nodes": [node("A", None, 1, ["B"]), node("C", None, 1, ["B"])],
                          "addresses": [{"key": "M0orders", "subscriberCount": 0,
-                                        "deliveriesIngress": orders_in, "deliveriesTransit": orders_in}]})
+                                        "deliveriesIngress": 0, "deliveriesTransit": orders_in}]})
     c = RouterData("C", {"addresses": [{"key": "M0orders", "subscriberCount": 2,
-                                        "deliveriesIngress": orders_out, "deliveriesEgress": orders_out}]})
+                                        "deliveriesIngress": 0, "deliveriesEgress": orders_out}]})
     return {"A": a, "B": b, "C": c}
 
 
@@ -65,8 +65,9 @@ def test_rates_come_from_two_polls() -> None:
     _, _, counters = build_snapshot("A", routers(10, 10), None, 100.0)
     view, _, _ = build_snapshot("A", routers(30, 25), counters, 102.0)
     orders = view["addresses"][0]
-    # "in" counts each delivery once, where it stopped being passed on (here at C).
-    assert orders["ingressRate"] == 7.5 and orders["egressRate"] == 7.5
+    # "in" counts each delivery once, where it entered the mesh (A: 20 in 2 s); "out" where
+    # it left (C: 15 in 2 s).
+    assert orders["ingressRate"] == 10.0 and orders["egressRate"] == 7.5
     assert view["links"][0]["rate"] == 10.0
 
 

@@ -23,6 +23,14 @@ def test_anycast_across_line(mesh_factory: MeshFactory, net: Net, prefix: str) -
     assert rcv.bodies() == list(range(50))
     # every router on the way appends itself to the trace, the egress router included
     assert trace_of(rcv.received[0]) == ["0/A", "0/B", "0/C"], rcv.received[0].message.annotations
+    # qdstat -a's in/out/thru, as qdrouterd counts them: the 50 entered the mesh at A, were
+    # passed on by A and B, and left it at C.
+    counts = {}
+    for rid in "ABC":
+        row = next(r for r in mesh.mgmt(rid).query("org.apache.qpid.dispatch.router.address")
+                   if r["key"] == f"M0{addr}")
+        counts[rid] = (row["deliveriesIngress"], row["deliveriesTransit"], row["deliveriesEgress"])
+    assert counts == {"A": (50, 50, 0), "B": (0, 50, 0), "C": (0, 0, 50)}
 
 
 def test_forwarding_follows_cheapest_path_not_fewest_hops(mesh_factory: MeshFactory, net: Net) -> None:

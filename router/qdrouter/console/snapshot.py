@@ -133,11 +133,8 @@ def _addresses(routers: Dict[str, RouterData], previous: Counters | None, counte
             cls, address, phase = address_parts(key, True)
             if cls != "mobile" or row.get("inProcess"):
                 continue
-            # A router counts deliveries arriving from other routers as ingress too, and those
-            # it passes on to another router as transit: what entered the mesh from a client
-            # is the difference (exact for anycast; multicast copies make it approximate).
-            transit = int(row.get("deliveriesTransit") or 0)
-            ingress = max(0, int(row.get("deliveriesIngress") or 0) - transit)
+            # deliveriesIngress counts only deliveries entering the mesh at this router.
+            ingress = int(row.get("deliveriesIngress") or 0)
             egress = int(row.get("deliveriesEgress") or 0)
             counters.addresses[(rid, key)] = (ingress, egress)
             before = previous.addresses.get((rid, key)) if previous is not None else None

@@ -226,7 +226,10 @@ class Forwarder:
             self._no_route(address, message)
             return
         message.key = address.key
-        address.counters.deliveries_ingress += 1
+        if message.in_link.kind != DATA:
+            # As qdrouterd: ingress counts deliveries entering the network here, not those
+            # arriving from other routers (those show as transit where they were passed on).
+            address.counters.deliveries_ingress += 1
         if address.distribution == MULTICAST:
             self._multicast(address, message)
             return
