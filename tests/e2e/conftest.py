@@ -22,6 +22,7 @@ from tests.prerequisites import require
 
 from .cluster_access import K8S_VERSION, e2e_enabled, image_loader, kubeconfig_path, load_image_archive
 from .kube import describe_namespace
+from .mesh_fixtures import mesh, operator_namespace  # noqa: F401 (the product suite's session fixtures)
 
 E2E_DIR = Path(__file__).resolve().parent
 MKIMAGE = E2E_DIR / "cluster" / "mkimage.py"

@@ -24,8 +24,6 @@ REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "qdmesh"
 GROUP, API_VERSION = "qdmesh.io", "v1alpha1"
 CRD_PLURALS = ("routermeshes", "linkroutes", "autolinks", "vhostpolicies")
-LINK_ROUTE_TYPE = "org.apache.qpid.dispatch.router.config.linkRoute"
-ROUTER_NODE_TYPE = "org.apache.qpid.dispatch.router.node"
 
 
 # The kubernetes client's models declare every field Optional; these tests read what a running
@@ -113,6 +111,37 @@ def create_resource(k8s: Any, namespace: str, plural: str, kind: str, name: str,
     client.CustomObjectsApi(k8s).create_namespaced_custom_object(GROUP, API_VERSION, namespace, plural, body)
 
 
+def patch_resource(k8s: Any, namespace: str, plural: str, name: str, patch: Dict[str, Any]) -> None:
+    """A JSON merge patch of a custom resource (as ``kubectl patch --type merge``)."""
+    client.CustomObjectsApi(k8s).patch_namespaced_custom_object(
+        GROUP, API_VERSION, namespace, plural, name, patch, _content_type="application/merge-patch+json")
+
+
+def apply_resource(k8s: Any, namespace: str, plural: str, kind: str, name: str, spec: Dict[str, Any],
+                   manager: str = "qdmesh-e2e") -> Dict[str, Any]:
+    """Server-side apply of a custom resource (as ``kubectl apply --server-side``)."""
+    body = {"apiVersion": f"{GROUP}/{API_VERSION}", "kind": kind, "metadata": {"name": name}, "spec": spec}
+    api: Any = client.CustomObjectsApi(k8s)
+    obj: Dict[str, Any] = api.patch_namespaced_custom_object(
+        GROUP, API_VERSION, namespace, plural, name, body, field_manager=manager, force=True,
+        _content_type="application/apply-patch+yaml")
+    return obj
+
+
+def delete_resource(k8s: Any, namespace: str, plural: str, name: str) -> None:
+    client.CustomObjectsApi(k8s).delete_namespaced_custom_object(GROUP, API_VERSION, namespace, plural, name)
+
+
+def resource_gone(k8s: Any, namespace: str, plural: str, name: str) -> bool:
+    try:
+        read_resource(k8s, namespace, plural, name)
+    except client.ApiException as e:
+        if e.status == 404:
+            return True
+        raise
+    return False
+
+
 def read_resource(k8s: Any, namespace: str, plural: str, name: str) -> Dict[str, Any]:
     api: Any = client.CustomObjectsApi(k8s)
     obj: Dict[str, Any] = api.get_namespaced_custom_object(GROUP, API_VERSION, namespace, plural, name)
@@ -167,7 +196,3 @@ def port_forwards(kubeconfig: Path, namespace: str, pods: List[str]) -> Iterator
     finally:
         forward.close()
 
-
-def router_ids_known(mgmt: Any) -> List[str]:
-    """Router ids in this router's routing table (router.node)."""
-    return sorted(str(row.get("id")) for row in mgmt.query(ROUTER_NODE_TYPE, ["id"]))

@@ -3,8 +3,9 @@ a 3-router RouterMesh becomes Ready, messages cross it through ``kubectl port-fo
 LinkRoute goes live on every router without restarting any, ``kubectl qdstat`` reads the mesh,
 and the mesh recovers from a router pod deleted mid-traffic.
 
-The tests share one operator and one mesh (module fixtures) and run in file order; each later
-test relies on the earlier ones having passed (it fails early with the reason if not).
+The operator and the mesh are session fixtures (mesh_fixtures.py) shared with the other
+``test_product_*`` files, which run after this one in file order; each later test relies on the
+earlier ones having passed (it fails early with the reason if not).
 """
 
 from __future__ import annotations
@@ -13,119 +14,29 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List
+from typing import Any, List
 
-import pytest
 from kubernetes import client
 
-from qdrouter.tools.management_client import ManagementClient
-from tests.prerequisites import require
 from tests.router.amqpclient import Net, msg, send_and_settle
 
-from .kube import describe_namespace, eventually
+from .kube import eventually
+from .mesh_fixtures import MESH, SIZE, MeshState, Timing, mesh_whole
 from .product import (
-    LINK_ROUTE_TYPE,
-    PodIdentity,
     apps_api,
-    crds_established,
     create_resource,
-    deployment_ready,
-    helm_binary,
-    helm_install,
-    helm_uninstall,
     is_true,
     kubectl_binary,
     package_version,
     port_forwards,
     read_resource,
-    router_ids_known,
     router_pods,
     run,
     status_summary,
 )
+from .traffic import cross_mesh, link_routes, router_ids_known
 
-MESH = "mesh"
-SIZE = 3
 ROUTERS = [f"{MESH}-{i}" for i in range(SIZE)]
-Timing = Callable[[str, float], None]
-
-
-def _fresh_namespace(core: Any, stem: str) -> str:
-    name = f"e2e-{stem}-{uuid.uuid4().hex[:5]}"
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-    return name
-
-
-@pytest.fixture(scope="module")
-def operator_namespace(core: Any, k8s: Any, e2e_kubeconfig: Path, timing: Timing) -> Iterator[str]:
-    """The chart installed from this checkout, using the images already on the nodes."""
-    helm = helm_binary()
-    require(helm is not None, "helm (.ci/setup.d/30-helm-tools.sh)")
-    assert helm is not None
-    version = package_version()
-    namespace = _fresh_namespace(core, "qdmesh-system")
-    started = time.monotonic()
-    helm_install(helm, e2e_kubeconfig, "qdmesh", namespace, {
-        "image.tag": version, "image.pullPolicy": "Never", "routerImage": f"qdmesh/router:{version}",
-        "operator.logLevel": "info",
-    })
-    try:
-        describe = lambda: describe_namespace(core, namespace)  # noqa: E731
-        eventually(lambda: crds_established(k8s), 60, "the chart's CRDs Established", describe=describe)
-        eventually(lambda: deployment_ready(k8s, namespace, "qdmesh"), 120, "operator Deployment ready",
-                   describe=describe)
-        timing("helm install -> CRDs established, operator ready", time.monotonic() - started)
-        yield namespace
-    finally:
-        _print_operator_log(core, namespace)
-        helm_uninstall(helm, e2e_kubeconfig, "qdmesh", namespace)
-        core.delete_namespace(namespace, propagation_policy="Background")
-
-
-def _print_operator_log(core: Any, namespace: str) -> None:
-    for pod in core.list_namespaced_pod(namespace).items:
-        try:
-            log = core.read_namespaced_pod_log(pod.metadata.name, namespace, tail_lines=60)
-        except client.ApiException as e:
-            log = f"(no log: {e.reason})"
-        print(f"\n--- operator pod {pod.metadata.name}, last lines:\n{log}")
-
-
-class MeshState:
-    """What the tests learn about the mesh as they go."""
-
-    def __init__(self, namespace: str) -> None:
-        self.namespace = namespace
-        self.ready = False
-        self.pods: Dict[str, PodIdentity] = {}
-
-
-@pytest.fixture(scope="module")
-def mesh(operator_namespace: str, core: Any, k8s: Any, timing: Timing) -> Iterator[MeshState]:
-    namespace = _fresh_namespace(core, "mesh")
-    state = MeshState(namespace)
-    started = time.monotonic()
-    create_resource(k8s, namespace, "routermeshes", "RouterMesh", MESH, {"size": SIZE})
-    try:
-        def ready() -> bool:
-            obj = read_resource(k8s, namespace, "routermeshes", MESH)
-            return is_true(obj, "Ready") and is_true(obj, "MeshConverged")
-
-        eventually(ready, 240, f"RouterMesh {MESH} Ready and MeshConverged", interval=1.0,
-                   describe=lambda: status_summary(read_resource(k8s, namespace, "routermeshes", MESH)) +
-                   "\n" + describe_namespace(core, namespace))
-        timing(f"RouterMesh of {SIZE} created -> Ready and converged", time.monotonic() - started)
-        state.ready = True
-        state.pods = router_pods(k8s, namespace, MESH)
-        yield state
-    finally:
-        if not state.ready:
-            print(describe_namespace(core, namespace))
-        core.delete_namespace(namespace, propagation_policy="Background")
-
-
-def _require_ready(mesh: MeshState) -> None:
-    assert mesh.ready and len(mesh.pods) == SIZE, "the mesh never became Ready (see test_mesh_becomes_ready)"
 
 
 def test_chart_installs_operator(operator_namespace: str, k8s: Any) -> None:
@@ -147,61 +58,35 @@ def test_mesh_becomes_ready(mesh: MeshState, k8s: Any) -> None:
     assert sts.spec.template.spec.containers[0].image == f"qdmesh/router:{package_version()}"
 
 
-def _cross_mesh(urls: Dict[str, str], source: str, sink: str, count: int, timeout: float = 30) -> None:
-    """``count`` unsettled messages into ``source``, received from ``sink``: every one accepted,
-    every one received once, in order."""
-    address = f"e2e/{uuid.uuid4().hex[:8]}"
-    net = Net()
-    try:
-        receiver = net.connect(f"amqp://{urls[sink]}").receiver(address, credit=count)
-        sender = net.connect(f"amqp://{urls[source]}").sender(address)
-        bodies = [f"{source}->{sink} #{i}" for i in range(count)]
-        # The sender gets credit only once the source router has learned the receiver's address
-        # from the sink router, so the wait covers address propagation across the mesh.
-        outcomes = send_and_settle(net, sender, [msg(b) for b in bodies], timeout=timeout)
-        assert [o.name for o in outcomes] == ["accepted"] * count, sender.outcome_counts()
-        net.wait(lambda: len(receiver.received) >= count, 10, f"{count} messages at {sink}")
-        assert receiver.bodies() == bodies
-        assert not any(r.arrived_settled for r in receiver.received), "unsettled messages arrived settled"
-    finally:
-        net.close()
-
-
 def test_messages_cross_the_mesh(mesh: MeshState, e2e_kubeconfig: Path, timing: Timing) -> None:
-    _require_ready(mesh)
+    mesh.require_ready()
     with port_forwards(e2e_kubeconfig, mesh.namespace, [ROUTERS[0], ROUTERS[2]]) as urls:
         started = time.monotonic()
-        _cross_mesh(urls, ROUTERS[0], ROUTERS[2], 50)
+        cross_mesh(urls, ROUTERS[0], ROUTERS[2], 50)
         timing("50 unsettled messages router 0 -> router 2 (port-forwards)", time.monotonic() - started)
-        _cross_mesh(urls, ROUTERS[2], ROUTERS[0], 10)
+        cross_mesh(urls, ROUTERS[2], ROUTERS[0], 10)
         for router, url in urls.items():
-            with ManagementClient(url, timeout=10) as mgmt:
-                known = router_ids_known(mgmt)
+            known = router_ids_known(url)
             assert set(ROUTERS) - {router} <= set(known), f"{router} knows only {known}"
-
-
-def _link_routes(url: str) -> Dict[str, Dict[str, Any]]:
-    with ManagementClient(url, timeout=10) as mgmt:
-        return {str(e["name"]): e for e in mgmt.query(LINK_ROUTE_TYPE)}
 
 
 def test_link_route_live_on_every_router_without_restarts(
         mesh: MeshState, k8s: Any, e2e_kubeconfig: Path, timing: Timing) -> None:
-    _require_ready(mesh)
+    mesh.require_ready()
     wanted = {"qdmesh/linkRoute/orders-in": "in", "qdmesh/linkRoute/orders-out": "out"}
     with port_forwards(e2e_kubeconfig, mesh.namespace, ROUTERS) as urls:
-        assert not set(wanted) & set(_link_routes(urls[ROUTERS[0]])), "link routes present before the test"
+        assert not set(wanted) & set(link_routes(urls[ROUTERS[0]])), "link routes present before the test"
         started = time.monotonic()
         create_resource(k8s, mesh.namespace, "linkroutes", "LinkRoute", "orders",
                         {"meshRef": MESH, "prefix": "orders.", "containerId": "broker", "direction": "both"})
 
         def live_everywhere() -> bool:
-            return all(set(wanted) <= set(_link_routes(url)) for url in urls.values())
+            return all(set(wanted) <= set(link_routes(url)) for url in urls.values())
 
         eventually(live_everywhere, 60, "LinkRoute orders on every router", interval=0.5)
         timing("LinkRoute created -> live on all 3 routers (management)", time.monotonic() - started)
         for router, url in urls.items():
-            entities = _link_routes(url)
+            entities = link_routes(url)
             for name, direction in wanted.items():
                 entity = entities[name]
                 assert (entity.get("prefix"), entity.get("direction"), entity.get("containerId")) == \
@@ -215,7 +100,7 @@ def test_link_route_live_on_every_router_without_restarts(
 
 
 def test_kubectl_qdstat_shows_every_router(mesh: MeshState, e2e_kubeconfig: Path) -> None:
-    _require_ready(mesh)
+    mesh.require_ready()
     env = dict(os.environ)
     env["PATH"] = f"{Path(kubectl_binary()).parent}{os.pathsep}{env.get('PATH', '')}"
     out = run(["kubectl-qdstat", MESH, "-n", mesh.namespace, "--kubeconfig", str(e2e_kubeconfig), "--nodes"],
@@ -236,7 +121,7 @@ def _replaced_and_ready(core: Any, mesh: MeshState, victim: str, old_uid: str) -
 
 def test_mesh_recovers_from_router_pod_deleted_mid_traffic(
         mesh: MeshState, core: Any, k8s: Any, e2e_kubeconfig: Path, timing: Timing) -> None:
-    _require_ready(mesh)
+    mesh.require_ready()
     victim = ROUTERS[1]
     old_uid = router_pods(k8s, mesh.namespace, MESH)[victim].uid
     with port_forwards(e2e_kubeconfig, mesh.namespace, [ROUTERS[0], ROUTERS[2]]) as urls:
@@ -276,22 +161,15 @@ def test_mesh_recovers_from_router_pod_deleted_mid_traffic(
 
     history: List[str] = []
 
-    def mesh_whole_again() -> bool:
-        obj = read_resource(k8s, mesh.namespace, "routermeshes", MESH)
-        statuses = (obj.get("status") or {}).get("routerStatus") or []
-        summary = status_summary(obj)
-        if not history or not history[-1].endswith(summary):
-            history.append(f"+{time.monotonic() - deleted_at:5.1f} s  {summary}")
-        return is_true(obj, "Ready") and is_true(obj, "MeshConverged") and \
-            all(r.get("ready") for r in statuses) and len(statuses) == SIZE
-
-    eventually(mesh_whole_again, 120, "RouterMesh Ready and converged again", interval=1.0,
+    eventually(lambda: mesh_whole(k8s, mesh.namespace, SIZE, history, deleted_at), 120,
+               "RouterMesh Ready and converged again", interval=1.0,
                describe=lambda: "\n".join(history))
     print("RouterMesh status after the deletion:\n" + "\n".join(history))
     timing(f"{victim} deleted -> RouterMesh Ready and converged again", time.monotonic() - deleted_at)
     with port_forwards(e2e_kubeconfig, mesh.namespace, ROUTERS) as urls:
-        _cross_mesh(urls, victim, ROUTERS[2], 10)
-        _cross_mesh(urls, ROUTERS[0], victim, 10)
-        link_routes = _link_routes(urls[victim])
-    assert "qdmesh/linkRoute/orders-in" in link_routes, "the new router came back without the LinkRoute"
+        cross_mesh(urls, victim, ROUTERS[2], 10)
+        cross_mesh(urls, ROUTERS[0], victim, 10)
+        entities = link_routes(urls[victim])
+    assert "qdmesh/linkRoute/orders-in" in entities, "the new router came back without the LinkRoute"
     print(f"traffic around the deletion: {len(sent)} messages in {traffic_seconds:.1f} s, all accepted")
+    mesh.pods = router_pods(k8s, mesh.namespace, MESH)
