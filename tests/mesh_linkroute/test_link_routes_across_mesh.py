@@ -3,7 +3,10 @@ router acting as container) is connected to C only; clients attach at A."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from typing import Any, Dict
 
 from proton import Delivery
 
@@ -124,3 +127,31 @@ def test_dynamic_source_routed_by_x_opt_qd_address(
     snd = net.connect(container.url).sender(node)
     snd.send(msg("to-the-dynamic-node"))
     net.wait(lambda: rcv.bodies() == ["to-the-dynamic-node"], 10, "the message at A through the routed link")
+
+
+def test_link_route_destinations_listed_as_addresses(
+        line_factory: LineFactory, router_factory: RouterFactory, net: Net) -> None:
+    """qdstat -a shows link-route destinations (classes link-in/link-out) as qdrouterd does:
+    at C, with its connected container; at A, learned from the mesh, with C as the router
+    that has one."""
+    container: Router = router_factory(router_id="X")
+    mesh = line_factory({"C": connector("cont", container.port) + both_ways("lr", connection="cont")})
+    wait_routable(mesh, net, "A", "lr.probe")
+    wait_routable(mesh, net, "A", "lr.probe", receiving=True)
+
+    def rows(rid: str) -> Dict[str, Dict[str, Any]]:
+        return {str(r["key"]): r for r in mesh.mgmt(rid).query("org.apache.qpid.dispatch.router.address")
+                if str(r["key"])[:1] in "CDEF"}
+
+    at_c, at_a = rows("C"), rows("A")
+    assert {k: (r["containerCount"], r["remoteCount"]) for k, r in at_c.items()} == \
+        {"Clr": (1, 0), "Dlr": (1, 0)}
+    assert {k: (r["containerCount"], r["remoteCount"], r["remoteHostRouters"])
+            for k, r in at_a.items()} == {"Clr": (0, 1, ["C"]), "Dlr": (0, 1, ["C"])}
+    assert all(r["distribution"] == "linkBalanced" for r in [*at_a.values(), *at_c.values()])
+    shown = subprocess.run([sys.executable, "-m", "qdrouter.tools.qdstat", "-a", "-b", mesh["A"].url],
+                           capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    classes = {tuple(line.split()[:2]) for line in shown.stdout.splitlines()
+               if line.split()[:1] in (["link-in"], ["link-out"])}
+    assert classes == {("link-in", "lr"), ("link-out", "lr")}, shown.stdout

@@ -16,6 +16,8 @@ from qdrouter.tools import qdstat_views as v
     ("T0/R1/$management", ("topo", "0/R1/$management", "")),
     ("Cbroker.", ("link-in", "broker.", "")),
     ("Dbroker.", ("link-out", "broker.", "")),
+    ("Ebroker.#", ("link-in", "broker.#", "")),
+    ("Fbroker.*.x", ("link-out", "broker.*.x", "")),
     ("Aarea", ("area", "area", "")),
     ("my-address", ("mobile", "my-address", "")),  # a plain address: mobile
     ("Mqueue", ("mobile", "Mqueue", "")),  # M without a phase digit is not a class prefix

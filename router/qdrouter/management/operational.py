@@ -158,7 +158,29 @@ def _link_row(link: CoreLink, capacity: int) -> Row:
 
 
 def address_rows(router: Any) -> List[Row]:
-    return [_address_row(address, router.id) for address in router.table]
+    return [_address_row(address, router.id) for address in router.table] + link_route_address_rows(router)
+
+
+def link_route_address_rows(router: Any) -> List[Row]:
+    """Link-route destinations, as qdrouterd lists them (qdstat -a class link-in/link-out):
+    one row per key (C/D prefix, E/F pattern), with the destinations connected here
+    (containerCount) and the routers of the mesh that advertise one (remoteCount)."""
+    table = getattr(router, "link_routes", None)
+    if table is None:
+        return []
+    local: Dict[str, int] = {}
+    for route in table.routes:
+        connected = route.has_destination and router.route_container(route) is not None
+        local[route.advert_key] = local.get(route.advert_key, 0) + (1 if connected else 0)
+    remote = {route.advert_key: routers for route, routers in table.remote}
+    rows = []
+    for key in sorted(set(local) | set(remote)):
+        row = _address_row(Address(key, "linkBalanced"), router.id)
+        row.update({"identity": key, "name": key, "key": key, "containerCount": local.get(key, 0),
+                    "remoteCount": len(remote.get(key, ())),
+                    "remoteHostRouters": sorted(remote.get(key, ()))})
+        rows.append(row)
+    return rows
 
 
 def _address_row(address: Address, router_id: str) -> Row:

@@ -25,7 +25,8 @@ _ADDRESS_CLASSES = {
     "T": "topo",
     "C": "link-in",
     "D": "link-out",
-    "E": "link-out",
+    "E": "link-in",   # link-route patterns (later qdrouterd): E in, F out
+    "F": "link-out",
     "H": "edge",
 }
 
