@@ -18,7 +18,7 @@ if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
 
 from tests.mesh.meshproc import Edge, Mesh, Timers, build_mesh, start_order  # noqa: E402
-from tests.router.amqpclient import Net  # noqa: E402
+from tests.router.fixtures import net, stop_checked  # noqa: E402,F401 (shared fixture)
 
 MeshFactory = Callable[..., Mesh]
 """``mesh_factory(edges, timers=None, converge=True, extra=None) -> started (and converged)
@@ -60,20 +60,6 @@ def mesh_factory(tmp_path: Path) -> Iterator[MeshFactory]:
         return mesh
 
     yield make
-    errors = []
     for mesh in meshes:
         mesh.close()
-        for r in mesh.routers.values():
-            try:
-                r.stop(check=True)
-            except AssertionError as e:
-                errors.append(str(e))
-    if errors:
-        pytest.fail("\n\n".join(errors), pytrace=False)
-
-
-@pytest.fixture
-def net() -> Iterator[Net]:
-    n = Net()
-    yield n
-    n.close()
+    stop_checked([r for mesh in meshes for r in mesh.routers.values()])

@@ -4,7 +4,7 @@ routers started with a custom config and checked at teardown, and the client eve
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator, List
+from typing import Any, Iterable, Iterator, List
 
 import pytest
 
@@ -26,8 +26,14 @@ def router_factory(tmp_path: Path) -> Iterator[RouterFactory]:
         return r.start()
 
     yield make
+    stop_checked(started)
+
+
+def stop_checked(routers: Iterable[Any]) -> None:
+    """Stop every router (``stop(check=True)``), then fail the test with all their complaints
+    (non-zero exit, traceback logged) at once."""
     errors = []
-    for r in started:
+    for r in routers:
         try:
             r.stop(check=True)
         except AssertionError as e:

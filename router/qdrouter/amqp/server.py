@@ -13,6 +13,7 @@ import time
 from typing import Any, Callable, Dict, List, Set, Tuple
 
 from ..core.address_table import AddressTable
+from ..listen_socket import ListenSocketError, listening_socket
 from . import proton_ffi as pn
 from .connection import AmqpConnection, ListenerSettings
 from .deliveries import DeliveryAdaptor
@@ -69,21 +70,9 @@ class AmqpServer:
     def listen(self, host: str, port: int, settings: ListenerSettings) -> Tuple[str, int, int]:
         """Open a listening socket; returns (host, port, fd) as bound (port 0 picks one)."""
         try:
-            infos = socket.getaddrinfo(host or None, port, 0, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
-        except socket.gaierror as error:
-            raise ListenerError(f"listener {settings.name}: cannot resolve host {host!r}: {error}") from None
-        family, kind, proto, _, address = infos[0]
-        sock = socket.socket(family, kind, proto)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(address)
-        except OSError as error:
-            sock.close()
-            raise ListenerError(
-                f"listener {settings.name}: cannot listen on {host}:{port}: {error.strerror}"
-            ) from None
-        sock.listen(128)
-        sock.setblocking(False)
+            sock = listening_socket(host, port, settings.name, 128)
+        except ListenSocketError as error:
+            raise ListenerError(str(error)) from None
         self.listeners[sock.fileno()] = (sock, settings)
         self.selector.register(sock, selectors.EVENT_READ)
         bound = sock.getsockname()

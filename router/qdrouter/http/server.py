@@ -14,6 +14,7 @@ import selectors
 import socket
 from typing import Any, Callable, Dict, Tuple
 
+from ..listen_socket import ListenSocketError, listening_socket
 from .requests import MAX_REQUEST_BYTES, HttpRequest, RequestError, parse_request
 from .responses import Response, encode_response, error_response
 
@@ -60,20 +61,9 @@ class HttpServer:
 
     def listen(self, host: str, port: int, name: str, handler: Handler) -> Tuple[str, int, int]:
         try:
-            infos = socket.getaddrinfo(host or None, port, 0, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
-        except socket.gaierror as error:
-            raise HttpListenerError(f"listener {name}: cannot resolve host {host!r}: {error}") from None
-        family, kind, proto, _, address = infos[0]
-        sock = socket.socket(family, kind, proto)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(address)
-        except OSError as error:
-            sock.close()
-            raise HttpListenerError(
-                f"listener {name}: cannot listen on {host}:{port}: {error.strerror}") from None
-        sock.listen(64)
-        sock.setblocking(False)
+            sock = listening_socket(host, port, name, 64)
+        except ListenSocketError as error:
+            raise HttpListenerError(str(error)) from None
         fd = sock.fileno()
         self.listeners[fd] = _HttpListener(sock, name, handler)
         self.selector.register(sock, selectors.EVENT_READ)
