@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any, List
 
+import pytest
 from kubernetes import client
 
 from tests.router.amqpclient import Net, msg, send_and_settle
@@ -34,7 +35,7 @@ from .product import (
     run,
     status_summary,
 )
-from .traffic import cross_mesh, link_routes, router_ids_known
+from .traffic import cross_mesh, inter_router_peers, link_routes, router_ids_known
 
 ROUTERS = [f"{MESH}-{i}" for i in range(SIZE)]
 
@@ -119,6 +120,7 @@ def _replaced_and_ready(core: Any, mesh: MeshState, victim: str, old_uid: str) -
                 any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []))
 
 
+@pytest.mark.timeout(600)
 def test_mesh_recovers_from_router_pod_deleted_mid_traffic(
         mesh: MeshState, core: Any, k8s: Any, e2e_kubeconfig: Path, timing: Timing) -> None:
     mesh.require_ready()
@@ -167,6 +169,17 @@ def test_mesh_recovers_from_router_pod_deleted_mid_traffic(
     print("RouterMesh status after the deletion:\n" + "\n".join(history))
     timing(f"{victim} deleted -> RouterMesh Ready and converged again", time.monotonic() - deleted_at)
     with port_forwards(e2e_kubeconfig, mesh.namespace, ROUTERS) as urls:
+        # A full mesh again: each router has its own connection to each other one (not merely a
+        # route through a third router).
+        def full_mesh() -> bool:
+            return all(inter_router_peers(urls[r]) == sorted(set(ROUTERS) - {r}) for r in ROUTERS)
+
+        took = eventually(full_mesh, 240, "every router directly connected to every other one again",
+                          interval=2.0, describe=lambda: "\n".join(
+                              f"{r}: {inter_router_peers(u)}" for r, u in urls.items()))
+        timing(f"{victim} deleted -> every inter-router connection back (full mesh)",
+               time.monotonic() - deleted_at)
+        print(f"full mesh again {took:.1f} s after the RouterMesh was Ready")
         cross_mesh(urls, victim, ROUTERS[2], 10)
         cross_mesh(urls, ROUTERS[0], victim, 10)
         entities = link_routes(urls[victim])

@@ -114,7 +114,7 @@ def test_operator_restarted_mid_reconcile_converges_without_duplicates(
         for name in ROUTES:
             for direction in ("in", "out"):
                 assert conf.count(f"qdmesh/linkRoute/{name}-{direction}") == 1, f"{router}.conf:\n{conf}"
-        assert conf.count(ADDRESS_PREFIX) == 1, f"{router}.conf:\n{conf}"
+        assert conf.count(f'prefix: "{ADDRESS_PREFIX}"') == 1, f"{router}.conf:\n{conf}"
     assert owned_objects(k8s, ns) == objects, "the RouterMesh's objects changed across the operator restart"
     assert router_pods(k8s, ns, MESH) == pods, "a router pod restarted or was replaced"
 

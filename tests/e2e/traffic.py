@@ -58,3 +58,11 @@ def router_ids_known(url: str) -> List[str]:
     """Router ids in this router's routing table (router.node)."""
     with ManagementClient(url, timeout=10) as mgmt:
         return sorted(str(row.get("id")) for row in mgmt.query(ROUTER_NODE_TYPE, ["id"]))
+
+
+def inter_router_peers(url: str) -> List[str]:
+    """Container ids (router ids) of this router's open inter-router connections."""
+    with ManagementClient(url, timeout=10) as mgmt:
+        rows = mgmt.query("org.apache.qpid.dispatch.connection", ["role", "container", "opened"])
+    return sorted(str(r.get("container")) for r in rows
+                  if r.get("role") == "inter-router" and r.get("opened") and r.get("container"))

@@ -58,7 +58,15 @@ pid_of() {
 start_daemon() {
     local name=$1; shift
     if pid_of "$name" >/dev/null; then log "$name already running"; return; fi
-    setsid "$@" >"$LOGS/$name.log" 2>&1 < /dev/null &
+    # The daemons outlive this script: they must not inherit its open files, above all the
+    # lock of `flock LOCKFILE run.sh` (a kept cluster would hold the suite's lock until `down`).
+    (
+        for fd in /proc/$BASHPID/fd/*; do
+            fd=${fd##*/}
+            [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-"
+        done
+        exec setsid "$@" >"$LOGS/$name.log" 2>&1 < /dev/null
+    ) &
     echo $! > "$PIDS/$name.pid"
 }
 
