@@ -28,6 +28,22 @@ def test_sigterm_exits_zero_promptly_and_clients_see_close(router: Router, net: 
     assert "Traceback" not in router.stderr_text(), router.describe()
 
 
+def test_sigterm_gives_every_unsettled_delivery_an_outcome(router: Router, net: Net) -> None:
+    """The sender connected first, so its connection would close first: still, what the
+    consumer holds comes back modified (it may have been seen) and what waited for credit
+    released (nobody saw it), before the close."""
+    snd = net.connect(router.url).sender("life.outcomes")
+    rcv = net.connect(router.url).receiver("life.outcomes", credit=2, refill=False, settle=None)
+    net.pump(0.3)
+    tags = [snd.send(msg(f"m{i}")) for i in range(5)]
+    net.wait(lambda: len(rcv.received) == 2, 10, "2 messages (the credit given)")
+    net.pump(0.3)
+    assert router.terminate(signal.SIGTERM, timeout=10) == 0, router.describe()
+    net.pump(1.0)
+    outcomes = [snd.outcomes[t].name if t in snd.outcomes else "in doubt" for t in tags]
+    assert outcomes == ["modified"] * 2 + ["released"] * 3
+
+
 def test_sigterm_idle_router_exits_zero(router: Router) -> None:
     assert router.terminate(signal.SIGTERM, timeout=5) == 0, router.describe()
     assert "Traceback" not in router.stderr_text()

@@ -9,6 +9,7 @@ import uuid
 from typing import Any, Callable, Dict, List
 
 from ..core.links import ENDPOINT, CoreLink, LinkCounters
+from ..core.outcomes import RELEASED
 from .connection import COST_PROPERTY, AmqpConnection, read_int_property
 from .deliveries import DeliveryAdaptor
 from .inter_router import INTER_ROUTER, attach_links, link_kind, make_link
@@ -76,6 +77,20 @@ class EndpointHandler:
         self.detach_all(connection)
         lib.pn_connection_close(pn_connection)
         self.adaptor.dirty.add(connection)
+
+    def detach_consumers(self, connection: AmqpConnection) -> None:
+        """The connection's sending links leave the core: what they hold unsettled goes back
+        to its senders as modified (see Forwarder.consumer_detached)."""
+        for link in [link for link in connection.links.values() if not link.incoming]:
+            self._forget(link)
+
+    def release_waiting(self, connection: AmqpConnection) -> None:
+        """Unsettled messages of the connection's producers that no consumer holds (queued for
+        credit or a route) go back to their senders as released: nobody has seen them."""
+        for link in list(connection.links.values()):
+            if link.incoming:
+                for message in [m for m in link.unsettled.values() if m.out_delivery is None]:
+                    self.adaptor.finish_incoming(message, RELEASED)
 
     def detach_all(self, connection: AmqpConnection) -> None:
         """The connection is going: every link of it leaves the core."""

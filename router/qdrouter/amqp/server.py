@@ -363,7 +363,16 @@ class AmqpServer:
             return
         self._stopping = True
         self._close_listeners()
-        for connection in list(self.by_fd.values()):
+        connections = list(self.by_fd.values())
+        # Every sender hears the fate of its unsettled messages before any connection closes,
+        # whatever order the connections were opened in: what consumers (or other routers)
+        # were given goes back as modified, what was still waiting here as released.
+        for connection in connections:
+            self.endpoints.detach_consumers(connection)
+        for connection in connections:
+            self.endpoints.release_waiting(connection)
+        self._flush_sends()
+        for connection in connections:
             condition = lib.pn_connection_condition(connection.pn_connection)
             pn.set_condition(condition, "amqp:connection:forced", "Router is shutting down")
             self.endpoints.detach_all(connection)
