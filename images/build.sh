@@ -4,7 +4,8 @@
 # VERSION is the Python package version (pyproject.toml); images are tagged
 # qdmesh/router:VERSION and qdmesh/operator:VERSION, never latest.
 #
-# Usage: images/build.sh [--base IMAGE] [--engine docker|buildah] [--no-save] [router|operator]...
+# Usage: images/build.sh [--base IMAGE] [--engine docker|buildah] [--no-save] [router|operator|e2e-broker]...
+# (e2e-broker: RabbitMQ for the end-to-end tests, qdmesh/e2e-broker:VERSION; not built by default.)
 #   --base IMAGE   Debian bookworm image with python3 to build from (default: python:3.11-slim-bookworm
 #                  if it is present locally or can be pulled, otherwise qdmesh/base:bookworm made
 #                  here with debootstrap from Debian's packages).
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
         --base) base=$2; shift 2 ;;
         --engine) engine=$2; shift 2 ;;
         --no-save) save=""; shift ;;
-        router|operator) targets+=("$1"); shift ;;
+        router|operator|e2e-broker) targets+=("$1"); shift ;;
         -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         *) echo "build.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac

@@ -15,7 +15,13 @@ key=$( (git ls-files -s pyproject.toml README.md images router operator telemetr
 stash=$cache/archives/$version-$key
 mkdir -p build/images
 
-if [ -s "$stash/qdmesh-router-$version.tar" ] && [ -s "$stash/qdmesh-operator-$version.tar" ]; then
+# The router and operator images, and RabbitMQ for the end-to-end tests.
+targets=(router operator e2e-broker)
+cached=yes
+for target in "${targets[@]}"; do
+    [ -s "$stash/qdmesh-$target-$version.tar" ] || cached=""
+done
+if [ -n "$cached" ]; then
     echo "setup images: cached archives for $version ($key)" >&2
     cp "$stash"/qdmesh-*-"$version".tar build/images/
     # tests/images runs the images in Docker: its daemon may not be running (after a reboot).
@@ -25,9 +31,11 @@ if [ -s "$stash/qdmesh-router-$version.tar" ] && [ -s "$stash/qdmesh-operator-$v
 fi
 
 start=$(date +%s)
-bash images/build.sh
+bash images/build.sh "${targets[@]}"
 mkdir -p "$stash"
-cp build/images/qdmesh-router-"$version".tar build/images/qdmesh-operator-"$version".tar "$stash/"
+for target in "${targets[@]}"; do
+    cp build/images/qdmesh-"$target"-"$version".tar "$stash/"
+done
 # Keep only the newest few builds.
 ls -1dt "$cache"/archives/*/ 2>/dev/null | tail -n +4 | xargs -r rm -rf
 echo "setup images: built in $(( $(date +%s) - start )) s" >&2
