@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Set, Tuple
 
-from .kube import describe_namespace, eventually
+from .kube import describe_namespace, eventually, pod_ready
 from .mesh_fixtures import MESH, MeshState, Timing, mesh_whole, print_operator_log
 from .product import (
     apps_api,
@@ -79,6 +79,7 @@ def test_operator_restarted_mid_reconcile_converges_without_duplicates(
     def new_operator_ready() -> bool:
         current = operator_pods(k8s, operator_namespace)
         return bool(current) and not set(current) & set(old_operator) and \
+            all(pod_ready(core, operator_namespace, pod) for pod in current) and \
             deployment_ready(k8s, operator_namespace, "qdmesh")
 
     took = eventually(new_operator_ready, 120, "a new operator pod Ready",

@@ -41,6 +41,7 @@ def every_router_sees_exactly_the_others(urls: Dict[str, str]) -> bool:
 
 def test_scale_up_to_five(mesh: MeshState, k8s: Any, e2e_kubeconfig: Path, timing: Timing) -> None:
     mesh.require_ready()
+    before = router_pods(k8s, mesh.namespace, MESH)
     started = time.monotonic()
     kubectl_scale(mesh, e2e_kubeconfig, BIG)
     assert read_resource(k8s, mesh.namespace, "routermeshes", MESH)["spec"]["size"] == BIG
@@ -49,6 +50,7 @@ def test_scale_up_to_five(mesh: MeshState, k8s: Any, e2e_kubeconfig: Path, timin
     mesh.size = BIG
     mesh.pods = router_pods(k8s, mesh.namespace, MESH)
     assert sorted(mesh.pods) == mesh.routers
+    assert {r: mesh.pods[r] for r in before} == before, "scaling up restarted or replaced a running router"
     with port_forwards(e2e_kubeconfig, mesh.namespace, mesh.routers) as urls:
         eventually(lambda: every_router_sees_exactly_the_others(urls), 60, "every router sees the 4 others",
                    describe=lambda: "\n".join(f"{r}: {router_ids_known(u)}" for r, u in urls.items()))
@@ -117,8 +119,10 @@ def test_scale_down_to_three_with_traffic(mesh: MeshState, k8s: Any, core: Any, 
     wait_whole(mesh, k8s, 3, scaled_at, "RouterMesh scaled 5 -> 3: Ready and converged")
     timing("mesh scaled 5 -> 3 -> Ready and converged", time.monotonic() - scaled_at)
     mesh.size = 3
-    mesh.pods = router_pods(k8s, mesh.namespace, MESH)
-    assert sorted(mesh.pods) == mesh.routers
+    remaining = router_pods(k8s, mesh.namespace, MESH)
+    assert sorted(remaining) == mesh.routers
+    assert remaining == {r: mesh.pods[r] for r in mesh.routers}, "scaling down restarted or replaced a router"
+    mesh.pods = remaining
     with port_forwards(e2e_kubeconfig, mesh.namespace, mesh.routers) as urls:
         eventually(lambda: every_router_sees_exactly_the_others(urls), 180,
                    "every router sees exactly the 2 others (mesh-3 and mesh-4 forgotten)",
