@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import re
+import socket
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Dict, List
 
+from qdrouter.amqp.connector import OPEN_TIMEOUT_S
 from qdrouter.tools.management_client import ManagementClient
 from tests.mesh.meshproc import MeshRouter, Timers
 from tests.router.routerproc import free_port
@@ -79,3 +81,45 @@ def test_connector_backoff_then_operational(tmp_path: Path) -> None:
         client.close()
         a.stop(check=False)
         b.stop(check=False)
+
+
+def test_connection_that_never_opens_is_given_up_and_dialled_again(tmp_path: Path) -> None:
+    """A peer that takes the TCP connection but never answers (as a vanished pod's address, or
+    a hung process, looks from the connector): after OPEN_TIMEOUT_S the connector drops it,
+    says why, and dials again, instead of waiting for the kernel."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)   # never accepts: the kernel completes the handshake, nobody speaks
+    (tmp_path / "A").mkdir()
+    a = MeshRouter(tmp_path / "A", "A", Timers())
+    a.connectors["B"] = ("127.0.0.1", silent.getsockname()[1], 1)
+    a.write_config()
+    client = ManagementClient(a.url, timeout=5)
+    try:
+        started = time.monotonic()
+        a.start()
+        deadline = started + OPEN_TIMEOUT_S + 10
+        while not retry_lines(a):
+            assert time.monotonic() < deadline, f"connection never given up:\n{a.stderr_text()}"
+            time.sleep(0.2)
+        given_up = time.monotonic() - started
+        assert OPEN_TIMEOUT_S - 1 <= given_up <= OPEN_TIMEOUT_S + 5, given_up
+        assert f"not opened within {OPEN_TIMEOUT_S:g} s" in a.stderr_text(), a.stderr_text()
+        row = connector_row(client)
+        assert row.get("connectionStatus") == "Waiting" and "not opened" in str(row.get("connectionMsg")), row
+        # Dialled again after the first retry delay: a second connection reaches the socket.
+        silent.settimeout(0.1)
+        accepted = []
+        deadline = time.monotonic() + 10
+        while len(accepted) < 2:
+            assert time.monotonic() < deadline, f"{len(accepted)} connection(s) seen:\n{a.stderr_text()}"
+            try:
+                accepted.append(silent.accept()[0])
+            except socket.timeout:
+                pass
+        for conn in accepted:
+            conn.close()
+    finally:
+        client.close()
+        silent.close()
+        a.stop(check=False)

@@ -20,6 +20,10 @@ CLOSED = "Closed"
 
 FIRST_RETRY_S = 2.0
 MAX_RETRY_S = 64.0
+# A connection that has not opened (TCP, TLS, SASL and AMQP open) by then is given up and
+# dialled again, the name resolved afresh: a peer replaced under the same name (a restarted
+# pod with a new IP) must not leave the connector waiting for the kernel to give up on it.
+OPEN_TIMEOUT_S = 10.0
 
 
 class Connector:
@@ -38,6 +42,7 @@ class Connector:
         self.retry_delay = FIRST_RETRY_S
         self.attempts = 0
         self._timer: Timer | None = None
+        self._open_timer: Timer | None = None
 
     def start(self) -> None:
         self._attempt()
@@ -47,6 +52,7 @@ class Connector:
         self.message = "Connector deleted"
         if self._timer is not None:
             self._timer.cancel()
+        self._cancel_open_timer()
         connection = self.connection
         if connection is not None:
             self.server.close_connection(connection, "amqp:connection:forced",  # type: ignore[attr-defined]
@@ -66,8 +72,22 @@ class Connector:
         connection.on_opened = self._opened
         connection.on_closed = self._closed
         self.connection = connection
+        self._open_timer = self.server.timers.call_later(  # type: ignore[attr-defined]
+            OPEN_TIMEOUT_S, lambda: self._open_timed_out(connection))
+
+    def _open_timed_out(self, connection: AmqpConnection) -> None:
+        self._open_timer = None
+        if self.connection is connection and self.status == CONNECTING:
+            self.server.abort_connection(  # type: ignore[attr-defined]
+                connection, f"connection to {self.host}:{self.port} not opened within {OPEN_TIMEOUT_S:g} s")
+
+    def _cancel_open_timer(self) -> None:
+        if self._open_timer is not None:
+            self._open_timer.cancel()
+            self._open_timer = None
 
     def _opened(self, connection: AmqpConnection) -> None:
+        self._cancel_open_timer()
         self.status = OPERATIONAL
         self.message = "Connection Opened"
         self.retry_delay = FIRST_RETRY_S
@@ -76,6 +96,7 @@ class Connector:
             self.on_up(connection)
 
     def _closed(self, connection: AmqpConnection) -> None:
+        self._cancel_open_timer()
         was_up = self.status == OPERATIONAL
         self.connection = None
         if was_up and self.on_down is not None:

@@ -116,6 +116,15 @@ class AmqpServer:
         lib.pn_connection_close(connection.pn_connection)
         self.adaptor.dirty.add(connection)
 
+    def abort_connection(self, connection: AmqpConnection, reason: str) -> None:
+        """Drop a connection at once, without the AMQP close handshake: its peer is not
+        answering (a connect or an open that never completed)."""
+        if connection.closed or connection in self._released:
+            return
+        connection.last_error = reason
+        self._released.append(connection)
+        self._release_finished()
+
     def _accept(self, fd: int) -> None:
         listening, settings = self.listeners[fd]
         for _ in range(64):
