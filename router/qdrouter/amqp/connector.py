@@ -5,9 +5,11 @@ retry after an authentication failure."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Callable
 
 from .connection import AmqpConnection, ListenerSettings
+from .resolver import Resolution, resolve
 from .timers import Timer
 
 log = logging.getLogger("qdrouter.CONN_MGR")
@@ -24,6 +26,8 @@ MAX_RETRY_S = 64.0
 # dialled again, the name resolved afresh: a peer replaced under the same name (a restarted
 # pod with a new IP) must not leave the connector waiting for the kernel to give up on it.
 OPEN_TIMEOUT_S = 10.0
+# How often the loop looks whether a host name has been resolved (in another thread).
+RESOLVE_POLL_S = 0.05
 
 
 class Connector:
@@ -43,6 +47,8 @@ class Connector:
         self.attempts = 0
         self._timer: Timer | None = None
         self._open_timer: Timer | None = None
+        self._resolution: Resolution | None = None
+        self._resolution_started = 0.0
 
     def start(self) -> None:
         self._attempt()
@@ -64,8 +70,28 @@ class Connector:
         self._timer = None
         self.attempts += 1
         self.status = CONNECTING
+        self._resolution = resolve(self.host, self.port)
+        self._resolution_started = time.monotonic()
+        self._connect_when_resolved(self._resolution)
+
+    def _connect_when_resolved(self, resolution: Resolution) -> None:
+        self._timer = None
+        if self.status == CLOSED or resolution is not self._resolution:
+            return
+        if not resolution.done:
+            if time.monotonic() - self._resolution_started > OPEN_TIMEOUT_S:
+                self._failed(f"cannot resolve {self.host}: no answer within {OPEN_TIMEOUT_S:g} s")
+                return
+            self._timer = self.server.timers.call_later(  # type: ignore[attr-defined]
+                RESOLVE_POLL_S, lambda: self._connect_when_resolved(resolution))
+            return
+        if resolution.error is not None or resolution.result is None:
+            error = resolution.error
+            self._failed(f"cannot resolve {self.host}: {getattr(error, 'strerror', None) or error}")
+            return
         try:
-            connection = self.server.connect(self.host, self.port, self.settings)  # type: ignore[attr-defined]
+            connection = self.server.connect(  # type: ignore[attr-defined]
+                self.host, self.port, self.settings, resolution.result)
         except OSError as error:
             self._failed(f"cannot connect to {self.host}:{self.port}: {error.strerror or error}")
             return

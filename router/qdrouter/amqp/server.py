@@ -92,9 +92,13 @@ class AmqpServer:
         sock.close()
         log.info("Stopped listening (%s)", settings.name)
 
-    def connect(self, host: str, port: int, settings: ListenerSettings) -> AmqpConnection:
-        """Start an outgoing connection (non-blocking); raises OSError if it cannot start."""
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
+    def connect(self, host: str, port: int, settings: ListenerSettings,
+                resolved: Tuple[Any, ...] | None = None) -> AmqpConnection:
+        """Start an outgoing connection (non-blocking) to ``resolved`` (a getaddrinfo entry for
+        host:port; looked up here, blocking, when not given); raises OSError if it cannot start."""
+        if resolved is None:
+            resolved = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
+        family, kind, proto, _, address = resolved
         sock = socket.socket(family, kind, proto)
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
