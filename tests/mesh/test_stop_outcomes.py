@@ -10,11 +10,23 @@ closed connections in opening order, and the sender's went first)."""
 
 from __future__ import annotations
 
+from typing import List
+
 from tests.mesh.conftest import MeshFactory
+from tests.mesh.meshproc import Mesh
 from tests.mesh.traffic import wait_received, wait_remote
-from tests.router.amqpclient import Net, msg
+from tests.router.amqpclient import Net, SenderLink, msg
 
 PAIR = [("B", "A", 1)]
+
+
+def _stop_b_and_expect_modified(mesh: Mesh, net: Net, snd: SenderLink, tags: List[str]) -> None:
+    """SIGTERM router B (the sender's): every delivery comes back modified, delivery-failed."""
+    mesh.drop_clients("B")
+    assert mesh["B"].terminate() == 0
+    net.pump(1.0)
+    assert {snd.outcomes[t].name for t in tags if t in snd.outcomes} == {"modified"}, snd.outcomes
+    assert all(t in snd.outcomes and snd.outcomes[t].failed for t in tags), snd.outcomes
 
 
 def test_forwarded_unsettled_deliveries_come_back_to_the_sender_when_its_router_stops(
@@ -26,11 +38,7 @@ def test_forwarded_unsettled_deliveries_come_back_to_the_sender_when_its_router_
     snd = net.connect(mesh["B"].url).sender(addr)
     tags = [snd.send(msg(f"m{i}")) for i in range(5)]
     wait_received(net, [rcv], 5)
-    mesh.drop_clients("B")
-    assert mesh["B"].terminate() == 0
-    net.pump(1.0)
-    assert {snd.outcomes[t].name for t in tags if t in snd.outcomes} == {"modified"}, snd.outcomes
-    assert all(t in snd.outcomes and snd.outcomes[t].failed for t in tags), snd.outcomes
+    _stop_b_and_expect_modified(mesh, net, snd, tags)
 
 
 def test_queued_deliveries_come_back_to_the_sender_when_its_router_stops(
@@ -43,11 +51,7 @@ def test_queued_deliveries_come_back_to_the_sender_when_its_router_stops(
     tags = [snd.send(msg(f"m{i}")) for i in range(5)]
     wait_received(net, [rcv], 1)
     net.pump(0.5)
-    mesh.drop_clients("B")
-    assert mesh["B"].terminate() == 0
-    net.pump(1.0)
-    assert {snd.outcomes[t].name for t in tags if t in snd.outcomes} == {"modified"}, snd.outcomes
-    assert all(t in snd.outcomes and snd.outcomes[t].failed for t in tags), snd.outcomes
+    _stop_b_and_expect_modified(mesh, net, snd, tags)
 
 
 def test_outcomes_also_when_the_sender_connected_before_the_inter_router_link(
@@ -63,8 +67,4 @@ def test_outcomes_also_when_the_sender_connected_before_the_inter_router_link(
     snd = snd_client.sender(addr)
     tags = [snd.send(msg(f"m{i}")) for i in range(5)]
     wait_received(net, [rcv], 5)
-    mesh.drop_clients("B")
-    assert mesh["B"].terminate() == 0
-    net.pump(1.0)
-    assert {snd.outcomes[t].name for t in tags if t in snd.outcomes} == {"modified"}, snd.outcomes
-    assert all(t in snd.outcomes and snd.outcomes[t].failed for t in tags), snd.outcomes
+    _stop_b_and_expect_modified(mesh, net, snd, tags)
