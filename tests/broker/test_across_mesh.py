@@ -5,7 +5,6 @@ broker going away and coming back."""
 
 from __future__ import annotations
 
-import time
 from typing import Any, Dict, List, Tuple
 
 import pytest
@@ -14,6 +13,7 @@ from tests.mesh.conftest import mesh_factory as mesh_factory  # fixture line_fac
 from tests.mesh.meshproc import Mesh
 from tests.mesh_linkroute.conftest import LineFactory
 from tests.mesh_linkroute.conftest import line_factory as line_factory  # the fixture
+from tests.mesh_linkroute.routable import wait_routable
 from tests.router.amqpclient import Net, msg, send_and_settle
 
 from .rabbit import RabbitBroker
@@ -39,17 +39,10 @@ def _line(line_factory: LineFactory, broker: RabbitBroker, c_extra: str, everywh
 
 
 def _routable(mesh: Mesh, net: Net, address: str, timeout: float = 20.0) -> None:
-    client = net.connect(mesh["A"].url)
-    deadline = time.monotonic() + timeout
-    while True:
-        probe = client.receiver(address, credit=0)
-        ok = probe.remote_opened and not probe.remote_closed
-        probe.close()
-        if ok:
-            client.close()
-            return
-        assert time.monotonic() < deadline, f"{address} never link-routable at A"
-        net.pump(0.5)
+    """Attaches at A for ``address`` are link-routed, both ways (a router that has not heard
+    of the route yet would accept them as ordinary message-routed links)."""
+    wait_routable(mesh, net, "A", address, timeout=timeout)
+    wait_routable(mesh, net, "A", address, receiving=True, timeout=timeout)
 
 
 def _remote_phase(mesh: Mesh, router: str, phase: str) -> Dict[str, Any] | None:

@@ -11,39 +11,14 @@ from typing import Any, Dict
 from proton import Delivery
 
 from tests.linkroute.lrutil import NO_ROUTE, both_ways, connector
-from tests.mesh.meshproc import Mesh
 from tests.router.amqpclient import Net, msg
 from tests.router.routerproc import Router, RouterFactory
 
 from .conftest import LineFactory
+from .routable import wait_routable
 
 # The link-routing decisions in the container's log, for when a test fails.
 CORE_DEBUG = "log {\n    module: ROUTER_CORE\n    enable: debug+\n}\n"
-LINK_TYPE = "org.apache.qpid.dispatch.router.link"
-
-
-def wait_routable(mesh: Mesh, net: Net, router: str, address: str, receiving: bool = False,
-                  timeout: float = 15.0) -> None:
-    """Until an attach at ``router`` for ``address`` (a receiver's if ``receiving``, else a
-    sender's) is link-routed: the destination's advertisement has crossed the mesh. A router
-    that has not heard of the route yet accepts the attach as an ordinary message-routed link,
-    so the probe must show in its ``router.link`` rows as a routed link (owningAddr C/D...)."""
-    deadline = time.monotonic() + timeout
-    client = net.connect(mesh[router].url)
-    prefix = "D" if receiving else "C"
-    while True:
-        probe = client.receiver(address, credit=0) if receiving else client.sender(address)
-        name = probe.link.name
-        routed = probe.remote_opened and not probe.remote_closed and any(
-            row.get("linkName") == name and str(row.get("owningAddr") or "").startswith(prefix)
-            for row in mesh.mgmt(router).query(LINK_TYPE))
-        probe.close()
-        if routed:
-            return
-        assert time.monotonic() < deadline, f"{address} never became link-routable at {router}"
-        net.pump(0.3)
-
-
 def test_sender_at_a_reaches_container_behind_c_with_outcomes(
         line_factory: LineFactory, router_factory: RouterFactory, net: Net) -> None:
     container: Router = router_factory(router_id="X", extra_config=CORE_DEBUG)
