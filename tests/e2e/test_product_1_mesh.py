@@ -35,7 +35,7 @@ from .product import (
     run,
     status_summary,
 )
-from .traffic import cross_mesh, inter_router_peers, link_routes, router_ids_known
+from .traffic import cross_mesh, entity_rows, inter_router_peers, link_routes, router_ids_known
 
 ROUTERS = [f"{MESH}-{i}" for i in range(SIZE)]
 
@@ -69,6 +69,25 @@ def test_messages_cross_the_mesh(mesh: MeshState, e2e_kubeconfig: Path, timing: 
         for router, url in urls.items():
             known = router_ids_known(url)
             assert set(ROUTERS) - {router} <= set(known), f"{router} knows only {known}"
+
+
+def test_inter_router_connections_use_mutual_tls(mesh: MeshState, e2e_kubeconfig: Path) -> None:
+    """The default (spec.interRouter.tls.mode Managed): every inter-router connection is
+    encrypted, and the accepting router authenticated the connecting one by its certificate
+    (SASL EXTERNAL)."""
+    mesh.require_ready()
+    accepted = 0
+    with port_forwards(e2e_kubeconfig, mesh.namespace, ROUTERS) as urls:
+        for router, url in urls.items():
+            rows = [r for r in entity_rows(url, "org.apache.qpid.dispatch.connection")
+                    if r.get("role") == "inter-router" and r.get("opened")]
+            assert len(rows) == len(ROUTERS) - 1, (router, rows)
+            for row in rows:
+                assert row.get("isEncrypted") and row.get("sslProto"), (router, row)
+                if row.get("dir") == "in":
+                    accepted += 1
+                    assert row.get("isAuthenticated") and row.get("sasl") == "EXTERNAL", (router, row)
+    assert accepted == len(ROUTERS) * (len(ROUTERS) - 1) // 2, "each link accepted at one end"
 
 
 def test_link_route_live_on_every_router_without_restarts(
