@@ -22,7 +22,7 @@ log() { echo "setup helm-tools: $*" >&2; }
 # -- Debian packages --------------------------------------------------------------------------
 missing=()
 for pkg in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+    grep -q "install ok installed" <<<"$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" || missing+=("$pkg")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
@@ -43,7 +43,7 @@ fi
 # -- helm and kubeconform -----------------------------------------------------------------------
 $SUDO mkdir -p "$TOOLS/bin"
 export GOBIN=$TOOLS/bin
-if ! "$GOBIN/helm" version --short 2>/dev/null | grep -q "^${HELM_VERSION}"; then
+if ! grep -q "^${HELM_VERSION}" <<<"$("$GOBIN/helm" version --short 2>/dev/null)"; then
     log "go install helm $HELM_VERSION"
     go install -trimpath -ldflags "-s -w \
         -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION \
@@ -53,7 +53,7 @@ if ! "$GOBIN/helm" version --short 2>/dev/null | grep -q "^${HELM_VERSION}"; the
         -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$HELM_K8S_MINOR" \
         "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 fi
-if ! "$GOBIN/kubeconform" -v 2>/dev/null | grep -q "^${KUBECONFORM_VERSION}"; then
+if ! grep -q "^${KUBECONFORM_VERSION}" <<<"$("$GOBIN/kubeconform" -v 2>/dev/null)"; then
     log "go install kubeconform $KUBECONFORM_VERSION"
     go install -trimpath -ldflags "-s -w -X main.version=$KUBECONFORM_VERSION" \
         "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION"

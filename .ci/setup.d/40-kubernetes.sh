@@ -10,7 +10,7 @@ PACKAGES=(containerd runc containernetworking-plugins iptables conntrack iproute
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+    grep -q "install ok installed" <<<"$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" || missing+=("$pkg")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
     SUDO=""

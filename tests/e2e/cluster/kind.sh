@@ -48,7 +48,7 @@ up() {
     command -v docker >/dev/null && docker info >/dev/null 2>&1 || { log "kind needs a running Docker engine"; exit 1; }
     kind=$(kind_bin)
     mkdir -p "$STATE"
-    if ! "$kind" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
+    if ! grep -qx "$CLUSTER" <<<"$("$kind" get clusters 2>/dev/null)"; then
         # QDMESH_KIND_NODE_IMAGE picks a Kubernetes version (kindest/node:v1.36.x); kind's default otherwise.
         "$kind" create cluster --name "$CLUSTER" --wait 120s ${QDMESH_KIND_NODE_IMAGE:+--image "$QDMESH_KIND_NODE_IMAGE"}
     fi

@@ -116,7 +116,8 @@ setup_network() {
         # No dummy netdev on these machines: a bridge without ports carries the node address.
         ip link add "$NODE_BRIDGE" type bridge
     fi
-    ip addr show dev "$NODE_BRIDGE" | grep -q "inet $NODE_IP/" || ip addr add "$NODE_IP/24" dev "$NODE_BRIDGE"
+    # (grep on a captured string: with pipefail, `ip ... | grep -q` fails when grep quits early.)
+    grep -q "inet $NODE_IP/" <<<"$(ip addr show dev "$NODE_BRIDGE")" || ip addr add "$NODE_IP/24" dev "$NODE_BRIDGE"
     ip link set "$NODE_BRIDGE" up
     sysctl -qw net.ipv4.ip_forward=1
     # Service traffic between pods on one bridge must pass the host's iptables.
@@ -261,7 +262,7 @@ drain_pods() {
 remove_stale_netns() {
     local ns prefix=${POD_CIDR%.*}.
     for ns in $(ls /var/run/netns 2>/dev/null | grep '^cni-' || true); do
-        if ip netns exec "$ns" ip -o -4 addr show 2>/dev/null | grep -qF "inet $prefix"; then
+        if grep -qF "inet $prefix" <<<"$(ip netns exec "$ns" ip -o -4 addr show 2>/dev/null)"; then
             ip netns delete "$ns" 2>/dev/null || true
         fi
     done
