@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Set
+from typing import Any, Dict, List, Set, Tuple
 
 from .kube import eventually
 from .mesh_fixtures import MESH, MeshState, Timing, mesh_whole
@@ -16,31 +16,26 @@ from .product import patch_resource, port_forwards, read_resource, router_pods, 
 from .traffic import cross_mesh
 
 
-def _in_replacement(core: Any, namespace: str, names: List[str], before: Dict[str, str]) -> List[str]:
-    """Routers the roll has taken down and not yet brought back: pod missing, terminating, or
-    replaced and not Ready yet. (A router not being replaced that fails one readiness probe
-    is not the roll's doing, and is reported separately.)"""
+def _roll_state(core: Any, namespace: str, names: List[str],
+                before: Dict[str, str]) -> Tuple[List[str], List[str]]:
+    """From one listing of the router pods: (routers the roll has taken down and not yet
+    brought back: pod missing, terminating, or replaced and not Ready yet; routers not being
+    replaced that are not Ready, which is not the roll's doing and is reported separately)."""
     pods = {p.metadata.name: p for p in
             core.list_namespaced_pod(namespace, label_selector=f"qdmesh.io/mesh={MESH}").items}
-    out = []
+    in_replacement: List[str] = []
+    unready_untouched: List[str] = []
     for name in names:
         pod = pods.get(name)
         if pod is None or pod.metadata.deletion_timestamp is not None:
-            out.append(name)
-        elif pod.metadata.uid != before[name] and not _ready(pod):
-            out.append(name)
-    return out
+            in_replacement.append(name)
+        elif not _ready(pod):
+            (in_replacement if pod.metadata.uid != before[name] else unready_untouched).append(name)
+    return in_replacement, unready_untouched
 
 
 def _ready(pod: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
-
-
-def _unready_untouched(core: Any, namespace: str, names: List[str], before: Dict[str, str]) -> List[str]:
-    pods = {p.metadata.name: p for p in
-            core.list_namespaced_pod(namespace, label_selector=f"qdmesh.io/mesh={MESH}").items}
-    return [n for n in names if n in pods and pods[n].metadata.uid == before[n]
-            and pods[n].metadata.deletion_timestamp is None and not _ready(pods[n])]
 
 
 def test_pod_settings_change_rolls_routers_one_at_a_time(
@@ -65,8 +60,9 @@ def test_pod_settings_change_rolls_routers_one_at_a_time(
             pod = pods.get(name)
             if pod is not None and pod.uid != before[name] and name not in replaced_order:
                 replaced_order.append(name)
-        most_down = max(most_down, len(_in_replacement(core, ns, names, before)))
-        flapped.update(_unready_untouched(core, ns, names, before))
+        in_replacement, unready_untouched = _roll_state(core, ns, names, before)
+        most_down = max(most_down, len(in_replacement))
+        flapped.update(unready_untouched)
         return len(replaced_order) == len(names) and mesh_whole(k8s, ns, len(names), history, started)
 
     eventually(rolled, 420, "every router replaced and the mesh whole again", interval=0.5,
