@@ -16,6 +16,7 @@ from kubernetes.client.rest import ApiException
 from . import contract, status
 from .apply.kube import KubeApi
 from .apply.management import ClientPool, RouterOutcome, sync_mesh
+from .model import topology
 from .model.desired import MeshState, mesh_state
 from .model.errors import SpecError
 from .model.mesh import MeshSpec, parse_mesh
@@ -149,7 +150,7 @@ class MeshReconciler:
             ready_pods = sorted(name for name, pod in pods.items() if pod.ready)
             state.manage_inter_router = overrides() is None
             outcomes = sync_mesh(state, self.urls(mesh, ready_pods), self.pool)
-            converged = _converged(mesh, outcomes)
+            converged = mesh_converged(mesh, outcomes)
             sts_obj = objects[-1]
             partition, rolling = next_partition(mesh.size, sts_obj["metadata"]["annotations"][TEMPLATE_HASH],
                                                 live_sts, list(pods.values()), converged)
@@ -268,15 +269,16 @@ class MeshReconciler:
         else:
             verdict = Verdict.ready(f"{mesh.size} routers ready, configuration live on every router")
         previous = body.get("status") or {}
-        converged = _converged(mesh, outcomes)
+        converged = mesh_converged(mesh, outcomes)
         new = status.status_of(verdict, generation, previous, routers=int(sts.get("replicas") or 0),
                                readyRouters=ready_replicas,
                                selector=f"qdmesh.io/mesh={mesh.name}", image=mesh.image,
                                configHash=restart_hash, routerStatus=routers)
         new["conditions"].append(status.condition(
             status.MESH_CONVERGED, converged, "AllRoutersSeeEachOther" if converged else "NotConverged",
-            f"every router reaches the other {mesh.size - 1}" if converged else
-            "not every router reaches every other router yet", generation, previous.get("conditions") or []))
+            f"every router reaches the other {mesh.size - 1}, each over its own links" if converged
+            else "not every router reaches every other router over its own links yet", generation,
+            previous.get("conditions") or []))
         report.statuses[(contract.MESH_PLURAL, mesh.name)] = new
 
     def _routing_statuses(self, report: Report, mesh: MeshSpec, state: MeshState,
@@ -365,10 +367,24 @@ class MeshReconciler:
                                            f"{rid}: {failure.error}"))
 
 
-def _converged(mesh: MeshSpec, outcomes: Mapping[str, RouterOutcome]) -> bool:
-    """Every router answers and reaches every other router."""
-    return len(outcomes) == mesh.size and all(
-        o.reachable and int(o.router.get("nodeCount") or 0) == mesh.size - 1 for o in outcomes.values())
+def mesh_converged(mesh: MeshSpec, outcomes: Mapping[str, RouterOutcome]) -> bool:
+    """Every router answers, reaches every other router, and has every inter-router link the
+    topology gives it.  Reaching all routers is not enough: a replaced router's links come
+    back one connector retry at a time, and until they do its peers may be reached only
+    through the next router to restart, which would cut the mesh when that one goes."""
+    if len(outcomes) != mesh.size:
+        return False
+    ids = mesh.router_ids()
+    pairs = topology.edges(mesh.topology, mesh.size, mesh.degree)
+    for ordinal, rid in enumerate(ids):
+        outcome = outcomes.get(rid)
+        if outcome is None or not outcome.reachable:
+            return False
+        if int(outcome.router.get("nodeCount") or 0) != mesh.size - 1:
+            return False
+        if not {ids[n] for n in topology.neighbours(pairs, ordinal)} <= set(outcome.direct_peers):
+            return False
+    return True
 
 
 def _api_reason(e: ApiException) -> str:

@@ -3,8 +3,8 @@
 The StatefulSet's RollingUpdate ``partition`` is the operator's gate: when the pod template
 changes (image, pod settings, settings that need a restart), the partition is set so that only
 the highest router restarts; the next one is released only once every restarted router is
-ready on the new revision AND every router reaches every other router again (read through
-management).  Pure: decides from what the reconciler read."""
+ready on the new revision AND every router reaches every other router again over its own
+inter-router links (read through management).  Pure: decides from what the reconciler read."""
 
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ from ..model.entities import LIVE_TYPES, LONG_TYPE, Entity
 from ..plan import CREATE, DELETE, UPDATE, Op, plan
 
 ROUTER_TYPE = "org.apache.qpid.dispatch.router"
+NODE_TYPE = "org.apache.qpid.dispatch.router.node"
 ClientFactory = Callable[[str], ManagementClient]
 
 
@@ -82,6 +83,9 @@ class RouterOutcome:
     live: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
     #: The router's own row (nodeCount, connectionCount, addrCount...).
     router: Dict[str, Any] = field(default_factory=dict)
+    #: Routers this one reaches over its own inter-router link (router.node rows with no next
+    #: hop: qdrouterd's way of saying "a neighbour").
+    direct_peers: List[str] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -160,6 +164,8 @@ def _sync_once(client: ManagementClient, outcome: RouterOutcome, desired: Sequen
     outcome.live = {**live, **{t: client.query(LONG_TYPE[t]) for t in touched}}
     rows = client.query(ROUTER_TYPE)
     outcome.router = rows[0] if rows else {}
+    outcome.direct_peers = sorted(str(n.get("id")) for n in client.query(NODE_TYPE)
+                                  if n.get("id") and not n.get("nextHop"))
 
 
 def sync_mesh(state: MeshState, urls: Mapping[str, str], pool: ClientPool | None = None,
