@@ -11,14 +11,20 @@ from typing import Any, Callable, Dict, Hashable, List, Set
 
 from proton import Message
 
+from .amqp.control_wire import encode_control
 from .amqp.proton_ffi import ffi, lib
 from .amqp.server import AmqpServer
-from .core.address_table import AddressTable
+from .core.address_table import BALANCED, CLOSEST, MULTICAST, AddressTable
 from .core.link_route_table import LinkRouteTable
 from .core.links import CONTROL, DATA, CoreLink
 from .core.mesh_routes import MeshRoutes
 from .protocol.engine import Outbound, RoutingEngine, RoutingEvent
-from .protocol.mobile import LINK_ROUTE_KEY_PREFIXES
+from .protocol.mobile import (
+    LINK_ROUTE_KEY_PREFIXES,
+    TREATMENT_ANYCAST_BALANCED,
+    TREATMENT_ANYCAST_CLOSEST,
+    TREATMENT_MULTICAST_ONCE,
+)
 
 log = logging.getLogger("qdrouter.ROUTER_HELLO")
 # Every control message in and out (except HELLO), at debug: `log { module: ROUTER_LS enable: debug+ }`.
@@ -26,6 +32,9 @@ ls_log = logging.getLogger("qdrouter.ROUTER_LS")
 TICK_S = 0.25
 TRACE_KEY = "x-opt-qd.trace"
 INGRESS_KEY = "x-opt-qd.ingress"
+# Upstream's treatment codes for the distributions (qd_address_treatment_t).
+TREATMENT_HINTS = {MULTICAST: TREATMENT_MULTICAST_ONCE, CLOSEST: TREATMENT_ANYCAST_CLOSEST,
+                   BALANCED: TREATMENT_ANYCAST_BALANCED}
 
 
 class Peer:
@@ -170,8 +179,7 @@ class MeshNode:
             if out.opcode != "HELLO" and ls_log.isEnabledFor(logging.DEBUG):
                 ls_log.debug("SENT %s to %s via %s: %s", out.opcode, out.address, out.via, out.body)
             annotations = {INGRESS_KEY: self._trace_id, TRACE_KEY: [self._trace_id]}
-            encoded = bytes(Message(address=out.address, properties=out.application_properties,
-                                    annotations=annotations, body=out.body).encode())
+            encoded = encode_control(out.address, out.opcode, out.body, annotations)
             if out.via is not None:
                 self._send_raw(out.via, encoded)
                 continue
@@ -234,7 +242,12 @@ class MeshNode:
 
     def _local_address(self, key: str, added: bool) -> None:
         if added:
-            self.engine.local_address_added(key)
+            # The MAU's hint is the address's treatment, as qdrouterd sends it: a router
+            # without a prefix for the address treats it as hinted.
+            address = self.table.find(key)
+            distribution = address.distribution if address is not None else self.table.distribution_for(key)
+            hint = TREATMENT_HINTS.get(distribution, TREATMENT_ANYCAST_BALANCED)
+            self.engine.local_address_added(key, hint)
         else:
             self.engine.local_address_removed(key)
 
