@@ -50,7 +50,7 @@ case "$engine" in
         bash "$(dirname "$0")/start-dockerd.sh" "$cache"
         image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
         pull() { docker pull -q "$1" >/dev/null 2>&1; }
-        import_rootfs() { docker import - "$1" >/dev/null; }
+        import_rootfs() { docker import "$2" "$1" >/dev/null; }  # import_rootfs TAG TARFILE
         build() {  # build TAG CONTAINERFILE
             # Host network: RUN steps reach Debian's mirror like the host does.
             docker build --network host -q -t "$1" -f "$2" --build-arg "BASE_IMAGE=$base" \
@@ -62,19 +62,25 @@ case "$engine" in
     buildah)
         image_exists() { buildah inspect --type image "$1" >/dev/null 2>&1; }
         pull() { buildah pull -q "$1" >/dev/null 2>&1; }
-        import_rootfs() {
+        import_rootfs() {  # import_rootfs TAG TARFILE (buildah add unpacks a local tar archive)
             local c; c=$(buildah from scratch)
-            buildah add "$c" - / >/dev/null   # reads the tar from stdin
+            buildah add --quiet "$c" "$2" / >/dev/null
             buildah commit -q "$c" "$1" >/dev/null; buildah rm "$c" >/dev/null
         }
         build() {
             buildah bud --network host -q -t "$1" -f "$2" --build-arg "BASE_IMAGE=$base" \
                 --build-arg "QDMESH_VERSION=$version" "$context" >/dev/null
         }
-        run_in() { podman run --rm --network none --entrypoint "$2" "$1" "${@:3}"; }
+        run_in() {  # run_in IMAGE COMMAND ARGS... in a throwaway working container (no podman needed)
+            local c rc=0; c=$(buildah from -q "$1")
+            buildah run --network none "$c" -- "${@:2}" || rc=$?
+            buildah rm "$c" >/dev/null
+            return $rc
+        }
         save_image() { buildah push -q "$1" "docker-archive:$2:$1"; }
         ;;
-    *) log "neither docker nor buildah found (apt-get install docker.io, or buildah)"; exit 1 ;;
+    "") log "neither docker nor buildah found (apt-get install docker.io, or buildah)"; exit 1 ;;
+    *) log "unknown --engine: $engine (docker or buildah)"; exit 2 ;;
 esac
 
 # -- base image ----------------------------------------------------------------------------------
@@ -93,7 +99,7 @@ make_debootstrap_base() {
         tar -C "$dir" --numeric-owner -cf "$rootfs_tar.tmp" . && mv "$rootfs_tar.tmp" "$rootfs_tar"
         rm -rf "$dir"
     fi
-    import_rootfs "$tag" <"$rootfs_tar"
+    import_rootfs "$tag" "$rootfs_tar"
     base=$tag
 }
 if [ -z "$base" ]; then
