@@ -23,8 +23,8 @@ from .model.mesh import MeshSpec, parse_mesh
 from .model.routing import PARSERS, RoutingSpec
 from .plan import CREATE
 from .render.conf import RenderError, render_all
-from .render.manifests import mesh_objects, owner_reference
-from .rolling import HELD, TEMPLATE_HASH, next_partition
+from .render.manifests import CERT_ANNOTATION, mesh_objects, owner_reference
+from .rolling import HELD, TEMPLATE_HASH, next_partition, rolled_out_annotation
 from .router_urls import overrides, router_urls
 from .status import Verdict
 from .tls.certs import CertificateError
@@ -193,10 +193,12 @@ class MeshReconciler:
 
     def _managed_tls(self, report: Report, body: Mapping[str, Any], mesh: MeshSpec) -> str | None:
         """Mode Managed: the CA and the routers' certificate in their Secrets (made once, renewed
-        near expiry); the certificate's fingerprint for the pod template."""
+        near expiry, the CA rotated in steps); the revision for the pod template."""
         if mesh.inter_router_tls.mode != "Managed":
             return None
-        managed = ensure_managed_tls(self.kube.core, mesh, owner_reference(body))
+        live = self.kube.stateful_set(mesh.namespace, mesh.name)
+        running = rolled_out_annotation(live, mesh.size, CERT_ANNOTATION)
+        managed = ensure_managed_tls(self.kube.core, mesh, owner_reference(body), running=running)
         report.events.extend(Event(ref(body), type_, reason, message)
                              for type_, reason, message in managed.events)
         return managed.revision

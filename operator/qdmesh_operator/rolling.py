@@ -50,3 +50,23 @@ def next_partition(size: int, new_hash: str, live: Mapping[str, Any] | None, pod
                              f"restarting router {current - 1}")
     waiting = "router restart" if not back else "the mesh to reconverge"
     return current, f"{HELD} at router {current}: waiting for {waiting}"
+
+
+def rolled_out_annotation(live: Mapping[str, Any] | None, size: int, annotation: str) -> str | None:
+    """The value of a pod-template annotation that every router runs with, or None while a
+    rollout is under way (or nothing runs yet): the StatefulSet has seen its latest spec, its
+    current revision is the update revision, and all ``size`` routers are updated and ready."""
+    if live is None:
+        return None
+    spec = live.get("spec") or {}
+    status = live.get("status") or {}
+    generation = (live.get("metadata") or {}).get("generation")
+    rolling = (spec.get("updateStrategy") or {}).get("rollingUpdate") or {}
+    revision = status.get("updateRevision")
+    if (status.get("observedGeneration") != generation or int(rolling.get("partition") or 0) != 0
+            or not revision or status.get("currentRevision") != revision
+            or min(int(status.get("updatedReplicas") or 0), int(status.get("readyReplicas") or 0)) < size):
+        return None
+    annotations = ((spec.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(annotation)
+    return str(value) if value is not None else None
