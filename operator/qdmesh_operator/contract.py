@@ -17,6 +17,7 @@ VHOST_PLURAL = "vhostpolicies"
 AMQP_PORT = 5672
 INTER_ROUTER_PORT = 55672
 HTTP_PORT = 8672
+CONSOLE_PORT = 8080  # the web console (spec.console), on its own pod
 
 MANAGER = "qdmesh-operator"
 CONFIG_DIR = "/etc/qdrouterd"
@@ -49,6 +50,29 @@ def labels(mesh: str) -> Dict[str, str]:
 
 def selector(mesh: str) -> Dict[str, str]:
     return {"qdmesh.io/mesh": mesh}
+
+
+def console(mesh: str) -> str:
+    """Deployment and Service of the mesh's web console (spec.console.enabled)."""
+    return f"{mesh}-console"
+
+
+def console_labels(mesh: str) -> Dict[str, str]:
+    """Labels of the console's objects and pod.  Not ``qdmesh.io/mesh``, nor the router's
+    ``app.kubernetes.io/name``: the router Services, the PodDisruptionBudget, the operator's pod
+    listing and the chart's PodMonitor select router pods by those, and must not pick the
+    console."""
+    return {
+        "app.kubernetes.io/name": "qdmesh-console",
+        "app.kubernetes.io/instance": mesh,
+        "app.kubernetes.io/component": "console",
+        "app.kubernetes.io/managed-by": MANAGER,
+        "qdmesh.io/console": mesh,
+    }
+
+
+def console_selector(mesh: str) -> Dict[str, str]:
+    return {"qdmesh.io/console": mesh}
 
 
 def headless_service(mesh: str) -> str:

@@ -145,6 +145,13 @@ class MeshReconciler:
                 kind = obj["kind"]
                 self.kube.apply(obj)
             kind = ""
+            if not mesh.console.enabled:
+                kind = "Deployment"
+                if self.kube.delete_console(namespace, mesh_name):
+                    report.events.append(Event(ref(body), "Normal", "ConsoleRemoved",
+                                               f"web console {contract.console(mesh_name)} removed "
+                                               "(spec.console.enabled is false)"))
+                kind = ""
             live_sts = self.kube.stateful_set(namespace, mesh_name)
             pods = self.kube.pods(namespace, mesh_name)
             ready_pods = sorted(name for name, pod in pods.items() if pod.ready)

@@ -470,3 +470,40 @@ def test_image_change_rolls_one_router_and_holds_until_it_is_back(kube: Cluster)
         e.reason == "RollingRestart" and "restarting router 2 first" in e.message
         for e in kube.events("rolly")
     )
+
+
+def test_console_is_created_when_enabled_and_removed_when_turned_off(kube: Cluster) -> None:
+    from kubernetes.client.rest import ApiException
+
+    mesh = kube.create("routermeshes", "RouterMesh", "viewed",
+                       {"size": 1, "image": "qdmesh/router:0.1.0", "console": {"enabled": True}})
+    deployment = eventually(lambda: kube.apps.read_namespaced_deployment("viewed-console", kube.ns),
+                            what="console Deployment")
+    service = kube.core.read_namespaced_service("viewed-console", kube.ns)
+    for obj in (deployment, service):
+        (ref,) = obj.metadata.owner_references
+        assert (ref.kind, ref.name, ref.uid) == ("RouterMesh", "viewed", mesh["metadata"]["uid"])
+    (container,) = deployment.spec.template.spec.containers
+    assert container.command[:4] == ["qdmesh", "console", "--router", f"viewed.{kube.ns}.svc:5672"]
+    assert container.image == "qdmesh/router:0.1.0"
+    assert service.spec.selector == {"qdmesh.io/console": "viewed"}
+    assert service.spec.ports[0].port == 8080
+    # The console pod is not a router: the routers' selector does not pick it.
+    assert "qdmesh.io/mesh" not in deployment.spec.template.metadata.labels
+
+    kube.patch_spec("routermeshes", "viewed", {"console": {"enabled": False}})
+
+    def removed() -> bool:
+        for read in (kube.apps.read_namespaced_deployment, kube.core.read_namespaced_service):
+            try:
+                read("viewed-console", kube.ns)
+                return False
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+        return True
+
+    eventually(removed, 30, "console Deployment and Service deleted")
+    eventually(lambda: any(e.reason == "ConsoleRemoved" for e in kube.events("viewed")), 10,
+               "ConsoleRemoved Event")
+    kube.core.read_namespaced_service("viewed", kube.ns)  # the routers' own Service stays

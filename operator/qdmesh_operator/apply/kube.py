@@ -39,6 +39,8 @@ class KubeApi:
             self.core.patch_namespaced_service(name, namespace, body, **options)
         elif kind == "StatefulSet":
             self.apps.patch_namespaced_stateful_set(name, namespace, body, **options)
+        elif kind == "Deployment":
+            self.apps.patch_namespaced_deployment(name, namespace, body, **options)
         elif kind == "PodDisruptionBudget":
             self.policy.patch_namespaced_pod_disruption_budget(name, namespace, body, **options)
         elif kind == "Certificate":
@@ -46,6 +48,20 @@ class KubeApi:
                                                        name, body, **options)
         else:
             raise ValueError(f"the operator does not apply {kind} objects")
+
+    def delete_console(self, namespace: str, mesh: str) -> bool:
+        """Remove the console of ``mesh`` (spec.console turned off); True if anything was there.
+        Called on every reconciliation of a mesh without a console, so absence is no error."""
+        name = contract.console(mesh)
+        removed = False
+        for delete in (self.apps.delete_namespaced_deployment, self.core.delete_namespaced_service):
+            try:
+                delete(name, namespace)
+                removed = True
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+        return removed
 
     def stateful_set(self, namespace: str, name: str) -> Dict[str, Any] | None:
         """The StatefulSet as plain data (camelCase keys), or None."""

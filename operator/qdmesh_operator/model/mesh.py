@@ -116,6 +116,14 @@ class PodSettings:
 
 
 @dataclass
+class ConsoleSettings:
+    """spec.console: the mesh's web console (``qdmesh console``) in a pod of its own."""
+    enabled: bool = False
+    interval: int = 2
+    resources: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class MeshSpec:
     name: str
     namespace: str
@@ -130,6 +138,7 @@ class MeshSpec:
     addresses: List[AddressSpec] = field(default_factory=list)
     policy: PolicySpec | None = None
     pod: PodSettings = field(default_factory=PodSettings)
+    console: ConsoleSettings = field(default_factory=ConsoleSettings)
 
     def router_ids(self) -> List[str]:
         return [contract.router_id(self.name, i) for i in range(self.size)]
@@ -189,6 +198,11 @@ def parse_mesh(name: str, namespace: str, spec: Mapping[str, Any]) -> MeshSpec:
     for key in contract.labels(name):
         if key in mesh.pod.labels:
             raise SpecError(f"spec.pod.labels.{key}", "is set by the operator and cannot be overridden")
+    console = f.sub("console")
+    mesh.console = ConsoleSettings(
+        enabled=bool(console.boolean("enabled", False)),
+        interval=console.need_integer("intervalSeconds", default=2, minimum=1, maximum=60),
+        resources=console.mapping("resources"))
     return mesh
 
 

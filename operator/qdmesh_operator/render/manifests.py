@@ -162,6 +162,40 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, partition: int = 
                                   "spec": pod_spec}}}
 
 
+def console_objects(mesh: MeshSpec, owner: Dict[str, Any] | None) -> List[Dict[str, Any]]:
+    """spec.console: a Deployment running ``qdmesh console`` (from the router image, which has
+    the command) against the mesh's client Service, and a ClusterIP Service ``M-console`` for it.
+    The console finds every router through the one it reaches; it only reads management."""
+    name = contract.console(mesh.name)
+    labels = contract.console_labels(mesh.name)
+    meta: Dict[str, Any] = {"name": name, "namespace": mesh.namespace, "labels": labels}
+    if owner is not None:
+        meta["ownerReferences"] = [owner]
+    entry = f"{mesh.name}.{mesh.namespace}.svc:{contract.AMQP_PORT}"
+    container: Dict[str, Any] = {
+        "name": "console", "image": mesh.image, "imagePullPolicy": "IfNotPresent",
+        "command": ["qdmesh", "console", "--router", entry, "--host", "0.0.0.0",
+                    "--port", str(contract.CONSOLE_PORT), "--interval", str(mesh.console.interval)],
+        "ports": [{"name": "http", "containerPort": contract.CONSOLE_PORT}],
+        "readinessProbe": {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 5},
+        "livenessProbe": {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 10,
+                          "failureThreshold": 6},
+        "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True,
+                            "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+    }
+    if mesh.console.resources:
+        container["resources"] = mesh.console.resources
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+                  "spec": {"replicas": 1, "selector": {"matchLabels": contract.console_selector(mesh.name)},
+                           "template": {"metadata": {"labels": dict(labels)},
+                                        "spec": {"containers": [container], "enableServiceLinks": False}}}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": dict(meta),
+               "spec": {"type": "ClusterIP", "selector": contract.console_selector(mesh.name),
+                        "ports": [{"name": "http", "port": contract.CONSOLE_PORT, "targetPort": "http",
+                                   "protocol": "TCP"}]}}
+    return [deployment, service]
+
+
 def with_template_hash(sts: Dict[str, Any]) -> Dict[str, Any]:
     """The StatefulSet with the hash of its pod template in an annotation (how the operator
     notices, later, that the template changed and a rolling restart is due)."""
@@ -180,5 +214,7 @@ def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], owner: Dict[str, Any] | 
     cert = certificate(mesh, owner)
     if cert is not None:
         objects.append(cert)
+    if mesh.console.enabled:
+        objects.extend(console_objects(mesh, owner))
     objects.append(with_template_hash(stateful_set(mesh, owner, cert_revision=cert_revision)))
     return objects
