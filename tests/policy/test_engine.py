@@ -99,6 +99,8 @@ def test_remote_hosts_at_open(hosts: str, remote: str, allowed: bool) -> None:
      "maxConnectionsPerUser (2) reached for user 'u1'"),
     ({"maxConnectionsPerHost": 2}, [("u1", "h1"), ("u2", "h1")],
      "maxConnectionsPerHost (2) reached for host 'h1'"),
+    ({"maxConnectionsPerRemoteHost": 2}, [("u1", "h1"), ("u2", "h1")],  # the book's name
+     "maxConnectionsPerHost (2) reached for host 'h1'"),
 ])
 def test_vhost_connection_limits(limits: Dict[str, int], opens: list, message: str) -> None:
     vhost = group_vhost(remoteHosts="*")
@@ -220,6 +222,7 @@ def test_user_id_proxy(proxy: bool, user_id: bytes | None, allowed: bool) -> Non
         assert decision is None
     else:
         denied(decision, UNAUTHORIZED, "user_id 'u2' is not the authenticated user 'u1'")
+    assert engine.stats["v"].row()["userIdDenied"] == (0 if allowed else 1)
 
 
 def test_no_per_message_work_without_limits() -> None:

@@ -5,6 +5,8 @@ vhostStats/policy entities."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from qdrouter.tools.management_client import ManagementClient, ManagementError
 from tests.policy.harness import PolicyRouter, login, refusal, users
 from tests.policy.test_enforcement import ADMIN_VHOST
 from tests.router.amqpclient import Net
-from tests.router.routerproc import run_qdrouter
+from tests.router.routerproc import Router, router_env, run_qdrouter
 
 NEW_VHOST = {"hostname": "new.example", "maxConnectionsPerUser": 3,
              "groups": {"g": {"users": "u1", "remoteHosts": "*", "sources": "*", "targets": "*"}}}
@@ -88,3 +90,52 @@ def test_bad_policy_dir_file_stops_start_up_naming_the_file(tmp_path: Path) -> N
     assert result.returncode != 0
     assert "maxConnections: expected an integer" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def qdmanage_as(router: Router, user: str, *args: str) -> subprocess.CompletedProcess:
+    """The real qdmanage command, logging in as ``user`` with PLAIN (its URL names vhost 127.0.0.1)."""
+    return subprocess.run([sys.executable, "-m", "qdrouter.tools.qdmanage", "-b", f"127.0.0.1:{router.port}",
+                           "--sasl-mechanisms", "PLAIN", "--sasl-username", user, "--sasl-password",
+                           f"pw-{user}", *args], capture_output=True, text=True, timeout=30,
+                          env=router_env(), stdin=subprocess.DEVNULL)
+
+
+def test_management_is_restricted_by_policy(policy_router: PolicyRouter) -> None:
+    """$management is a target like any other: qdmanage works for the group whose targets allow
+    it and is refused, with the rule named, for the group whose targets do not."""
+    body = """
+policy {
+    enableVhostPolicy: true
+}
+vhost {
+    hostname: 127.0.0.1
+    groups: {
+        ops: {
+            users: ops-1
+            remoteHosts: *
+            sources: *
+            targets: $management, app.*
+            allowDynamicSource: true
+        },
+        apps: {
+            users: app-1
+            remoteHosts: *
+            sources: *
+            targets: app.*
+            allowDynamicSource: true
+        }
+    }
+}
+"""
+    router = policy_router(body, users=users("ops-1", "app-1"))
+    allowed = qdmanage_as(router, "ops-1", "query", "--type=vhost")
+    assert allowed.returncode == 0, allowed.stderr
+    assert [row["hostname"] for row in json.loads(allowed.stdout)] == ["127.0.0.1"]
+    refused = qdmanage_as(router, "app-1", "query", "--type=vhost")
+    assert refused.returncode != 0
+    assert "targets do not allow '$management'" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    # The refusal is counted as a denied sender of the vhost (seen by the allowed operator).
+    stats = qdmanage_as(router, "ops-1", "query", "--type=vhostStats")
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)[0]["senderDenied"] == 1

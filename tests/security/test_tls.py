@@ -210,6 +210,26 @@ def test_protocols_limit_tls_versions(policy_router: PolicyRouter, pki: Pki) -> 
     assert not handshake("-tls1_2")
 
 
+
+def test_ciphers_limit_what_is_negotiated(policy_router: PolicyRouter, net: Net, pki: Pki) -> None:
+    require(shutil.which("openssl") is not None, "the openssl command")
+    chosen, other = "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-AES256-GCM-SHA384"
+    # ciphers governs TLS 1.2 and below (TLS 1.3 suites are not OpenSSL cipher-list names).
+    router = policy_router(profile("tls", pki.server, None, protocols="TLSv1.2", ciphers=chosen),
+                           listener={"sslProfile": "tls", "requireSsl": "true"}, extra_listeners=ADMIN)
+
+    def negotiated(cipher: str) -> bool:
+        result = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{router.port}", "-tls1_2",
+                                 "-cipher", cipher, "-CAfile", str(pki.ca.cert)],
+                                input=b"", capture_output=True, timeout=20)
+        return f"Cipher is {cipher}".encode() in result.stdout
+
+    assert negotiated(chosen)
+    assert not negotiated(other)
+    # A proton client offering its defaults gets the one cipher allowed, as management reports.
+    assert login(net, tls_url(router), ssl_domain=client_tls(pki)).alive
+    assert [row["sslCipher"] for row in rows(router) if row["ssl"]] == [chosen]
+
 def connectors(router: Router) -> Dict[str, tuple]:
     with ManagementClient(router.url) as client:
         return {row["name"]: (row["connectionStatus"], str(row["connectionMsg"]))

@@ -258,6 +258,8 @@ class PolicyEngine:
                                         f"({grant.max_message_size})")
         if user_id is not None and grant.check_user_id and user_id != grant.user.encode():
             self.totals.total_denials += 1
+            if grant.stats is not None:
+                grant.stats.user_id_denied += 1
             return Denial(UNAUTHORIZED, f"policy: user_id {user_id.decode('utf-8', 'replace')!r} is not the "
                                         f"authenticated user {grant.user!r} and allowUserIdProxy is false")
         return None

@@ -8,7 +8,8 @@ from typing import Any, Dict
 
 class VhostStats:
     __slots__ = ("connections_approved", "connections_denied", "hostname", "max_message_size_denied",
-                 "per_host", "per_user", "receiver_denied", "sender_denied", "session_denied")
+                 "per_host", "per_user", "receiver_denied", "sender_denied", "session_denied",
+                 "user_id_denied")
 
     def __init__(self, hostname: str) -> None:
         self.hostname = hostname
@@ -18,6 +19,7 @@ class VhostStats:
         self.sender_denied = 0
         self.receiver_denied = 0
         self.max_message_size_denied = 0
+        self.user_id_denied = 0
         self.per_user: Counter[str] = Counter()
         self.per_host: Counter[str] = Counter()
 
@@ -34,6 +36,7 @@ class VhostStats:
             "perHostState": {host: count for host, count in self.per_host.items() if count},
             "sessionDenied": self.session_denied, "senderDenied": self.sender_denied,
             "receiverDenied": self.receiver_denied, "maxMessageSizeDenied": self.max_message_size_denied,
+            "userIdDenied": self.user_id_denied,
         }
 
 

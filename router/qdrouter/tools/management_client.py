@@ -7,6 +7,7 @@ cannot be mistaken for the current one.  Every failure surfaces as a ManagementE
 
 from __future__ import annotations
 
+import ast
 import json
 import socket
 import uuid
@@ -151,8 +152,12 @@ class ManagementClient:
         if isinstance(exc, Timeout):
             return ManagementTimeout(f"timed out after {self.timeout:g}s {doing} at {self.host_port}")
         if isinstance(exc, LinkDetached):
-            return ManagementConnectionError(f"{self.address} at {self.host_port} refused the link: "
-                                             f"{_condition_text(exc.condition)}")
+            # exc.condition is only the condition's name, and the link's condition is gone once
+            # BlockingLink has closed it: the description (a policy refusal names the rule
+            # there) survives only in the exception's text.
+            description = _repr_description(str(exc)) if exc.condition else ""
+            reason = f"{exc.condition}: {description}" if description else _condition_text(exc.condition)
+            return ManagementConnectionError(f"{self.address} at {self.host_port} refused the link: {reason}")
         if isinstance(exc, (ConnectionException, ProtonException)):
             return ManagementConnectionError(f"connection to {self.host_port} failed: {_reason(exc)}")
         if isinstance(exc, Exception):
@@ -298,6 +303,21 @@ def _reason(exc: BaseException) -> str:
         return "authentication failed" + (f" ({_condition_tail(text)})" if _condition_tail(text) else "")
     tail = _condition_tail(text)
     return tail or text
+
+
+def _repr_description(text: str) -> str:
+    """The description inside a proton "Condition('name', 'description')" repr at the end of
+    ``text`` ('' when there is none or it cannot be read back)."""
+    start = text.rfind("Condition(")
+    if start < 0:
+        return ""
+    try:
+        fields = ast.literal_eval(text[start + len("Condition"):])
+    except (ValueError, SyntaxError):
+        return ""
+    if isinstance(fields, tuple) and len(fields) > 1 and isinstance(fields[1], str):
+        return fields[1]
+    return ""
 
 
 def _condition_tail(text: str) -> str:
