@@ -27,6 +27,7 @@ from .render.manifests import CERT_ANNOTATION, mesh_objects, owner_reference
 from .rolling import HELD, TEMPLATE_HASH, next_partition, rolled_out_annotation
 from .router_urls import overrides, router_urls
 from .status import Verdict
+from .tls import mounted
 from .tls.certs import CertificateError
 from .tls.secrets import ensure_managed_tls
 
@@ -140,7 +141,8 @@ class MeshReconciler:
         try:
             kind = "Secret"
             cert_revision = self._managed_tls(report, body, mesh)
-            objects = mesh_objects(mesh, confs, owner_reference(body), cert_revision)
+            secrets_digest = mounted.digest(self.kube.core, mesh)
+            objects = mesh_objects(mesh, confs, owner_reference(body), cert_revision, secrets_digest)
             for obj in objects[:-1]:  # everything but the StatefulSet, which comes last
                 kind = obj["kind"]
                 self.kube.apply(obj)

@@ -189,3 +189,4 @@ def test_routers_two_steps_apart_do_not_mesh(tmp_path: Path, routers: List[Route
              + rendered.connector_to(port), routers)
     time.sleep(4)
     assert nodes(listener) == []
+

@@ -15,6 +15,9 @@ RESTART_HASH_ANNOTATION = "qdmesh.io/restart-hash"
 # Mode Managed: the fingerprint of the routers' certificate.  Routers read it at start-up, so a
 # renewed certificate changes the pod template and rolls them one at a time.
 CERT_ANNOTATION = "qdmesh.io/inter-router-cert"
+# A digest of the Secrets the routers read at start that the operator does not write
+# (tls/mounted.py): a renewal rolls the routers.
+MOUNTED_SECRETS_ANNOTATION = "qdmesh.io/mounted-secrets"
 INTER_ROUTER_TLS_DIR = "/etc/qdmesh/inter-router"
 
 
@@ -102,7 +105,7 @@ def inter_router_secret(mesh: MeshSpec) -> str | None:
 
 
 def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, partition: int = 0,
-                 cert_revision: str | None = None) -> Dict[str, Any]:
+                 cert_revision: str | None = None, secrets_digest: str | None = None) -> Dict[str, Any]:
     env: List[Dict[str, Any]] = [{"name": "POD_NAME",
                                   "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                                  {"name": "POD_NAMESPACE",
@@ -152,6 +155,8 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, partition: int = 
     annotations = {**mesh.pod.annotations, RESTART_HASH_ANNOTATION: mesh.restart_hash()}
     if cert_revision:
         annotations[CERT_ANNOTATION] = cert_revision
+    if secrets_digest:
+        annotations[MOUNTED_SECRETS_ANNOTATION] = secrets_digest
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _metadata(mesh, mesh.name, owner),
             "spec": {"serviceName": contract.headless_service(mesh.name), "replicas": mesh.size,
                      "podManagementPolicy": "Parallel",
@@ -206,7 +211,7 @@ def with_template_hash(sts: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], owner: Dict[str, Any] | None,
-                 cert_revision: str | None = None) -> List[Dict[str, Any]]:
+                 cert_revision: str | None = None, secrets_digest: str | None = None) -> List[Dict[str, Any]]:
     """Every object of the mesh, in the order to apply them (config before the pods using it).
     The Secrets of mode Managed are not among them: tls.secrets makes those, once."""
     objects = [config_map(mesh, confs, owner), headless_service(mesh, owner), *client_services(mesh, owner),
@@ -216,5 +221,6 @@ def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], owner: Dict[str, Any] | 
         objects.append(cert)
     if mesh.console.enabled:
         objects.extend(console_objects(mesh, owner))
-    objects.append(with_template_hash(stateful_set(mesh, owner, cert_revision=cert_revision)))
+    objects.append(with_template_hash(stateful_set(mesh, owner, cert_revision=cert_revision,
+                                                   secrets_digest=secrets_digest)))
     return objects
