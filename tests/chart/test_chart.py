@@ -163,6 +163,9 @@ def test_monitoring_and_sample_mesh() -> None:
     [pods] = by_kind(docs, "PodMonitor")
     assert pods["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "qdmesh-router"}
     assert pods["spec"]["podMetricsEndpoints"][0]["port"] == "http"
+    assert pods["spec"]["podMetricsEndpoints"][0]["path"] == "/metrics"
+    # Prometheus turns the pod label into qdmesh_io_mesh, which docs/grafana's dashboard filters on.
+    assert pods["spec"]["podTargetLabels"] == ["qdmesh.io/mesh"]
     [mesh] = by_kind(docs, "RouterMesh")
     assert mesh["metadata"]["name"] == "demo" and mesh["spec"] == {"size": 3}
 
