@@ -282,8 +282,12 @@ class MeshNode:
     # ---- management --------------------------------------------------------------------
     def node_rows(self) -> List[Dict[str, Any]]:
         table = self.engine.routing_table()
+        neighbors = self.engine.neighbors()
         rows = []
         for router_id, (next_hop, cost) in sorted(table.items()):
+            # A neighbour's routerLink is the identity of our control link to it (qdstat -l).
+            peer = self.peers.get(neighbors.get(router_id, -1))
+            control = peer.control_out if peer is not None else None
             rows.append({
                 "identity": router_id,
                 "name": f"router.node/{router_id}",
@@ -297,7 +301,7 @@ class MeshNode:
                 "nextHop": None if next_hop == router_id else next_hop,
                 "validOrigins": sorted(self.routes.valid_origins.get(router_id, ())),
                 "address": f"amqp:/_topo/0/{router_id}",
-                "routerLink": None,
+                "routerLink": control.identity if control is not None else None,
                 "cost": cost,
                 "lastTopoChange": None,
             })

@@ -13,6 +13,7 @@ from typing import Dict, List
 from qdrouter.amqp.connector import OPEN_TIMEOUT_S
 from qdrouter.tools.management_client import ManagementClient
 from tests.mesh.meshproc import MeshRouter, Timers
+from tests.mesh.test_topology import qdstat
 from tests.router.routerproc import free_port
 
 CONNECTOR = "org.apache.qpid.dispatch.connector"
@@ -55,6 +56,14 @@ def test_connector_backoff_then_operational(tmp_path: Path) -> None:
         print("while waiting:", row.get("connectionStatus"), "|", row.get("connectionMsg"))
         assert row.get("connectionStatus") == "Waiting", row
         assert re.search(r"retrying in [48] s", str(row.get("connectionMsg"))), row
+        # qdstat -c: no connection to B yet, but the connector's state and last error.
+        out = qdstat("-b", a.url.replace("amqp://", ""), "-c")
+        assert out.returncode == 0, out.stderr
+        print(out.stdout)
+        connectors = out.stdout.split("Connectors\n", 1)[1].splitlines()
+        assert connectors[0].split() == ["name", "host", "role", "cost", "status", "message"]
+        assert re.match(rf"\s*ir-to-B\s+127\.0\.0\.1:{port}\s+inter-router\s+1\s+Waiting\s+.*"
+                        r"(refused|cannot connect).*retrying in [48] s", connectors[2]), out.stdout
         deadline = time.monotonic() + 10
         while len(retry_lines(a)) < 3:
             assert time.monotonic() < deadline, f"no third retry line:\n{a.stderr_text()}"

@@ -51,6 +51,15 @@ def test_qdstat_n_shows_cheapest_routes(mesh_factory: MeshFactory) -> None:
     # C is a neighbour of A, but the cheap way there is A-B-D-C (cost 3 < 10).
     c = mesh.nodes("A")["C"]
     assert c["cost"] == 3 and c["nextHop"] == "B", c
+    # Each router's link state (its neighbours), and for A's own neighbours the control link
+    # to them (an id qdstat -l lists); D is no neighbour of A.
+    by_id = {row["router-id"]: row for row in rows}
+    assert {rid: by_id[rid]["neighbors"] for rid in "BCD"} == {
+        "B": ["A", "D"], "C": ["A", "D"], "D": ["B", "C"]}, by_id
+    assert by_id["D"]["link"] == "-" and by_id["B"]["link"] != "-" and by_id["C"]["link"] != "-", by_id
+    links = qdstat("-b", f"127.0.0.1:{a.port}", "-l", "--json")
+    control_ids = {str(r["id"]) for r in json.loads(links.stdout) if r["type"] == "router-control"}
+    assert {str(by_id["B"]["link"]), str(by_id["C"]["link"])} <= control_ids, (by_id, links.stdout)
 
 
 def test_connector_only_cost_seen_by_both_ends(mesh_factory: MeshFactory) -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from qdrouter.schema import entity_type
 from qdrouter.tools import qdstat_views as v
+from qdrouter.tools.table import format_text
 
 
 @pytest.mark.parametrize(("key", "parts"), [
@@ -116,11 +117,21 @@ def test_links_view() -> None:
 
 
 def test_nodes_view() -> None:
-    t = v.nodes([{"id": "R2", "nextHop": None, "routerLink": 4, "cost": 1},
-                 {"routerId": "R3", "nextHop": "R2"}])
+    t = v.nodes([{"id": "R2", "nextHop": None, "routerLink": 4, "cost": 1, "linkState": ["R1", "R3"]},
+                 {"routerId": "R3", "nextHop": "R2", "linkState": []}])
     assert t.title == "Routers in the Network"
-    assert t.heads == ["router-id", "next-hop", "link", "cost"]
-    assert t.rows == [["R2", "-", 4, 1], ["R3", "R2", "-", "-"]]
+    assert t.heads == ["router-id", "next-hop", "link", "cost", "neighbors"]
+    assert t.rows == [["R2", "-", 4, 1, ["R1", "R3"]], ["R3", "R2", "-", "-", "-"]]
+    assert "R1,R3" in format_text(t)
+
+
+def test_connectors_view() -> None:
+    message = "cannot connect to b.example:55672: Connection refused; retrying in 8 s"
+    t = v.connectors([{"name": "to-b", "host": "b.example", "port": "55672", "role": "inter-router",
+                       "cost": 2, "connectionStatus": "Waiting", "connectionMsg": message}])
+    assert t.title == "Connectors"
+    assert t.heads == ["name", "host", "role", "cost", "status", "message"]
+    assert t.rows == [["to-b", "b.example:55672", "inter-router", 2, "Waiting", message]]
 
 
 def test_autolinks_view_accepts_old_and_new_attribute_names() -> None:

@@ -15,6 +15,7 @@ from .cli_common import (
     run_tool,
     write_out,
 )
+from .errors import ManagementError
 from .management_client import ManagementClient
 from .qdstat_views import VIEWS, View
 
@@ -25,6 +26,7 @@ DESCRIPTION = "Show the status of a qdmesh (or qdrouterd) router: one table per 
 _VIEW_OPTIONS = [
     ("-g", "--general", "general"),
     ("-c", "--connections", "connections"),
+    (None, "--connectors", "connectors"),
     ("-l", "--links", "links"),
     ("-a", "--address", "addresses"),
     ("-n", "--nodes", "nodes"),
@@ -89,7 +91,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         view = VIEWS[args.show]
         with client_from_args(args, PROG) as client:
             result = fetch(client, view, args.limit)
-        write_out(table.render(result, args.format))
+            # A connector whose peer is away has no connection to list: -c shows each
+            # connector's state and last error under the connections (text only, so that
+            # --csv and --json stay one table; --connectors gives them alone).
+            extra = None
+            if args.show == "connections" and args.format == table.TEXT:
+                try:
+                    extra = fetch(client, VIEWS["connectors"], args.limit)
+                except ManagementError:
+                    extra = None   # an agent without connector entities: connections only
+        text = table.render(result, args.format)
+        if extra is not None and extra.rows:
+            text += "\n" + table.render(extra, args.format)
+        write_out(text)
         return 0
 
     return run_tool(PROG, body)

@@ -62,7 +62,7 @@ def _first(entity: Entity, *names: str) -> Any:
 
 
 def _or_dash(value: Any) -> Any:
-    return "-" if value is None or value == "" else value
+    return "-" if value is None or value == "" or value == [] else value
 
 
 def _count(value: Any) -> Any:
@@ -161,10 +161,18 @@ def addresses(entities: List[Entity]) -> Table:
 
 
 def nodes(entities: List[Entity]) -> Table:
-    heads = ["router-id", "next-hop", "link", "cost"]
+    # "neighbors" is the router's link state (qdrouterd's qdstat shows it with -v).
+    heads = ["router-id", "next-hop", "link", "cost", "neighbors"]
     rows = [[_first(n, "id", "routerId"), _or_dash(n.get("nextHop")), _or_dash(n.get("routerLink")),
-             _or_dash(n.get("cost"))] for n in entities]
+             _or_dash(n.get("cost")), _or_dash(n.get("linkState"))] for n in entities]
     return Table("Routers in the Network", heads, rows)
+
+
+def connectors(entities: List[Entity]) -> Table:
+    heads = ["name", "host", "role", "cost", "status", "message"]
+    rows = [[c.get("name"), f"{c.get('host') or ''}:{c.get('port') or ''}", c.get("role"), c.get("cost"),
+             c.get("connectionStatus"), c.get("connectionMsg")] for c in entities]
+    return Table("Connectors", heads, rows)
 
 
 def autolinks(entities: List[Entity]) -> Table:
@@ -227,7 +235,10 @@ VIEWS: Dict[str, View] = {
     v.option: v
     for v in (
         View("general", "router", general, "router general information and statistics"),
-        View("connections", "connection", connections, "connections to the router"),
+        View("connections", "connection", connections,
+             "connections to the router, then (text output) its connectors' state"),
+        View("connectors", "connector", connectors,
+             "connectors: the connection each keeps up, its state and last error"),
         View("links", "router.link", links, "links attached to the router"),
         View("addresses", "router.address", addresses, "addresses known to the router"),
         View("nodes", "router.node", nodes, "routers in the network"),
