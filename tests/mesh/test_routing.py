@@ -23,6 +23,9 @@ def test_anycast_across_line(mesh_factory: MeshFactory, net: Net, prefix: str) -
     assert rcv.bodies() == list(range(50))
     # every router on the way appends itself to the trace, the egress router included
     assert trace_of(rcv.received[0]) == ["0/A", "0/B", "0/C"], rcv.received[0].message.annotations
+    # the ingress router (the first one the message met) is kept unaltered by the others
+    annotations = {str(k): v for k, v in (rcv.received[0].message.annotations or {}).items()}
+    assert annotations.get("x-opt-qd.ingress") == "0/A", annotations
     # qdstat -a's in/out/thru, as qdrouterd counts them: the 50 entered the mesh at A, were
     # passed on by A and B, and left it at C.
     counts = {}
