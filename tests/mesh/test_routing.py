@@ -87,6 +87,28 @@ def test_balanced_spreads_across_routers(mesh_factory: MeshFactory, net: Net, wh
     assert snd.outcome_counts() == {"accepted": 120}
 
 
+def test_balanced_weighs_remote_consumers_by_cost(mesh_factory: MeshFactory, net: Net) -> None:
+    """B (cost 1) and C (cost 5) each reached from A over a link of its own, consumers
+    holding every delivery unsettled: A picks the lowest outstanding-on-the-link + cost, so
+    B takes the first 4 more than C (the cost difference), then they alternate. B, whose
+    own consumer gets busy, must never send one back through A toward C."""
+    mesh = mesh_factory([("B", "A", 1), ("C", "A", 5)])
+    addr = "balanced/cost"
+    rcvs = {r: net.connect(mesh[r].url).receiver(addr, credit=100, settle=None) for r in "BC"}
+    wait_remote(mesh, "A", addr, 2, net=net)
+    snd = net.connect(mesh["A"].url).sender(addr)
+    tags = [snd.send(msg(i)) for i in range(40)]
+    wait_received(net, list(rcvs.values()), 40)
+    counts = {r: len(rcv.received) for r, rcv in rcvs.items()}
+    print("balanced by cost:", counts)
+    assert 3 <= counts["B"] - counts["C"] <= 5, f"the cost difference (4) must show: {counts}"
+    assert {tuple(trace_of(r)) for r in rcvs["C"].received} == {("0/A", "0/C")}
+    for rcv in rcvs.values():
+        rcv.settle_unsettled(ACCEPTED)
+    net.wait(lambda: all(t in snd.outcomes for t in tags), 10, "outcomes of balanced deliveries")
+    assert snd.outcome_counts() == {"accepted": 40}
+
+
 @pytest.mark.parametrize("origin", ["A", "C"])
 def test_multicast_one_copy_per_consumer_over_redundant_paths(mesh_factory: MeshFactory, net: Net,
                                                                origin: str) -> None:

@@ -291,7 +291,10 @@ class Forwarder:
                 (best is None and not consumers) or (address.distribution == BALANCED and least > 0)):
             trace = message.trace or ()
             for router in address.remote:
-                if router in trace:
+                # Never back toward a router the message has passed (qdrouterd's link
+                # exclusions): a router whose local consumers are busy would otherwise
+                # bounce a balanced message to a remote one through the router it came from.
+                if router in trace or (trace and mesh.next_hop(router) in trace):
                     continue
                 link = mesh.link_toward(router)
                 if link is None or link.credit <= 0:

@@ -44,6 +44,10 @@ class MeshRoutes:
             return None
         return self.data_links.get(entry[0])
 
+    def next_hop(self, router: str) -> str | None:
+        entry = self.table.get(router)
+        return entry[0] if entry is not None else None
+
     def cost(self, router: str) -> int:
         entry = self.table.get(router)
         return entry[1] if entry is not None else 1 << 30
