@@ -59,6 +59,12 @@ def graph(driver: Any) -> Tuple[Set[str], Set[frozenset], Dict[str, str]]:
     return routers, edges, costs
 
 
+def rate(text: str) -> float:
+    """A rate cell ("12.5/s") as a number."""
+    assert text.endswith("/s"), text
+    return float(text[:-2])
+
+
 def table_rows(driver: Any, table_id: str) -> List[List[str]]:
     return list(driver.execute_script(
         "return [...document.querySelectorAll(arguments[0] + ' tbody tr:not(.empty)')]"
@@ -141,10 +147,28 @@ def test_topology_tables_and_router_pages(mesh: Mesh, browser: Any, consoles: Li
         wait_for(browser, "the sender's link on A and the consumer's on C with 20 deliveries", lambda: {
             ("C", "out", "console.orders", "20"), ("A", "in", "console.orders", "20")}
             <= {(r[0], r[2], r[3], r[5]) for r in table_rows(browser, "links-table")})
+
+        # Rates: while messages flow, the address's in and out rates and the sender link's rate
+        # are above zero; once the flow stops they fall back to 0/s (they are not totals).
         if SCREENSHOTS:
             browser.set_window_size(1280, 2300)
-            time.sleep(1)
-            browser.save_screenshot(str(Path(SCREENSHOTS) / "mesh.png"))
+
+        def flowing() -> bool:
+            send_and_settle(net, sender, [msg(i) for i in range(5)])
+            rows = [r for r in table_rows(browser, "addresses-table") if r[0] == "console.orders"]
+            links = [r for r in table_rows(browser, "links-table")
+                     if (r[0], r[2], r[3]) == ("A", "in", "console.orders")]
+            if not (rows and links and rate(rows[0][6]) > 0 and rate(rows[0][8]) > 0
+                    and rate(links[0][6]) > 0):
+                return False
+            if SCREENSHOTS:  # the mesh page with traffic on it
+                browser.save_screenshot(str(Path(SCREENSHOTS) / "mesh.png"))
+            return True
+
+        wait_for(browser, "positive in, out and link rates while messages flow", flowing, timeout=30)
+        wait_for(browser, "rates back to 0/s once the flow stops", lambda: [
+            (r[6], r[8]) for r in table_rows(browser, "addresses-table") if r[0] == "console.orders"]
+            == [("0/s", "0/s")])
 
         # Router C's page: qdstat -g -c -l -a -n --autolinks --linkroutes, by following its link.
         browser.find_element("css selector", '#routers-table a[href="/router.html?id=C"]').click()
@@ -162,8 +186,19 @@ def test_topology_tables_and_router_pages(mesh: Mesh, browser: Any, consoles: Li
         assert general["Router Id"] == "C" and general["Mode"] == "interior"
         wait_for(browser, "C's accepted count of 20 (plus management replies)",
                  lambda: int(dict(view_rows(browser, "general"))["Accepted Count"]) >= 20)
+        # The other qdstat views of C: its inter-router connections, the consumer's link and
+        # the address it consumes.
+        connections = " ".join(" ".join(row) for row in view_rows(browser, "connections"))
+        assert "inter-router" in connections and "B" in connections and "D" in connections
+        assert any("console.orders" in row for row in view_rows(browser, "addresses"))
+        assert any("console.orders" in " ".join(row) and "out" in row for row in view_rows(browser, "links"))
         if SCREENSHOTS:
             browser.save_screenshot(str(Path(SCREENSHOTS) / "router.png"))
+        # Router A's page: its auto-link and link route (qdstat --autolinks, --linkroutes).
+        browser.get(console.url + "/router.html?id=A")
+        wait_for(browser, "router A's link route active on its page", lambda: [
+            row for row in view_rows(browser, "linkroutes") if "lr." in row and "active" in row])
+        assert [row for row in view_rows(browser, "autolinks") if "queue.orders" in row and "out" in row]
         logs = [entry for entry in browser.get_log("browser") if entry.get("level") == "SEVERE"]
         assert not logs, f"errors in the browser console: {logs}"
     finally:
