@@ -3,8 +3,12 @@ what the clients sent and settled."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from tests.router.amqpclient import REJECTED, RELEASED, Net, msg, send_and_settle
-from tests.router.routerproc import Router, RouterFactory
+from tests.router.routerproc import Router, RouterFactory, run_qdrouter
 
 from .scrape import get, scrape, value
 
@@ -129,3 +133,17 @@ def test_metrics_can_be_turned_off_per_listener(router_factory: RouterFactory) -
     status, text, _ = get(port, "/metrics")
     assert status == 404 and "/healthz" in text
     assert get(port, "/healthz")[0] == 200
+
+
+@pytest.mark.parametrize("written, says", [
+    ("lots", "attribute 'metricsMaxAddresses': 'lots' is not an integer"),
+    ("-2", "attribute 'metricsMaxAddresses': -2 is not a number of addresses (0 or more, or -1 for"),
+])
+def test_a_bad_address_bound_is_a_clear_startup_error(tmp_path: Path, written: str, says: str) -> None:
+    config = tmp_path / "bound.conf"
+    config.write_text("router {\n    id: Bound\n}\nlistener {\n    host: 127.0.0.1\n    port: 0\n"
+                      f"    http: true\n    metricsMaxAddresses: {written}\n}}\n")
+    result = run_qdrouter(["-c", str(config)])
+    assert result.returncode != 0
+    assert says in result.stderr and "bound.conf:8" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr

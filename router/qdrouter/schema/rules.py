@@ -59,6 +59,16 @@ def _port_and_cost(attrs: Mapping[str, object], written: Written) -> list[Proble
     return problems
 
 
+def _metrics_bound(attrs: Mapping[str, object], written: Written) -> list[Problem]:
+    # Negative values other than -1 would silently mean "no bound": say so instead.
+    bound = attrs.get("metricsMaxAddresses")
+    if isinstance(bound, int) and bound < -1:
+        name = _name(written, "metricsMaxAddresses")
+        return [Problem(f"attribute {name!r}: {bound} is not a number of addresses (0 or more, or -1 "
+                        f"for no bound)", name)]
+    return []
+
+
 def _log_levels(attrs: Mapping[str, object], written: Written) -> list[Problem]:
     enable = attrs.get("enable")
     if not isinstance(enable, str):
@@ -74,7 +84,7 @@ def _log_levels(attrs: Mapping[str, object], written: Written) -> list[Problem]:
 
 _CHECKS: Dict[str, List[Check]] = {
     "router": [_router_id],
-    "listener": [_port_and_cost],
+    "listener": [_port_and_cost, _metrics_bound],
     "connector": [_port_and_cost],
     "authServicePlugin": [_port_and_cost],
     "log": [_log_levels],
