@@ -5,10 +5,12 @@ broker going away and coming back."""
 
 from __future__ import annotations
 
+import time
 from typing import Any, Dict, List, Tuple
 
 import pytest
 
+from tests.linkroute.lrutil import NO_ROUTE
 from tests.mesh.conftest import mesh_factory as mesh_factory  # fixture line_factory uses
 from tests.mesh.meshproc import Mesh
 from tests.mesh_linkroute.conftest import LineFactory
@@ -20,8 +22,10 @@ from .rabbit import RabbitBroker
 from .waypoint import (
     ACTIVATE_TIMEOUT,
     address_rows,
+    autolinks,
     connector,
     qdmanage,
+    qdstat_json,
     queue_links,
     wait_for,
     wait_statuses,
@@ -57,6 +61,10 @@ def test_queue_waypoint_across_the_mesh(line_factory: LineFactory, broker: Rabbi
     # A learns that phase 0 of queue.first (the out auto-link on C) is reachable through C.
     wait_for(lambda: ((row := _remote_phase(mesh, "A", "0")) is not None and int(row["remote"]) == 1, row),
              20, "A to see C's phase-0 destination")
+    # The book's qdstat --autolinks, on the broker's router.
+    rows = {(r["addr"], r["dir"]): r for r in qdstat_json(mesh["C"], "--autolinks")}
+    assert {k: (str(r["phase"]), r["status"]) for k, r in rows.items()} == \
+        {(ADDR, "in"): ("1", "active"), (ADDR, "out"): ("0", "active")}, rows
 
     producer = net.connect(mesh["A"].url)
     outcomes = send_and_settle(net, producer.sender(ADDR), [msg({"sequence": i}) for i in (1, 2, 3)],
@@ -64,6 +72,12 @@ def test_queue_waypoint_across_the_mesh(line_factory: LineFactory, broker: Rabbi
     assert [o.name for o in outcomes] == ["accepted"] * 3, [o.name for o in outcomes]
     wait_for(lambda: (broker.queue_depth(queue_name) == 3, broker.queue_depth(queue_name)), 10,
              "three messages in the broker queue")
+    # The book's qdstat -a after simple_send, spread over the mesh: phase 0 enters at A (in),
+    # crosses A and B (thru) and leaves at C into the queue (out); phase 1 is unused so far.
+    assert _io(mesh, "A", "0") == (3, 0, 3) and _io(mesh, "B", "0") == (0, 0, 3), \
+        (_io(mesh, "A", "0"), _io(mesh, "B", "0"))
+    wait_for(lambda: (_io(mesh, "C", "0") == (0, 3, 0), _io(mesh, "C", "0")), 10, "C: phase 0 out=3")
+    assert _io(mesh, "C", "1") == (0, 0, 0)
 
     consumer = net.connect(mesh["A"].url)
     rcv = consumer.receiver(ADDR)
@@ -78,6 +92,15 @@ def test_queue_waypoint_across_the_mesh(line_factory: LineFactory, broker: Rabbi
     assert row1 is not None and int(row1["local"]) == 1, row1
     row_c = _remote_phase(mesh, "C", "1")
     assert row_c is not None and int(row_c["remote"]) == 1, row_c
+    # ... and after simple_recv: phase 1 enters at C from the queue and leaves at A.
+    assert _io(mesh, "C", "1") == (3, 0, 3) and _io(mesh, "A", "1") == (0, 3, 0), \
+        (_io(mesh, "C", "1"), _io(mesh, "A", "1"))
+
+
+def _io(mesh: Mesh, router: str, phase: str) -> Tuple[int, int, int] | None:
+    """qdstat -a's in, out and thru of ADDR in ``phase`` at ``router``."""
+    row = _remote_phase(mesh, router, phase)
+    return (int(row["in"]), int(row["out"]), int(row["thru"])) if row is not None else None
 
 
 def _credit_then_drain(net: Net, url: str, address: str) -> Tuple[List[str], List[str], int]:
@@ -128,27 +151,59 @@ def test_link_routed_sender_gets_the_brokers_outcomes(line_factory: LineFactory,
              "four messages in the queue")
 
 
+def _refused_no_route(net: Net, url: str, address: str, timeout: float) -> Any:
+    """Attach senders at ``url`` until one is refused with no-route-to-dest (while C's
+    withdrawal crosses the mesh, an attach may still be routed to C, which refuses it the
+    same way); returns the refusal's condition. Every attempt must be answered."""
+    deadline = time.monotonic() + timeout
+    while True:
+        snd = net.connect(url).sender(address)
+        cond = snd.remote_condition
+        if snd.remote_closed and cond is not None and cond.name == NO_ROUTE:
+            return cond
+        assert time.monotonic() < deadline, \
+            f"{address}: attach not refused with {NO_ROUTE} (last: open={snd.remote_opened}, {cond})"
+        net.pump(0.5)
+
+
 @pytest.mark.timeout(300)
 def test_broker_restart_across_the_mesh(line_factory: LineFactory, broker_factory, net: Net) -> None:
-    """Auto-links on C go down and come back; a link-routed receiver on A is detached with
-    an error (never left hanging); after the restart both work again."""
+    """Auto-links on C go down and come back; link-routed clients on A (a receiver and a
+    sender) are detached with an error, never left hanging; new
+    routed attaches at A are refused with no-route-to-dest while the broker is away (A has
+    the link routes without a connection, as every router of an upstream mesh has them);
+    after the restart everything works again."""
     b: RabbitBroker = broker_factory()
     b.start()
-    mesh = _line(line_factory, b, LINK_ROUTES + queue_links(ADDR, "/queue/restart", "broker"), WAYPOINT)
+    mesh = line_factory({"A": WAYPOINT + LINK_ROUTES.replace("    connection: broker\n", ""),
+                         "B": WAYPOINT,
+                         "C": connector("broker", b) + WAYPOINT + LINK_ROUTES
+                         + queue_links(ADDR, "/queue/restart", "broker")})
     keys = [(ADDR, "in", "broker"), (ADDR, "out", "broker")]
     wait_statuses(mesh["C"], keys, ["active"], timeout=ACTIVATE_TIMEOUT)
     _routable(mesh, net, "/queue/lr-restart")
-    routed = net.connect(mesh["A"].url).receiver("/queue/lr-restart", credit=5)
+    client = net.connect(mesh["A"].url)
+    routed = client.receiver("/queue/lr-restart", credit=5)
+    routed_sender = client.sender("/queue/lr-restart-in")
     assert routed.remote_opened and not routed.remote_closed
+    assert routed_sender.remote_opened and not routed_sender.remote_closed
 
     b.stop()
-    net.wait(lambda: routed.remote_closed, 30, "the routed receiver detached when the broker stopped")
-    assert routed.remote_condition is not None, "a detach after losing the broker carries an error"
+    net.wait(lambda: routed.remote_closed and routed_sender.remote_closed, 30,
+             "both routed links detached when the broker stopped")
+    for link in (routed, routed_sender):
+        assert link.remote_condition is not None, "a detach after losing the broker carries an error"
+    assert client.alive, "only the routed links end, not the client's connection"
     wait_statuses(mesh["C"], keys, ["inactive", "attaching", "failed"], timeout=30)
+    cond = _refused_no_route(net, mesh["A"].url, "/queue/lr-restart", timeout=30)
+    assert cond.description == "No route to the destination node", cond
 
     b.start()
     wait_statuses(mesh["C"], keys, ["active"], timeout=ACTIVATE_TIMEOUT)
     _routable(mesh, net, "/queue/lr-restart", timeout=30)
+    again = net.connect(mesh["A"].url).sender("/queue/lr-restart")
+    outcomes = send_and_settle(net, again, [msg("routed-after")], timeout=30)
+    assert [o.name for o in outcomes] == ["accepted"]
     producer = net.connect(mesh["A"].url)
     outcomes = send_and_settle(net, producer.sender(ADDR), [msg("after")], timeout=30)
     assert [o.name for o in outcomes] == ["accepted"]
@@ -203,3 +258,63 @@ def test_sharded_queue_across_the_mesh_and_a_shard_added_with_qdmanage(
     net.wait(lambda: len(rcv.received) >= len(sent), 40, f"all {len(sent)} messages at the consumer on B")
     net.pump(0.5)
     assert sorted(rcv.bodies()) == sorted(sent), "lost or duplicated messages"
+
+
+def test_shard_removed_with_qdmanage_while_traffic_flows(
+        line_factory: LineFactory, broker: RabbitBroker, broker2: RabbitBroker, net: Net,
+        queue_name: str) -> None:
+    """Two shards, behind A and behind C, producer on B. C's shard is removed at run time
+    (qdmanage delete of its auto-links, then of its connector) while B keeps sending: B stops
+    seeing C's phase-0 destination, later messages all go to A's shard, nothing is lost
+    silently (every message is accepted into a shard or released back to the producer), and
+    messages left on the removed shard no longer reach consumers."""
+    external = f"/queue/{queue_name}"
+
+    def shard(name: str, b: RabbitBroker) -> str:
+        return connector(name, b) + WAYPOINT + queue_links(ADDR, external, name)
+
+    mesh = line_factory({"A": shard("shard1", broker), "B": WAYPOINT, "C": shard("shard2", broker2)})
+    wait_statuses(mesh["A"], [(ADDR, "in", "shard1"), (ADDR, "out", "shard1")], ["active"],
+                  timeout=ACTIVATE_TIMEOUT)
+    wait_statuses(mesh["C"], [(ADDR, "in", "shard2"), (ADDR, "out", "shard2")], ["active"],
+                  timeout=ACTIVATE_TIMEOUT)
+    wait_for(lambda: ((row := _remote_phase(mesh, "B", "0")) is not None and int(row["remote"]) == 2, row),
+             20, "B to see both shards")
+    snd = net.connect(mesh["B"].url).sender(ADDR)
+    sent: List[str] = []
+
+    def burst(count: int) -> None:
+        for _ in range(count):
+            sent.append(f"m{len(sent)}")
+            snd.send(msg(sent[-1]))
+        net.pump(0.2)
+
+    burst(20)
+    for row in autolinks(mesh["C"]):
+        qdmanage(mesh["C"], "delete", "--type", "autoLink", "--identity", str(row["identity"]))
+        burst(5)
+    qdmanage(mesh["C"], "delete", "--type", "connector", "--name", "shard2")
+    assert autolinks(mesh["C"]) == []
+    wait_for(lambda: (burst(2) is None and (row := _remote_phase(mesh, "B", "0")) is not None
+                      and int(row["remote"]) == 1, row), 20, "B to see only the shard behind A")
+    net.wait(snd.all_settled, 30, "outcomes for everything sent so far")
+    before = [broker.queue_depth(queue_name) or 0, broker2.queue_depth(queue_name) or 0]
+    first = len(sent)
+    burst(30)
+    net.wait(snd.all_settled, 30, "outcomes for everything sent")
+    counts = snd.outcome_counts()
+    assert set(counts) <= {"accepted", "released"}, counts
+    assert all(snd.outcomes[t].name == "accepted" for t in snd.tags[first:]), \
+        "a message sent after the removal was not accepted by the remaining shard"
+    depths = wait_for(lambda: ((d := [broker.queue_depth(queue_name) or 0,
+                                      broker2.queue_depth(queue_name) or 0])[0] == before[0] + 30, d),
+                      15, "the last 30 on the shard behind A")
+    assert depths[1] == before[1], f"the removed shard still got messages: {before} -> {depths}"
+    assert sum(depths) == counts["accepted"], f"accepted {counts['accepted']}, queued {depths}"
+
+    broker2.send(external, ["left-on-removed-shard"])
+    rcv = net.connect(mesh["B"].url).receiver(ADDR)
+    net.wait(lambda: len(rcv.received) >= depths[0], 40, f"the {depths[0]} messages of A's shard at B")
+    net.pump(1.0)
+    assert len(rcv.received) == depths[0] and "left-on-removed-shard" not in rcv.bodies(), rcv.bodies()
+    assert (broker2.queue_depth(queue_name) or 0) == depths[1] + 1

@@ -15,6 +15,7 @@ from .waypoint import (
     ACTIVATE_TIMEOUT,
     address_rows,
     autolinks,
+    connector,
     connector_status,
     qdstat_json,
     qdstat_text,
@@ -156,3 +157,36 @@ def test_missing_queue_fails_with_the_brokers_error(broker: RabbitBroker, router
     # same broker connection) are not left down by the broker's refusal of the bad one.
     assert len(autolinks(router)) == 4
     wait_statuses(router, [IN, OUT], ["active"], timeout=30)
+
+
+def test_two_queues_in_a_row_with_ingress_and_egress_phases(  # type: ignore[no-untyped-def]
+        broker: RabbitBroker, broker2: RabbitBroker, router_factory, net: Net, queue_name: str) -> None:
+    """address { ingressPhase: 0, egressPhase: 2 }: producers' messages go into a queue on
+    the first broker (phase 0), come back out of it in phase 1, go into a queue on the second
+    broker and come out of that in phase 2, where consumers are; qdstat -a shows all three
+    phases carrying every message."""
+    chain = "chain.orders"
+    first, second = f"/queue/{queue_name}-1", f"/queue/{queue_name}-2"
+    extra = connector("b1", broker) + connector("b2", broker2)
+    extra += "address {\n    prefix: chain\n    ingressPhase: 0\n    egressPhase: 2\n}\n"
+    for direction, phase, conn, external in (("out", 0, "b1", first), ("in", 1, "b1", first),
+                                             ("out", 1, "b2", second), ("in", 2, "b2", second)):
+        extra += (f"autoLink {{\n    address: {chain}\n    direction: {direction}\n    phase: {phase}\n"
+                  f"    connection: {conn}\n    externalAddress: {external}\n}}\n")
+    router = router_factory(router_id="R", addresses={}, extra_config=extra)
+    keys = [(chain, d, c) for d in ("in", "out") for c in ("b1", "b2")]
+    wait_statuses(router, keys, ["active"])
+
+    bodies = [f"c{i}" for i in range(3)]
+    outcomes = send_and_settle(net, net.connect(router.url).sender(chain), [msg(b) for b in bodies],
+                               timeout=20)
+    assert [o.name for o in outcomes] == ["accepted"] * 3
+    rcv = net.connect(router.url).receiver(chain)
+    net.wait(lambda: len(rcv.received) == 3, 30, "the messages after both queues")
+    assert rcv.bodies() == bodies
+    wait_for(lambda: ((c := {ph: (int(r["in"]), int(r["out"]))
+                            for ph, r in address_rows(router, chain).items()})
+                      == {"0": (3, 3), "1": (3, 3), "2": (3, 3)}, c), 10,
+             "phases 0, 1 and 2 each in=3 out=3")
+    assert (broker.queue_depth(f"{queue_name}-1") or 0) == 0
+    assert (broker2.queue_depth(f"{queue_name}-2") or 0) == 0

@@ -13,10 +13,11 @@ from tests.mesh.conftest import mesh_factory as mesh_factory  # fixture line_fac
 from tests.mesh.meshproc import Mesh
 from tests.mesh_linkroute.conftest import LineFactory
 from tests.mesh_linkroute.conftest import line_factory as line_factory  # the fixture
+from tests.mesh_linkroute.routable import wait_routable
 from tests.router.amqpclient import Net, msg, send_and_settle
 
 from .rabbit import RabbitBroker
-from .waypoint import wait_statuses
+from .waypoint import wait_for, wait_statuses
 
 CONFIGS = Path(__file__).resolve().parents[2] / "docs" / "federation"
 
@@ -73,3 +74,31 @@ def test_exchange_route(line_factory: LineFactory, broker: RabbitBroker, broker2
     assert sorted(subscriber.bodies()) == ["g0", "g1", "g2"], "only global.# crosses"
     subjects = sorted(str(r.message.subject) for r in subscriber.received)
     assert subjects == [f"global.news.{i}" for i in range(3)], "routing keys are kept"
+
+
+def test_link_route_to_the_brokers_queues_and_exchanges(line_factory: LineFactory, broker: RabbitBroker,
+                                                        net: Net, queue_name: str) -> None:
+    """docs/federation/link-route.C.conf: from router A, two hops from the broker behind C, a
+    sender fills a broker queue (the broker's outcomes come back), and a receiver on
+    /exchange/amq.topic/dyn.# gets what is published to the broker's amq.topic with a
+    matching key, and nothing else (the dynamic route's job)."""
+    mesh = line_factory({"C": federation_config("link-route.C.conf", {"DEST_PORT": broker.port})})
+    queue = f"/queue/{queue_name}"
+    wait_routable(mesh, net, "A", queue)
+    wait_routable(mesh, net, "A", "/exchange/amq.topic/probe", receiving=True)
+
+    outcomes = send_and_settle(net, net.connect(mesh["A"].url).sender(queue),
+                               [msg(f"lr{i}") for i in range(3)], timeout=20)
+    assert [o.name for o in outcomes] == ["accepted"] * 3
+    wait_for(lambda: (broker.queue_depth(queue_name) == 3, broker.queue_depth(queue_name)), 10,
+             "three messages in the broker queue")
+
+    subscriber = net.connect(mesh["A"].url).receiver("/exchange/amq.topic/dyn.#", credit=20)
+    assert subscriber.remote_opened and not subscriber.remote_closed, subscriber.remote_condition
+    publisher = net.connect(f"amqp://127.0.0.1:{broker.port}").sender("/exchange/amq.topic")
+    send_and_settle(net, publisher, [Message(body="d1", subject="dyn.one"),
+                                     Message(body="other", subject="other.one"),
+                                     Message(body="d2", subject="dyn.two")], timeout=20)
+    net.wait(lambda: len(subscriber.received) == 2, 30, "the two dyn.# messages at A")
+    net.pump(1.0)
+    assert subscriber.bodies() == ["d1", "d2"], "only matching keys reach the subscriber"

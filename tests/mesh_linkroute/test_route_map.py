@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 from tests.linkroute.lrutil import both_ways, connector
 from tests.router.routerproc import Router, RouterFactory, router_env
@@ -21,7 +22,15 @@ def qdstat(router: Router, *args: str) -> subprocess.CompletedProcess:
 def test_map_from_one_router_shows_every_router_link_broker_and_route(
         line_factory: LineFactory, router_factory: RouterFactory) -> None:
     container: Router = router_factory(router_id="X")
-    mesh = line_factory({"C": connector("broker", container.port) + both_ways("lr", connection="broker")})
+    # An out auto-link to the container: X (a router) accepts the attach as a sender to wp.q.
+    auto = "autoLink {\n    address: wp.q\n    direction: out\n    connection: broker\n}\n"
+    mesh = line_factory({"C": connector("broker", container.port) + both_ways("lr", connection="broker")
+                         + auto})
+    deadline = time.monotonic() + 20
+    while "wp.q  out  phase 0  via connector broker  [A: absent, B: absent, C: active]" \
+            not in qdstat(mesh["A"], "--map").stdout:
+        assert time.monotonic() < deadline, "the auto-link on C never showed active in A's map"
+        time.sleep(0.5)
     done = qdstat(mesh["A"], "--map")
     assert done.returncode == 0, done.stderr
     text = done.stdout
@@ -37,3 +46,5 @@ def test_map_from_one_router_shows_every_router_link_broker_and_route(
     assert sorted(tuple(link["routers"]) for link in data["links"]) == [("A", "B"), ("B", "C")]
     states = {(r["prefix"], r["direction"]): r["state"] for r in data["linkRoutes"]}
     assert states[("lr", "in")] == {"C": "active"}, states
+    autos = [(r["address"], r["direction"], r["phase"], r["target"], r["state"]) for r in data["autoLinks"]]
+    assert autos == [("wp.q", "out", 0, "via connector broker", {"C": "active"})], autos
