@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from qdrouter.tools.management_client import ManagementClient
 from tests.router.amqpclient import REJECTED, RELEASED, Net, msg, send_and_settle
 from tests.router.routerproc import Router, RouterFactory, run_qdrouter
 
@@ -73,6 +74,12 @@ def test_counters_move_by_exactly_the_traffic_sent(router_factory: RouterFactory
     assert value(after, "qdmesh_process_resident_memory_bytes") == router.vm_rss_kb() * 1024 or \
         abs(value(after, "qdmesh_process_resident_memory_bytes") - router.vm_rss_kb() * 1024) < 8 << 20
     assert value(after, "qdmesh_known_routers") == 0
+    # The address table as management lists it (qdstat -a), read while the management client
+    # (and its temporary reply address) is still there: the four addresses used here are in it.
+    with ManagementClient(router.url, timeout=5) as management:
+        keys = [str(row.get("key")) for row in management.query("org.apache.qpid.dispatch.router.address")]
+        assert value(scrape(port), "qdmesh_addresses") == len(keys)
+    assert {"M0orders", "M0refunds", "M0returns", "M0ticks"} <= set(keys)
 
 
 def test_unsettled_and_undelivered_are_gauges_of_what_waits(router_factory: RouterFactory, net: Net) -> None:
