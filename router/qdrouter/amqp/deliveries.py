@@ -13,11 +13,15 @@ from ..core.address_table import MULTICAST, UNAVAILABLE, AddressTable
 from ..core.forwarder import Forwarder
 from ..core.links import CONTROL, ENDPOINT, CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED, RELEASED
+from .dispositions import copy_disposition, count_outcome, disposition_handler
 from .inbound import annotated, inspect, stripped
 from .message_sections import MessageFormatError
 from .proton_ffi import ffi, lib
 
 _QD_PREFIX = b"x-opt-qd."
+
+# copy_disposition: link routing copies outcomes the same way.
+__all__ = ["DeliveryAdaptor", "copy_disposition"]
 
 
 class DeliveryAdaptor:
@@ -40,6 +44,11 @@ class DeliveryAdaptor:
         self.pending_sends: list[tuple[CoreLink, bytes, InFlight | None]] = []
         # (message, outcome) to give to producers' deliveries, settling them.
         self.pending_outcomes: list[tuple[InFlight, int]] = []
+        # Unsettled outgoing deliveries of all links, by proton pointer (each link's
+        # ``unsettled`` holds its own too). A consumer's disposition is found here without
+        # asking proton which link the delivery is on; entries leave as the deliveries are
+        # settled or their link goes (drop_outgoing), before proton may reuse the pointer.
+        self.outgoing: Dict[Any, InFlight] = {}
         self._buffer = bytearray(1024 * 1024)
         self._view = memoryview(self._buffer)
         self._pointer = ffi.from_buffer(self._buffer)
@@ -79,7 +88,8 @@ class DeliveryAdaptor:
         credit_dirty_add = forwarder.credit_dirty.add
         general_receive = self._receive
         producer_settled = self._producer_settled
-        consumer_disposition = self._disposition_handler()
+        consumer_disposition = disposition_handler(self.outgoing, self.dirty, self.pending_outcomes)
+        outgoing_get = self.outgoing.get
         qd_prefix = _QD_PREFIX
         pending_append = self.pending_sends.append
         multicast = MULTICAST
@@ -88,14 +98,20 @@ class DeliveryAdaptor:
         state = self
 
         def on_delivery(delivery: Any) -> None:
+            message = outgoing_get(delivery)
+            if message is not None:
+                # A consumer's disposition: the delivery is ours, its link known.
+                consumer_disposition(message, delivery)
+                return
             link = links_get(delivery_link(delivery))
             if link is None:
                 if state.link_router is not None:
                     state.link_router.on_delivery(delivery)
                 return
             if not link.incoming:
-                # On our sending links proton only raises PN_DELIVERY for remote updates.
-                consumer_disposition(link, delivery)
+                # An outgoing delivery the router no longer tracks (settled already).
+                if is_settled(delivery):
+                    settle(delivery)
                 return
             raw = None
             if policed and link.handle in policed:
@@ -103,13 +119,25 @@ class DeliveryAdaptor:
                 raw = state.policer.message(link, delivery)
                 if raw is None:
                     return
-            elif partial(delivery) or not readable(delivery):
+            elif partial(delivery):
                 if is_settled(delivery):
                     producer_settled(link, delivery)
                 return
+            else:
+                size = pending(delivery)
+                if size <= 0:
+                    # Nothing buffered: an update of a delivery already read (the producer
+                    # settled first), or an empty or aborted message (current on its link).
+                    if readable(delivery):
+                        general_receive(link, delivery)
+                    elif is_settled(delivery):
+                        producer_settled(link, delivery)
+                    return
+                # Bytes are buffered only in the link's current delivery: every complete
+                # message is read and the link advanced as its event is handled, so this one
+                # is current and complete without asking proton (pn_delivery_readable).
             address = link.address
             if raw is None:
-                size = pending(delivery)
                 if (
                     address is None
                     or not address.consumers
@@ -140,7 +168,9 @@ class DeliveryAdaptor:
             if qd_prefix in raw:
                 general_receive(link, delivery, raw)
                 return
-            presettled = is_settled(delivery)
+            presettled = link.sends_settled
+            if presettled is None:
+                presettled = is_settled(delivery)
             if presettled:
                 settle(delivery)
                 message = None
@@ -224,50 +254,11 @@ class DeliveryAdaptor:
         out_delivery = message.out_delivery
         if out_link is not None and out_delivery is not None:
             if out_link.unsettled.pop(out_delivery, None) is not None:
+                del self.outgoing[out_delivery]
                 self.forwarder.consumer_settled(out_link)
                 lib.pn_delivery_settle(out_delivery)
                 self.dirty.add(out_link.connection)
             message.out_delivery = None
-
-    def _disposition_handler(self) -> Callable[[CoreLink, Any], None]:
-        """A consumer updated or settled one of our deliveries: copy its outcome to the
-        producer's delivery. Settling the producer's side is deferred to flush (see
-        sends_flusher) so both connections' work is batched."""
-        remote_state = lib.pn_delivery_remote_state
-        is_settled = lib.pn_delivery_settled
-        settle = lib.pn_delivery_settle
-        update = lib.pn_delivery_update
-        outcomes_append = self.pending_outcomes.append
-        dirty_add = self.dirty.add
-        accepted = ACCEPTED
-
-        def consumer_disposition(link: CoreLink, delivery: Any) -> None:
-            message = link.unsettled.get(delivery)
-            state = remote_state(delivery)
-            if message is None:
-                if is_settled(delivery):
-                    settle(delivery)
-                return
-            in_delivery = message.delivery
-            if state and state != accepted and in_delivery is not None:
-                copy_disposition(delivery, in_delivery, state)
-            if not is_settled(delivery):
-                if state and in_delivery is not None:
-                    update(in_delivery, state)
-                    dirty_add(message.in_link.connection)
-                return
-            settle(delivery)
-            del link.unsettled[delivery]
-            message.out_delivery = None
-            link.outstanding -= 1
-            if state == accepted:
-                link.counters.accepted += 1
-            else:
-                _count_outcome(link, state)
-            if in_delivery is not None:
-                outcomes_append((message, state))
-
-        return consumer_disposition
 
     def on_flow(self, link: CoreLink) -> None:
         if link.incoming:
@@ -280,6 +271,12 @@ class DeliveryAdaptor:
             lib.pn_link_drained(handle)
             link.credit = lib.pn_link_credit(handle)
         self.dirty.add(link.connection)
+
+    def drop_outgoing(self, link: CoreLink) -> None:
+        """An outgoing link is going (its deliveries with it): forget its deliveries."""
+        outgoing = self.outgoing
+        for delivery in link.unsettled:
+            outgoing.pop(delivery, None)
 
     # ---- DeliveryIO --------------------------------------------------------------------
     def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
@@ -309,6 +306,7 @@ class DeliveryAdaptor:
         tag = self._tag[0]
         settled_tag = ffi.new("pn_bytes_t *", (1, self._settled_tag_pointer))[0]
         dirty_add = self.dirty.add
+        outgoing = self.outgoing
         finish_incoming = self.finish_incoming
         outcomes = self.pending_outcomes
         update = lib.pn_delivery_update
@@ -340,6 +338,7 @@ class DeliveryAdaptor:
                     message.out_link = link
                     message.out_delivery = delivery
                     link.unsettled[delivery] = message
+                    outgoing[delivery] = message
                 if link is not last_link:
                     dirty_add(link.connection)
                     last_link = link
@@ -357,7 +356,7 @@ class DeliveryAdaptor:
                 if outcome == accepted:
                     in_link.counters.accepted += 1
                 else:
-                    _count_outcome(in_link, outcome)
+                    count_outcome(in_link, outcome)
                 dirty_add(in_link.connection)
             outcomes.clear()
 
@@ -374,7 +373,7 @@ class DeliveryAdaptor:
             lib.pn_disposition_set_failed(lib.pn_delivery_local(delivery), True)
         lib.pn_delivery_update(delivery, outcome)
         lib.pn_delivery_settle(delivery)
-        _count_outcome(in_link, outcome)
+        count_outcome(in_link, outcome)
         self.dirty.add(in_link.connection)
 
     def read_message(self, link: CoreLink, delivery: Any, size: int, advance: bool = True) -> bytes:
@@ -432,30 +431,3 @@ class DeliveryAdaptor:
         self._view = memoryview(self._buffer)
         self._pointer = ffi.from_buffer(self._buffer)
 
-
-def copy_disposition(source: Any, target: Any, state: int) -> None:
-    remote = lib.pn_delivery_remote(source)
-    local = lib.pn_delivery_local(target)
-    if state == REJECTED:
-        condition = lib.pn_disposition_condition(remote)
-        if lib.pn_condition_is_set(condition):
-            copy = lib.pn_disposition_condition(local)
-            lib.pn_condition_set_name(copy, lib.pn_condition_get_name(condition))
-            lib.pn_condition_set_description(copy, lib.pn_condition_get_description(condition))
-            lib.pn_data_copy(lib.pn_condition_info(copy), lib.pn_condition_info(condition))
-    elif state == MODIFIED:
-        lib.pn_disposition_set_failed(local, lib.pn_disposition_is_failed(remote))
-        lib.pn_disposition_set_undeliverable(local, lib.pn_disposition_is_undeliverable(remote))
-        lib.pn_data_copy(lib.pn_disposition_annotations(local), lib.pn_disposition_annotations(remote))
-
-
-def _count_outcome(link: CoreLink, state: int) -> None:
-    counters = link.counters
-    if state == ACCEPTED:
-        counters.accepted += 1
-    elif state == RELEASED:
-        counters.released += 1
-    elif state == MODIFIED:
-        counters.modified += 1
-    elif state == REJECTED:
-        counters.rejected += 1

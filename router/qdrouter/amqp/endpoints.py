@@ -17,6 +17,9 @@ from .proton_ffi import LOCAL_CLOSED, LOCAL_UNINIT, c_string, lib, set_condition
 
 log = logging.getLogger("qdrouter.ROUTER")
 
+# A producer's snd-settle-mode -> CoreLink.sends_settled (mixed: no entry, None).
+_SENDS_SETTLED = {lib.PN_SND_SETTLED: True, lib.PN_SND_UNSETTLED: False}
+
 
 class EndpointHandler:
     def __init__(self, router_id: str, adaptor: DeliveryAdaptor) -> None:
@@ -172,6 +175,8 @@ class EndpointHandler:
             key = table.egress_key(key)
         link = CoreLink(next(self._link_ids), name, incoming, key, connection, pn_link,
                         settings.strip_in, settings.strip_out)
+        if incoming:
+            link.sends_settled = _SENDS_SETTLED.get(lib.pn_link_remote_snd_settle_mode(pn_link))
         self._register(connection, link)
         if connection.policy is not None:
             self.policer.watch_messages(connection, link)
@@ -273,6 +278,7 @@ class EndpointHandler:
         if link.incoming:
             self.forwarder.producer_detached(link)
         else:
+            self.adaptor.drop_outgoing(link)
             self.forwarder.consumer_detached(link)
         if link.kind != ENDPOINT and self.on_inter_router_link_lost is not None:
             self.on_inter_router_link_lost(link)

@@ -203,7 +203,6 @@ class AmqpServer:
         pop = lib.pn_collector_pop
         event_type = lib.pn_event_type
         event_delivery = lib.pn_event_delivery
-        delivery_type = pn.DELIVERY
         flow_type = pn.LINK_FLOW
         adaptor = self.adaptor
         on_delivery = self._on_delivery
@@ -216,25 +215,27 @@ class AmqpServer:
         while True:
             event = peek(collector)
             while event:
-                kind = event_type(event)
-                if kind == transport_type:
-                    pass
-                elif kind == delivery_type:
-                    on_delivery(event_delivery(event))
+                # Only PN_DELIVERY events carry a delivery (NULL for all others): asking for
+                # it first saves pn_event_type on the two delivery events of every message.
+                delivery = event_delivery(event)
+                if delivery:
+                    on_delivery(delivery)
                 else:
-                    if pending_sends or pending_outcomes:
-                        flush_sends()
-                    if kind == flow_type:
-                        pn_link = lib.pn_event_link(event)
-                        link = links.get(pn_link)
-                        if link is not None:
-                            adaptor.on_flow(link)
-                        elif adaptor.link_router is not None:
-                            adaptor.link_router.on_flow(pn_link)
-                    else:
-                        handler = handlers.get(kind)
-                        if handler is not None:
-                            handler(event)
+                    kind = event_type(event)
+                    if kind != transport_type:
+                        if pending_sends or pending_outcomes:
+                            flush_sends()
+                        if kind == flow_type:
+                            pn_link = lib.pn_event_link(event)
+                            link = links.get(pn_link)
+                            if link is not None:
+                                adaptor.on_flow(link)
+                            elif adaptor.link_router is not None:
+                                adaptor.link_router.on_flow(pn_link)
+                        else:
+                            handler = handlers.get(kind)
+                            if handler is not None:
+                                handler(event)
                 pop(collector)
                 event = peek(collector)
             if pending_sends or pending_outcomes:

@@ -92,6 +92,7 @@ class CoreLink:
         "name",
         "outstanding",
         "owed_credit",
+        "sends_settled",
         "strip_in",
         "strip_out",
         "unsettled",
@@ -129,6 +130,10 @@ class CoreLink:
         self.backlog: Deque[InFlight] = deque()
         # Incoming links: credit to give back to the producer at the next flush.
         self.owed_credit = 0
+        # Incoming links: True (False) when the producer's snd-settle-mode says all its
+        # deliveries arrive settled (unsettled), so the adaptor need not ask per message;
+        # None when they may be either.
+        self.sends_settled: bool | None = None
         # Unsettled deliveries by proton pointer: incoming ones (on incoming links) or
         # outgoing ones (on outgoing links).
         self.unsettled: Dict[Any, InFlight] = {}
