@@ -4,11 +4,13 @@ in vhostStats."""
 
 from __future__ import annotations
 
+import socket
 from typing import Any, Dict, List
 
-from proton import Message, Transport
+from proton import Message, Transport, uint
 
 from qdrouter.tools.management_client import ManagementClient
+from tests.policy import rawamqp
 from tests.policy.harness import LoginClient, PolicyRouter, login, refusal, users
 from tests.router.amqpclient import Net, msg, send_and_settle
 from tests.router.routerproc import Router
@@ -131,6 +133,22 @@ def test_sessions_beyond_max_sessions_are_refused(policy_router: PolicyRouter, n
     assert sessions[2].state & sessions[2].REMOTE_UNINIT
     assert client.alive
 
+
+
+def test_sessions_beyond_max_sessions_close_a_peer_ignoring_channel_max(policy_router: PolicyRouter) -> None:
+    router = policy_router(policy_body(group("g", "anonymous", maxSessions=2)))
+    with socket.create_connection(("127.0.0.1", router.port), timeout=5) as sock:
+        sock.sendall(rawamqp.AMQP_HEADER + rawamqp.frame(0, rawamqp.OPEN, ["raw", "v.example"]))
+        for channel in range(3):  # channel 2 is above the channel-max of 1
+            sock.sendall(rawamqp.frame(channel, rawamqp.BEGIN, [None, uint(0), uint(100), uint(100)]))
+        frames = rawamqp.read_frames(sock, 5.0)
+    performatives = [(channel, int(f.descriptor)) for channel, f in frames]
+    assert performatives == [(0, rawamqp.OPEN), (0, rawamqp.BEGIN), (1, rawamqp.BEGIN), (0, rawamqp.CLOSE)]
+    assert frames[0][1].value[3] == 1  # the channel-max the peer ignored
+    error = frames[-1][1].value[0]
+    assert error.value[0] == "amqp:resource-limit-exceeded"
+    assert "maxSessions (2) reached" in error.value[1]
+    assert stats(router)["sessionDenied"] == 1
 
 def test_session_window_is_frames_times_window(policy_router: PolicyRouter, net: Net) -> None:
     router = policy_router(policy_body(group("g", "u1", maxFrameSize=2048, maxSessionWindow=4)),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from qdrouter.tools.management_client import ManagementClient
-from tests.policy.harness import PolicyRouter, login, refusal, users
+from tests.policy.harness import PolicyRouter, login, make_sasl_config, refusal, users
 from tests.router.amqpclient import Net
 
 ALL = "ANONYMOUS PLAIN SCRAM-SHA-1 SCRAM-SHA-256"
@@ -74,3 +74,14 @@ def test_connector_authenticates_with_sasl_username_and_password(policy_router: 
     rows = connection_rows(server.urls["admin"])
     users_seen = [row["user"] for row in rows if row["role"] == "route-container"]
     assert users_seen == ["broker-link", "broker-link"]
+
+
+def test_sasl_config_name_picks_the_cyrus_config_file(policy_router: PolicyRouter, net: Net,
+                                                      tmp_path: Path) -> None:
+    # Only 'custom.conf' points at the sasldb holding alice: her login proves the router told
+    # Cyrus saslConfigDir and saslConfigName (the default name, qdrouterd, has no file here).
+    sasl_dir = make_sasl_config(tmp_path / "sasl", users("alice"), name="custom")
+    router = policy_router("", listener={"saslMechanisms": "PLAIN SCRAM-SHA-256"},
+                           router_extra=f"    saslConfigDir: {sasl_dir}\n    saslConfigName: custom\n")
+    assert login(net, router.url, "alice", mechanism="SCRAM-SHA-256").alive
+    assert "Authentication failed" in refusal(net, router.url, "alice", password="wrong", mechanism="PLAIN")

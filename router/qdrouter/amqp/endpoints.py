@@ -110,10 +110,10 @@ class EndpointHandler:
             connection = self.connections.get(lib.pn_session_connection(session))
             denial = self.policer.session(connection, session) if connection is not None else None
             if denial is not None:
-                set_condition(lib.pn_session_condition(session), denial.condition, denial.description)
-                lib.pn_session_open(session)
-                lib.pn_session_close(session)
-                self.adaptor.dirty.add(connection)
+                # Only a peer ignoring our channel-max (maxSessions - 1) gets here, on a channel
+                # above it: proton has no channel to answer its begin on (opening the session
+                # would stall the connection's output), so the connection closes, naming the rule.
+                self.policer.refuse_session(connection, denial)
                 return
         lib.pn_session_open(session)
 

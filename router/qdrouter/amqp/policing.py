@@ -130,6 +130,10 @@ class ConnectionPolicer:
                 lib.pn_session_set_incoming_capacity(session, group.max_session_window * frame)
         return denial
 
+    def refuse_session(self, connection: AmqpConnection, denial: Denial) -> None:
+        log.info("Connection %d from %s closed: %s", connection.identity, connection.peer, denial.description)
+        self._close(connection, denial)
+
     def session_ended(self, connection: AmqpConnection) -> None:
         if connection in self.sessions and self.sessions[connection] > 0:
             self.sessions[connection] -= 1

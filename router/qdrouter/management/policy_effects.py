@@ -36,8 +36,10 @@ class PolicyEffects:
                 except Exception:
                     self.router.store.remove(created)
                     raise
-        log.info("Policy: maxConnections %d, vhost policy %s, %d vhost(s)", self.engine.max_connections,
-                 "enabled" if self.engine.enable_vhost_policy else "disabled", len(self.engine.vhosts))
+        # Said before the config file's vhost sections are read: only policyDir's are counted.
+        log.info("Policy: maxConnections %d, vhost policy %s%s", self.engine.max_connections,
+                 "enabled" if self.engine.enable_vhost_policy else "disabled",
+                 f", {len(self.engine.vhosts)} vhost(s) from {directory}" if directory else "")
 
     def vhost_created(self, entity: ManagedEntity) -> None:
         attrs = dict(entity.attributes)
