@@ -1,7 +1,7 @@
 """A change that needs new router pods (here a pod annotation in ``spec.pod``) rolls the shared
 mesh, highest router first: every pod replaced exactly once, in order, ``RollingRestart``
-Events, and afterwards the mesh is whole and messages cross it. How many routers were in
-replacement at once is printed (one at a time is the goal; see docs/operator.md)."""
+Events, never two routers in replacement at once, and afterwards the mesh is whole and
+messages cross it."""
 
 from __future__ import annotations
 
@@ -71,9 +71,11 @@ def test_pod_settings_change_rolls_routers_one_at_a_time(
     took = time.monotonic() - started
     print(f"rolling restart: order {replaced_order}, at most {most_down} router(s) in replacement at once;"
           f" not Ready for a moment while not being replaced: {sorted(flapped) or 'none'}")
-    assert replaced_order == sorted(names, reverse=True), "highest router first, one at a time"
-    # Known bug (docs/operator.md, "Not done yet"): in 2 of 4 runs two routers were in
-    # replacement at once near the end of the roll; cause not found yet. Reported, not asserted.
+    assert replaced_order == sorted(names, reverse=True), "highest router first"
+    # Two at once happened when the next router was released while a replaced router reached
+    # the others only through it (its own links still coming back): the operator now waits
+    # for every inter-router link of the topology (reconcile.mesh_converged).
+    assert most_down <= 1, f"{most_down} routers were in replacement at once"
     after = router_pods(k8s, ns, MESH)
     assert all(after[name].uid != before[name] for name in names)
     events = core.list_namespaced_event(ns, field_selector=f"involvedObject.name={MESH}").items
