@@ -82,6 +82,15 @@ def test_no_status_yet_is_progressing(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_the_crds_default_status_is_progressing(kind: str) -> None:
+    """What the API server shows before the operator writes (the CRDs' status default)."""
+    obj = resource(kind, None)
+    obj["status"] = {"observedGeneration": 0}
+    expected = ("Progressing", "Waiting for the qdmesh operator to report status")
+    assert run_health(script(kind), obj) == expected
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_status_older_than_the_spec_is_progressing_even_if_it_said_ready(kind: str) -> None:
     obj = resource(kind, [cond("Ready", "True", "Reconciled", "ok")], generation=3, observed=2)
     expected = ("Progressing", "Waiting for the operator to reconcile generation 3")
