@@ -51,11 +51,12 @@ def test_version(router_image: str) -> None:
     assert result.stdout.strip() == f"qdrouterd (qdmesh) {package_version()}"
 
 
-def test_proton_has_cyrus_sasl_and_runs_as_non_root(router_image: str) -> None:
-    probe = "import json, os, proton; print(json.dumps([proton.SASL.extended(), os.getuid()]))"
+def test_proton_has_cyrus_sasl_and_tls_and_runs_as_non_root(router_image: str) -> None:
+    probe = ("import json, os, proton; "
+             "print(json.dumps([proton.SASL.extended(), proton.SSL.present(), os.getuid()]))")
     result = docker("run", "--rm", "--network", "none", "--read-only", "--entrypoint", "python3",
                     router_image, "-c", probe)
-    assert json.loads(result.stdout) == [True, 10001]
+    assert json.loads(result.stdout) == [True, True, 10001]
 
 
 @pytest.fixture
