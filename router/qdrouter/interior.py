@@ -200,6 +200,12 @@ class MeshNode:
 
     # ---- what the protocol learned -----------------------------------------------------
     def _on_event(self, event: RoutingEvent) -> None:
+        if event.kind in ("neighbor_up", "neighbor_down"):
+            # When a neighbour was found or lost, to the microsecond (what the partition test
+            # measures detection by, and what an operator looks for after a failure).
+            router_id, conn_key = event.data
+            log.info("Neighbour %s %s (connection %s)", router_id,
+                     "up" if event.kind == "neighbor_up" else "lost", conn_key)
         if event.kind in ("routes", "neighbor_up", "neighbor_down"):
             self._refresh_data_links()
             if event.kind != "neighbor_down":
