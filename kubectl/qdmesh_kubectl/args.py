@@ -8,6 +8,7 @@ from typing import Any, Callable
 from qdrouter import __version__
 from qdrouter.tools import table
 from qdrouter.tools.cli_common import ToolArgumentParser
+from qdrouter.tools.qdstat import _VIEW_OPTIONS as QDSTAT_VIEW_OPTIONS
 from qdrouter.tools.qdstat_views import VIEWS
 
 PROG = "kubectl-qdstat"
@@ -26,19 +27,9 @@ examples:
   kubectl qdstat pod/mymesh-0 --nodes        the routers one router sees
   kubectl qdstat mymesh --map                routers, links and costs, brokers, routes"""
 
-# qdstat's view options, without -n (kubectl's namespace flag).
-_VIEW_OPTIONS = [
-    ("-g", "--general", "general"),
-    ("-c", "--connections", "connections"),
-    ("-l", "--links", "links"),
-    ("-a", "--address", "addresses"),
-    (None, "--nodes", "nodes"),
-    (None, "--autolinks", "autolinks"),
-    (None, "--linkroutes", "linkroutes"),
-    (None, "--vhosts", "vhosts"),
-    (None, "--vhostgroups", "vhostgroups"),
-    ("-m", "--memory", "memory"),
-]
+# qdstat's own view options (so a view added to qdstat is here too), without the short -n:
+# that is kubectl's namespace flag, so nodes is --nodes only.
+_VIEW_OPTIONS = [(None if short == "-n" else short, long, view) for short, long, view in QDSTAT_VIEW_OPTIONS]
 
 
 def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:

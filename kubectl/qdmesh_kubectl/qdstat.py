@@ -99,11 +99,20 @@ def run(args: argparse.Namespace, forwarder_factory: ForwarderFactory) -> int:
                 write_out(mesh_map.render(snapshot))
             return 1 if snapshot.unreachable else 0
         result = query_routers(args.show, routers, client_for, args.limit)
+        # As qdstat -c: the connectors' state and last error under the connections (a connector
+        # whose peer is away has no connection to list); text only, so --csv/--json stay one table.
+        extra = None
+        if args.show == "connections" and args.format == table.TEXT and len(result.failures) < len(routers):
+            answered = {pod: address for pod, address in routers.items() if pod not in result.failures}
+            extra = query_routers("connectors", answered, client_for, args.limit).table
     for router, why in result.failures.items():
         _warn(f"router {router} did not answer: {why}")
     if len(result.failures) == len(routers):
         raise PluginError("no router answered")
-    write_out(table.render(result.table, args.format))
+    text = table.render(result.table, args.format)
+    if extra is not None and extra.rows:
+        text += "\n" + table.render(extra, args.format)
+    write_out(text)
     return 1 if result.failures else 0
 
 

@@ -86,9 +86,15 @@ def test_general_view_has_a_column_per_router(mesh: MeshState, routing: None, e2
 def test_connections_view_shows_the_inter_router_connections(
         mesh: MeshState, routing: None, e2e_kubeconfig: Path) -> None:
     out = qdstat(mesh, e2e_kubeconfig, "-c")
+    # As qdstat -c: the connections, then (text output) each router's connectors.
+    connections, _, connectors = out.partition("\nConnectors\n")
     for router in mesh.routers:
-        inter = [line for line in rows_of(out, router) if "inter-router" in line]
+        inter = [line for line in rows_of(connections, router) if "inter-router" in line]
         assert len(inter) == mesh.size - 1, f"{router}: {len(inter)} inter-router connections\n{out}"
+    dialled = [line for router in mesh.routers for line in rows_of(connectors, router)
+               if "inter-router" in line.split()]
+    assert dialled, f"no inter-router connector listed under the connections\n{out}"
+    assert all("Operational" in line.split() for line in dialled), out
 
 
 def test_links_view_shows_each_routers_links(mesh: MeshState, routing: None, e2e_kubeconfig: Path) -> None:

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from qdmesh_kubectl.args import build_parser
 from qdmesh_kubectl.qdstat import main
+from qdrouter.tools.qdstat_views import VIEWS
 
 KUBECONFIG = """\
 apiVersion: v1
@@ -56,3 +58,11 @@ def test_usage_errors(argv: list, says: str, capsys: pytest.CaptureFixture) -> N
         main(argv)
     assert exit_info.value.code == 2
     assert says in capsys.readouterr().err
+
+
+def test_every_qdstat_view_has_an_option() -> None:
+    """Any qdstat view, including ones qdstat gains later: the options come from qdstat's."""
+    shown = {action.const for action in build_parser()._actions if action.dest == "show"}
+    assert shown == set(VIEWS) | {"map"}
+    assert build_parser().parse_args(["demo", "--nodes"]).show == "nodes"
+    assert build_parser().parse_args(["demo", "-n", "ns"]).namespace == "ns"

@@ -13,6 +13,7 @@ from typing import List, Tuple
 import pytest
 
 from qdmesh_kubectl.qdstat import main
+from qdrouter.tools.qdstat_views import VIEWS
 from tests.kube.controlplane import ControlPlane
 from tests.prerequisites import require
 
@@ -121,7 +122,9 @@ def test_views_of_every_router_through_the_api_server(
     assert forward.opened == PODS and forward.closed
     lines = out.splitlines()
     assert lines[0] == "Routers in the Network"
-    assert lines[1].split() == ["router", "router-id", "next-hop", "link", "cost"]
+    # qdstat's own columns (whatever they are: they are qdstat's business), after the router's.
+    assert lines[1].split() == ["router", *VIEWS["nodes"].build([]).heads]
+    assert "cost" in lines[1].split()
     assert sum(1 for line in lines[3:] if line.split()[0] == "demo-1") == 2
 
     forward = FakePortForward(local_mesh.addresses)
@@ -142,6 +145,43 @@ def test_one_pod_and_a_skipped_pending_router(
     code, out, err = run(capsys, [*base, "demo", "-c"], FakePortForward(local_mesh.addresses))
     assert code == 0
     assert "warning: skipping router demo-2 (pending)" in err
-    assert {line.split()[0] for line in out.splitlines()[3:]} == {"demo-0", "demo-1"}
+    assert {row[0] for row in _table(out, "Connections")} == {"demo-0", "demo-1"}
+    assert {row[0] for row in _table(out, "Connectors")} == {"demo-0", "demo-1"}
     code, out, _ = run(capsys, [*base, "pod/demo-1", "--linkroutes"], FakePortForward(local_mesh.addresses))
     assert code == 0 and out.splitlines()[1].split()[0] == "router"
+
+
+def _table(out: str, title: str) -> List[List[str]]:
+    """The rows (split in columns) of the text table called ``title`` in ``out``."""
+    lines = out.splitlines()
+    start = lines.index(title) + 3  # title, heads, rule
+    rows = []
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        rows.append(line.split())
+    return rows
+
+
+def test_connectors_under_the_connections_and_alone(
+        kube_apiserver: ControlPlane, namespace: str, local_mesh: LocalMesh,
+        capsys: pytest.CaptureFixture) -> None:
+    """As qdstat: -c shows each router's connectors (state, last error) under its connections,
+    --connectors shows them alone. demo-0 dials the broker, demo-1 demo-0, demo-2 both others."""
+    create_mesh(kube_apiserver, namespace)
+    create_router_pods(kube_apiserver, namespace, PODS, running=True)
+    base = ["--kubeconfig", kube_apiserver.kubeconfig, "-n", namespace, "demo"]
+    code, out, err = run(capsys, [*base, "-c"], FakePortForward(local_mesh.addresses))
+    assert code == 0, err
+    assert out.splitlines()[0] == "Connections"
+    connectors = _table(out, "Connectors")
+    per_router = {pod: sorted(row[1] for row in connectors if row[0] == pod) for pod in PODS}
+    assert per_router["demo-0"] == ["broker"]
+    assert len(per_router["demo-1"]) == 1 and len(per_router["demo-2"]) == 2, per_router
+    assert all("Operational" in row for row in connectors), connectors
+
+    code, out, _ = run(capsys, [*base, "--connectors", "--csv"], FakePortForward(local_mesh.addresses))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split(",")[:3] == ["router", "name", "host"]
+    assert len(lines) == 1 + 4 and "Connections" not in out
