@@ -26,7 +26,6 @@ from .product import (
     helm_install,
     helm_uninstall,
     is_true,
-    package_version,
     read_resource,
     router_pods,
     status_summary,
@@ -49,12 +48,12 @@ def operator_namespace(core: Any, k8s: Any, e2e_kubeconfig: Path, timing: Timing
     helm = helm_binary()
     require(helm is not None, "helm (.ci/setup.d/30-helm-tools.sh)")
     assert helm is not None
-    version = package_version()
     namespace = fresh_namespace(core, "qdmesh-system")
     started = time.monotonic()
+    # No image.tag and no routerImage: the chart's operator image and the operator's router image
+    # are both those of the package version by default (checked in test_product_1_mesh.py).
     helm_install(helm, e2e_kubeconfig, "qdmesh", namespace, {
-        "image.tag": version, "image.pullPolicy": "Never", "routerImage": f"qdmesh/router:{version}",
-        "operator.logLevel": "info",
+        "image.pullPolicy": "Never", "operator.logLevel": "info",
     })
     try:
         describe = lambda: describe_namespace(core, namespace)  # noqa: E731
