@@ -6,7 +6,6 @@ classes, and no more parsing of a message than routing needs.
 
 from __future__ import annotations
 
-import struct
 from typing import Any, Callable, Dict, Set
 
 from ..core.address_table import MULTICAST, UNAVAILABLE, AddressTable
@@ -49,6 +48,7 @@ class DeliveryAdaptor:
         # asking proton which link the delivery is on; entries leave as the deliveries are
         # settled or their link goes (drop_outgoing), before proton may reuse the pointer.
         self.outgoing: Dict[Any, InFlight] = {}
+        self.consumer_disposition = disposition_handler(self.outgoing, self.dirty, self.pending_outcomes)
         self._buffer = bytearray(1024 * 1024)
         self._view = memoryview(self._buffer)
         self._pointer = ffi.from_buffer(self._buffer)
@@ -69,9 +69,10 @@ class DeliveryAdaptor:
 
     # ---- events ------------------------------------------------------------------------
     def delivery_handler(self) -> Callable[[Any], None]:
-        """The PN_DELIVERY handler. A closure over local names, because at hundreds of
-        thousands of calls a second attribute and global lookups are a real share of the
-        cost. The common case (addressed link, complete message without router
+        """The PN_DELIVERY handler for deliveries not in ``self.outgoing`` (the event loop
+        gives those to ``self.consumer_disposition``). A closure over local names, because
+        at hundreds of thousands of calls a second attribute and global lookups are a real
+        share of the cost. The common case (addressed link, complete message without router
         annotations, an anycast consumer with credit) is handled inline; everything else
         goes through the general methods below."""
         links_get = self.links.get
@@ -88,21 +89,18 @@ class DeliveryAdaptor:
         credit_dirty_add = forwarder.credit_dirty.add
         general_receive = self._receive
         producer_settled = self._producer_settled
-        consumer_disposition = disposition_handler(self.outgoing, self.dirty, self.pending_outcomes)
-        outgoing_get = self.outgoing.get
         qd_prefix = _QD_PREFIX
         pending_append = self.pending_sends.append
         multicast = MULTICAST
         unavailable = UNAVAILABLE
         policed = self.policed
         state = self
+        # The fast path reads at most 64 KiB: the first buffer (1 MiB) always holds that, and
+        # stays alive here when _grow replaces it for the general path.
+        fast_pointer = self._pointer
+        fast_view = self._view
 
         def on_delivery(delivery: Any) -> None:
-            message = outgoing_get(delivery)
-            if message is not None:
-                # A consumer's disposition: the delivery is ours, its link known.
-                consumer_disposition(message, delivery)
-                return
             link = links_get(delivery_link(delivery))
             if link is None:
                 if state.link_router is not None:
@@ -148,13 +146,13 @@ class DeliveryAdaptor:
                     general_receive(link, delivery)
                     return
                 handle = link.handle
-                count = recv(handle, state._pointer, size)
+                count = recv(handle, fast_pointer, size)
                 if count < 0:
                     # PN_ABORTED (the producer gave up on a partial message) or PN_EOS.
                     advance(handle)
                     settle(delivery)
                     return
-                raw = state._view[:count].tobytes()
+                raw = fast_view[:count].tobytes()
                 advance(handle)
             elif (
                 address is None
@@ -165,7 +163,7 @@ class DeliveryAdaptor:
                 general_receive(link, delivery, raw)
                 return
             link.counters.delivered += 1
-            if qd_prefix in raw:
+            if raw.find(qd_prefix) >= 0:  # (bytes.find is twice as fast as "in" here)
                 general_receive(link, delivery, raw)
                 return
             presettled = link.sends_settled
@@ -189,8 +187,9 @@ class DeliveryAdaptor:
             out.credit -= 1
             counters = out.counters
             counters.delivered += 1
-            address.counters.deliveries_ingress += 1
-            address.counters.deliveries_egress += 1
+            address_counters = address.counters
+            address_counters.deliveries_ingress += 1
+            address_counters.deliveries_egress += 1
             if message is None:
                 counters.presettled += 1
             else:
@@ -301,8 +300,8 @@ class DeliveryAdaptor:
         send = lib.pn_link_send
         advance = lib.pn_link_advance
         settle = lib.pn_delivery_settle
-        pack_tag = struct.Struct("<Q").pack_into
-        tag_buffer = self._tag_buffer
+        # The tag's 8 bytes as one integer: storing into it costs less than struct packing.
+        tag_word = ffi.cast("uint64_t *", self._tag_pointer)
         tag = self._tag[0]
         settled_tag = ffi.new("pn_bytes_t *", (1, self._settled_tag_pointer))[0]
         dirty_add = self.dirty.add
@@ -331,7 +330,7 @@ class DeliveryAdaptor:
                     settle(delivery)
                 else:
                     count += 1
-                    pack_tag(tag_buffer, 0, count)
+                    tag_word[0] = count
                     delivery = new_delivery(handle, tag)
                     send(handle, payload, len(payload))
                     advance(handle)
@@ -344,6 +343,7 @@ class DeliveryAdaptor:
                     last_link = link
             state._tag_count = count
             pending.clear()
+            last_link = None
             for message, outcome in outcomes:
                 delivery = message.delivery
                 if delivery is None:
@@ -357,7 +357,9 @@ class DeliveryAdaptor:
                     in_link.counters.accepted += 1
                 else:
                     count_outcome(in_link, outcome)
-                dirty_add(in_link.connection)
+                if in_link is not last_link:
+                    dirty_add(in_link.connection)
+                    last_link = in_link
             outcomes.clear()
 
         return flush_sends

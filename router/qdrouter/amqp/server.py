@@ -206,6 +206,8 @@ class AmqpServer:
         flow_type = pn.LINK_FLOW
         adaptor = self.adaptor
         on_delivery = self._on_delivery
+        outgoing_get = adaptor.outgoing.get
+        consumer_disposition = adaptor.consumer_disposition
         transport_type = pn.TRANSPORT
         links = adaptor.links
         handlers = self._handlers
@@ -219,7 +221,12 @@ class AmqpServer:
                 # it first saves pn_event_type on the two delivery events of every message.
                 delivery = event_delivery(event)
                 if delivery:
-                    on_delivery(delivery)
+                    message = outgoing_get(delivery)
+                    if message is not None:
+                        # A consumer's disposition on a delivery of ours: its link is known.
+                        consumer_disposition(message, delivery)
+                    else:
+                        on_delivery(delivery)
                 else:
                     kind = event_type(event)
                     if kind != transport_type:
@@ -325,7 +332,12 @@ class AmqpServer:
         if kind == pn.TRANSPORT:
             return
         if kind == pn.DELIVERY:
-            self._on_delivery(lib.pn_event_delivery(event))
+            delivery = lib.pn_event_delivery(event)
+            message = adaptor.outgoing.get(delivery)
+            if message is not None:
+                adaptor.consumer_disposition(message, delivery)
+            else:
+                self._on_delivery(delivery)
             return
         if adaptor.pending_sends or adaptor.pending_outcomes:
             self._flush_sends()
