@@ -17,6 +17,9 @@ VHOST_PLURAL = "vhostpolicies"
 AMQP_PORT = 5672
 INTER_ROUTER_PORT = 55672
 HTTP_PORT = 8672
+# The operator's own way in to each router's management: a listener that vhost policies do
+# not govern (role route-container, as in qdrouterd), protected like the inter-router one.
+MANAGEMENT_PORT = 55673
 CONSOLE_PORT = 8080  # the web console (spec.console), on its own pod
 
 MANAGER = "qdmesh-operator"

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 from kubernetes.client.rest import ApiException
 
 from . import contract, status
+from .apply.credentials import CredentialsError, ManagementCredentials
 from .apply.kube import KubeApi
 from .apply.management import ClientPool, RouterOutcome, sync_mesh
 from .model import topology
@@ -79,6 +80,7 @@ class MeshReconciler:
                  urls: Callable[[MeshSpec, Sequence[str]], Dict[str, str]] = router_urls) -> None:
         self.kube = kube
         self.pool = pool or ClientPool()
+        self.credentials = ManagementCredentials()
         self._last: Dict[Tuple[str, str], Tuple[float, Report]] = {}
         self.urls = urls
 
@@ -158,7 +160,7 @@ class MeshReconciler:
             pods = self.kube.pods(namespace, mesh_name)
             ready_pods = sorted(name for name, pod in pods.items() if pod.ready)
             state.manage_inter_router = overrides() is None
-            outcomes = sync_mesh(state, self.urls(mesh, ready_pods), self.pool)
+            outcomes = self._sync(report, body, state, ready_pods)
             converged = mesh_converged(mesh, outcomes)
             sts_obj = objects[-1]
             partition, rolling = next_partition(mesh.size, sts_obj["metadata"]["annotations"][TEMPLATE_HASH],
@@ -199,6 +201,21 @@ class MeshReconciler:
         self._routing_statuses(report, mesh, state, routing_bodies, invalid, outcomes)
         self._events(report, body, outcomes, why)
         return report
+
+    def _sync(self, report: Report, body: Mapping[str, Any], state: MeshState,
+              ready_pods: Sequence[str]) -> Dict[str, RouterOutcome]:
+        """Bring the ready routers to the desired entities through their management listener,
+        with the mesh's certificate when its routers use TLS."""
+        mesh = state.mesh
+        urls = self.urls(mesh, ready_pods)
+        tls = None
+        if overrides() is None and urls:
+            try:
+                tls = self.credentials.for_mesh(self.kube.core, mesh)
+            except CredentialsError as e:
+                report.events.append(Event(ref(body), "Warning", status.ROUTER_UNREACHABLE, str(e)))
+                return {}
+        return sync_mesh(state, urls, self.pool, tls=tls)
 
     def _managed_tls(self, report: Report, body: Mapping[str, Any], mesh: MeshSpec) -> str | None:
         """Mode Managed: the CA and the routers' certificate in their Secrets (made once, renewed

@@ -1,6 +1,7 @@
-"""Where the operator reaches each router's management: through the headless Service's DNS
-name of its pod, or (for running the operator outside a cluster against local routers, as its
-tests do) through a JSON file named by QDMESH_ROUTER_URLS mapping ``namespace/router-id`` to a
+"""Where the operator reaches each router's management: the management listener (port
+55673, TLS when the mesh's inter-router links use it) at the headless Service's DNS name of
+its pod, or (for running the operator outside a cluster against local routers, as its tests
+do) through a JSON file named by QDMESH_ROUTER_URLS mapping ``namespace/router-id`` to a
 URL."""
 
 from __future__ import annotations
@@ -34,5 +35,6 @@ def router_urls(mesh: MeshSpec, ready_pods: Sequence[str]) -> Dict[str, str]:
         return {rid: override[f"{mesh.namespace}/{rid}"] for rid in mesh.router_ids()
                 if f"{mesh.namespace}/{rid}" in override}
     ready = set(ready_pods)
-    return {rid: f"amqp://{contract.router_host(mesh.name, mesh.namespace, i)}:{contract.AMQP_PORT}"
+    scheme = "amqps" if mesh.inter_router_tls.enabled else "amqp"
+    return {rid: f"{scheme}://{contract.router_host(mesh.name, mesh.namespace, i)}:{contract.MANAGEMENT_PORT}"
             for i, rid in enumerate(mesh.router_ids()) if rid in ready}

@@ -29,8 +29,9 @@ REFUSED_ON_CREATE: List[Tuple[str, Dict[str, Any], str]] = [
      "spec.image must name a version, not the 'latest' tag"),
     ("RouterMesh", {"size": 3, "topology": {"type": "Redundant", "degree": 3}},
      "spec.topology.degree must be smaller than spec.size (each router connects to degree others)"),
-    ("RouterMesh", {"size": 3, "listeners": [{"name": "ir", "port": 55672}]},
-     "spec.listeners: ports 55672 (inter-router) and 8672 (health and metrics) are reserved"),
+    ("RouterMesh", {"size": 3, "listeners": [{"name": "ir", "port": 55673}]},
+     "spec.listeners: ports 55672 (inter-router), 55673 (the operator's management) and 8672 "
+     "(health and metrics) are reserved"),
     ("RouterMesh", {"size": 3, "listeners": [LISTENER, {**LISTENER, "name": "again"}]},
      "spec.listeners: two listeners cannot share a port"),
     ("RouterMesh", {"size": 3, "listeners": [{**LISTENER, "nodePort": 30673}]},

@@ -181,8 +181,9 @@ def test_unknown_connector_is_stalled_and_nothing_of_it_is_applied(kube: Cluster
         (
             "routermeshes",
             "RouterMesh",
-            {"listeners": [{"name": "x", "port": 55672}]},
-            "ports 55672 (inter-router) and 8672 (health and metrics) are reserved",
+            {"listeners": [{"name": "x", "port": 55673}]},
+            "ports 55672 (inter-router), 55673 (the operator's management) and 8672 (health and metrics) "
+            "are reserved",
         ),
         ("routermeshes", "RouterMesh", {"image": "qdmesh/router:latest"}, "spec.image must name a version"),
         (

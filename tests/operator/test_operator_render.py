@@ -140,6 +140,7 @@ def test_every_object_is_owned_labelled_and_named_by_the_contract() -> None:
     assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
         "amqp": 5672,
         "inter-router": 55672,
+        "management": 55673,
         "http": 8672,
         "edge": 5673,
     }

@@ -12,7 +12,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
 from qdrouter.tools.errors import ManagementConnectionError, ManagementError
 from qdrouter.tools.management_client import ManagementClient
@@ -20,6 +20,7 @@ from qdrouter.tools.management_client import ManagementClient
 from ..model.desired import MeshState
 from ..model.entities import LIVE_TYPES, LONG_TYPE, Entity
 from ..plan import CREATE, DELETE, UPDATE, Op, plan
+from .credentials import TlsFiles
 
 ROUTER_TYPE = "org.apache.qpid.dispatch.router"
 NODE_TYPE = "org.apache.qpid.dispatch.router.node"
@@ -30,6 +31,13 @@ def default_client(url: str) -> ManagementClient:
     return ManagementClient(url, timeout=3.0)
 
 
+def tls_client(url: str, tls: TlsFiles) -> ManagementClient:
+    """Mutual TLS with the mesh's certificate, authenticated by it (SASL EXTERNAL), the router's
+    host name checked against its certificate."""
+    return ManagementClient(url, timeout=3.0, sasl_mechanisms="EXTERNAL", ssl_certificate=tls.certificate,
+                            ssl_key=tls.key, ssl_trustfile=tls.trust)
+
+
 class ClientPool:
     """One open management connection per router, kept between reconciliations (opening one
     costs ~0.3 s of TLS set-up inside proton's Container even for plain AMQP).  A connection
@@ -38,25 +46,33 @@ class ClientPool:
 
     def __init__(self, factory: ClientFactory = default_client) -> None:
         self.factory = factory
-        self._clients: Dict[str, ManagementClient] = {}
+        self._clients: Dict[str, Tuple[ManagementClient, str]] = {}
         self._lock = threading.Lock()
 
-    def get(self, url: str) -> ManagementClient:
+    def get(self, url: str, tls: TlsFiles | None = None) -> ManagementClient:
+        """The router's client; one made with other (older) certificate files is replaced."""
+        version = tls.version if tls is not None else ""
+        stale = None
         with self._lock:
-            client = self._clients.get(url)
-            if client is None:
-                client = self._clients[url] = self.factory(url)
-            return client
+            found = self._clients.get(url)
+            if found is not None and found[1] != version:
+                stale, found = found[0], None
+            if found is None:
+                client = self.factory(url) if tls is None else tls_client(url, tls)
+                found = self._clients[url] = (client, version)
+        if stale is not None:
+            stale.close()
+        return found[0]
 
     def discard(self, url: str) -> None:
         with self._lock:
-            client = self._clients.pop(url, None)
-        if client is not None:
-            client.close()
+            found = self._clients.pop(url, None)
+        if found is not None:
+            found[0].close()
 
     def close(self) -> None:
         with self._lock:
-            clients, self._clients = list(self._clients.values()), {}
+            clients, self._clients = [c for c, _ in self._clients.values()], {}
         for client in clients:
             client.close()
 
@@ -124,7 +140,8 @@ def execute(client: ManagementClient, op: Op) -> OpResult:
 
 
 def sync_router(router_id: str, url: str, desired: Sequence[Entity], keep: Sequence[str] = (),
-                pool: ClientPool | None = None, dry_run: bool = False, attempts: int = 2) -> RouterOutcome:
+                pool: ClientPool | None = None, dry_run: bool = False, attempts: int = 2,
+                tls: TlsFiles | None = None) -> RouterOutcome:
     """Read, plan and apply on one router; never raises for router-side problems.  A lost or
     silent connection is retried once on a fresh one: the plan is made again from what the
     router then reports, so an operation is never applied twice."""
@@ -136,7 +153,7 @@ def sync_router(router_id: str, url: str, desired: Sequence[Entity], keep: Seque
         for _attempt in range(attempts):
             outcome.error = None
             try:
-                _sync_once(clients.get(url), outcome, desired, keep, dry_run)
+                _sync_once(clients.get(url, tls), outcome, desired, keep, dry_run)
                 break
             except ManagementConnectionError as e:
                 clients.discard(url)
@@ -169,9 +186,10 @@ def _sync_once(client: ManagementClient, outcome: RouterOutcome, desired: Sequen
 
 
 def sync_mesh(state: MeshState, urls: Mapping[str, str], pool: ClientPool | None = None,
-              dry_run: bool = False) -> Dict[str, RouterOutcome]:
-    """Every router of ``state`` that has a URL in ``urls``, in parallel.  Without a ``pool``
-    the connections last for this call only."""
+              dry_run: bool = False, tls: TlsFiles | None = None) -> Dict[str, RouterOutcome]:
+    """Every router of ``state`` that has a URL in ``urls``, in parallel, with ``tls`` (the
+    mesh's certificate) for amqps URLs.  Without a ``pool`` the connections last for this call
+    only."""
     routers = [rid for rid in state.mesh.router_ids() if rid in urls]
     if not routers:
         return {}
@@ -180,7 +198,8 @@ def sync_mesh(state: MeshState, urls: Mapping[str, str], pool: ClientPool | None
         with ThreadPoolExecutor(max_workers=min(16, len(routers)),
                                 thread_name_prefix="qdmesh-mgmt") as workers:
             futures = {rid: workers.submit(sync_router, rid, urls[rid], state.live_entities(rid),
-                                           state.restart_only_names(rid), clients, dry_run)
+                                           state.restart_only_names(rid), clients, dry_run, 2,
+                                           tls if urls[rid].startswith("amqps:") else None)
                        for rid in routers}
             return {rid: f.result() for rid, f in futures.items()}
     finally:

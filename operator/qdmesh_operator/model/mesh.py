@@ -16,7 +16,7 @@ NAME_PATTERN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DISTRIBUTIONS = ("multicast", "closest", "balanced", "unavailable")
 EXPOSE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer")
 TLS_MODES = ("Managed", "Disabled", "Secret", "CertManager")
-RESERVED_PORTS = (contract.INTER_ROUTER_PORT, contract.HTTP_PORT)
+RESERVED_PORTS = (contract.INTER_ROUTER_PORT, contract.HTTP_PORT, contract.MANAGEMENT_PORT)
 MAX_MESH_NAME = 40  # pod names M-NN and Service M-routers stay within DNS label limits
 
 
@@ -243,7 +243,8 @@ def _listeners(f: Fields) -> List[ListenerSpec]:
         port = item.need_integer("port", minimum=1, maximum=65535)
         if port in RESERVED_PORTS:
             raise SpecError(item.at("port"),
-                            f"{port} is reserved (55672 inter-router, 8672 health and metrics)")
+                            f"{port} is reserved (55672 inter-router, 55673 the operator's management, "
+                            "8672 health and metrics)")
         if port in ports:
             raise SpecError(item.at("port"), f"{port} is already used by {ports[port]}")
         ports[port] = f"listener {name!r}"

@@ -71,12 +71,20 @@ def static_sections(mesh: MeshSpec) -> List[Entity]:
     inter_router: Dict[str, Any] = {"name": "inter-router", "host": "",
                                     "port": str(contract.INTER_ROUTER_PORT), "role": "inter-router",
                                     "saslMechanisms": "EXTERNAL" if tls else "ANONYMOUS"}
+    # The operator manages the routers through this listener, never the client one: vhost
+    # policies (which may refuse $management to everyone on the client listener) do not apply
+    # to route-container connections, and only holders of the mesh's certificate get in.
+    management: Dict[str, Any] = {"name": "management", "host": "", "port": str(contract.MANAGEMENT_PORT),
+                                  "role": "route-container",
+                                  "saslMechanisms": "EXTERNAL" if tls else "ANONYMOUS"}
     if tls:
         inter_router.update(sslProfile=INTER_ROUTER_PROFILE, authenticatePeer=True, requireSsl=True)
+        management.update(sslProfile=INTER_ROUTER_PROFILE, authenticatePeer=True, requireSsl=True)
     sections = [
         Entity("listener", "amqp", {"name": "amqp", "host": "", "port": str(contract.AMQP_PORT),
                                     "role": "normal", "saslMechanisms": "ANONYMOUS"}),
         Entity("listener", "inter-router", inter_router),
+        Entity("listener", "management", management),
         Entity("listener", "http", {"name": "http", "host": "", "port": str(contract.HTTP_PORT),
                                     "http": True, "healthz": True, "metrics": True, "websockets": False}),
     ]

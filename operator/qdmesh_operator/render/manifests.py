@@ -127,6 +127,7 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, partition: int = 
         volumes.append({"name": "inter-router-tls", "secret": {"secretName": ir_secret}})
     ports = [{"name": "amqp", "containerPort": contract.AMQP_PORT},
              {"name": "inter-router", "containerPort": contract.INTER_ROUTER_PORT},
+             {"name": "management", "containerPort": contract.MANAGEMENT_PORT},
              {"name": "http", "containerPort": contract.HTTP_PORT}]
     ports += [{"name": x.name, "containerPort": x.port} for x in mesh.listeners]
     container: Dict[str, Any] = {
