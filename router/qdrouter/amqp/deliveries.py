@@ -113,6 +113,12 @@ class DeliveryAdaptor:
                 return
             raw = None
             if policed and link.handle in policed:
+                if delivery in link.unsettled:
+                    # An update of a message already read (the producer settled first):
+                    # nothing for policy to read.
+                    if is_settled(delivery):
+                        producer_settled(link, delivery)
+                    return
                 # Policy reads the message (size, user-id); what passes takes the paths below.
                 raw = state.policer.message(link, delivery)
                 if raw is None:
