@@ -6,7 +6,7 @@ broker going away and coming back."""
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 
@@ -211,6 +211,16 @@ def test_broker_restart_across_the_mesh(line_factory: LineFactory, broker_factor
     net.wait(lambda: rcv.bodies() == ["after"], 30, "the message back through the restarted broker")
 
 
+def _burst(net: Net, snd: Any, sent: List[str]) -> Callable[[int], None]:
+    """Send ``count`` numbered messages on ``snd`` (their bodies appended to ``sent``)."""
+    def burst(count: int) -> None:
+        for _ in range(count):
+            sent.append(f"m{len(sent)}")
+            snd.send(msg(sent[-1]))
+        net.pump(0.2)
+    return burst
+
+
 def test_sharded_queue_across_the_mesh_and_a_shard_added_with_qdmanage(
         line_factory: LineFactory, broker: RabbitBroker, broker2: RabbitBroker, net: Net,
         queue_name: str) -> None:
@@ -226,12 +236,7 @@ def test_sharded_queue_across_the_mesh_and_a_shard_added_with_qdmanage(
              20, "B to see the first shard (on A)")
     snd = net.connect(mesh["B"].url).sender(ADDR)
     sent: List[str] = []
-
-    def burst(count: int) -> None:
-        for _ in range(count):
-            sent.append(f"m{len(sent)}")
-            snd.send(msg(sent[-1]))
-        net.pump(0.2)
+    burst = _burst(net, snd, sent)
 
     burst(20)
     qdmanage(mesh["C"], "create", "--type", "connector", "name=shard2", "host=127.0.0.1",
@@ -282,12 +287,7 @@ def test_shard_removed_with_qdmanage_while_traffic_flows(
              20, "B to see both shards")
     snd = net.connect(mesh["B"].url).sender(ADDR)
     sent: List[str] = []
-
-    def burst(count: int) -> None:
-        for _ in range(count):
-            sent.append(f"m{len(sent)}")
-            snd.send(msg(sent[-1]))
-        net.pump(0.2)
+    burst = _burst(net, snd, sent)
 
     burst(20)
     for row in autolinks(mesh["C"]):

@@ -8,7 +8,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import pytest
 import yaml
@@ -19,6 +19,16 @@ from tests.router.routerproc import free_port
 CRD_DIR = Path(__file__).resolve().parents[2] / "crds"
 G, V = "qdmesh.io", "v1alpha1"
 LINE3 = [("B", "A", 1), ("C", "B", 1)]
+
+
+def api_namespace(crds: ControlPlane, prefix: str) -> Tuple[Any, str]:
+    """An API client and a fresh namespace of its own (``prefix-<random>``)."""
+    from kubernetes import client
+
+    api = crds.api_client()
+    namespace = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+    return api, namespace
 
 
 def eventually(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:

@@ -9,7 +9,7 @@ import base64
 import datetime as dt
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -20,6 +20,7 @@ from qdmesh_operator.tls import certs
 from qdmesh_operator.tls.rotation import ROTATE_BEFORE, CaSet, next_step
 from qdmesh_operator.tls.secrets import ensure_managed_tls
 from tests.kube.controlplane import ControlPlane
+from tests.operator.kube_operator import api_namespace
 from tests.operator.test_operator_managed_tls import openssl_verify
 from tests.operator.test_operator_managed_tls_mesh import Rendered, interior, nodes, routers, write_pair
 from tests.router.routerproc import Router, free_port
@@ -42,15 +43,8 @@ def _pems(bundle: bytes) -> List[bytes]:
 
 
 @pytest.fixture(scope="module")
-def cluster(crds: ControlPlane) -> Iterator[Tuple[Any, str]]:
-    import uuid
-
-    from kubernetes import client
-
-    api = crds.api_client()
-    namespace = f"rot-{uuid.uuid4().hex[:8]}"
-    client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
-    yield api, namespace
+def cluster(crds: ControlPlane) -> Tuple[Any, str]:
+    return api_namespace(crds, "rot")
 
 
 def test_ca_rotation_steps_each_wait_for_the_routers(cluster: Tuple[Any, str], tmp_path: Path) -> None:

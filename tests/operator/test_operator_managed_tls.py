@@ -10,9 +10,8 @@ import base64
 import datetime as dt
 import shutil
 import subprocess
-import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterator, Tuple
+from typing import Any, Dict, Tuple
 
 import pytest
 from cryptography import x509
@@ -26,7 +25,7 @@ from qdmesh_operator.render.manifests import CERT_ANNOTATION
 from qdmesh_operator.tls import certs
 from qdmesh_operator.tls.secrets import ensure_managed_tls
 from tests.kube.controlplane import ControlPlane
-from tests.operator.kube_operator import G, V
+from tests.operator.kube_operator import G, V, api_namespace
 from tests.prerequisites import require
 
 pytestmark = pytest.mark.timeout(180)
@@ -107,13 +106,8 @@ def test_unusable_ca_material_is_named() -> None:
 # -- against a real API server ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def cluster(crds: ControlPlane) -> Iterator[Tuple[Any, str]]:
-    from kubernetes import client
-
-    api = crds.api_client()
-    namespace = f"tls-{uuid.uuid4().hex[:8]}"
-    client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
-    yield api, namespace
+def cluster(crds: ControlPlane) -> Tuple[Any, str]:
+    return api_namespace(crds, "tls")
 
 
 def _reconciler(api: Any) -> MeshReconciler:

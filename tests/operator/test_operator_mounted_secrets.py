@@ -4,8 +4,7 @@ their content rolls the routers, against a REAL API server."""
 
 from __future__ import annotations
 
-import uuid
-from typing import Any, Dict, Iterator, Tuple
+from typing import Any, Dict, Tuple
 
 import pytest
 
@@ -15,19 +14,14 @@ from qdmesh_operator.reconcile import MeshReconciler
 from qdmesh_operator.render.manifests import MOUNTED_SECRETS_ANNOTATION
 from qdmesh_operator.tls.mounted import mounted
 from tests.kube.controlplane import ControlPlane
-from tests.operator.kube_operator import G, V
+from tests.operator.kube_operator import G, V, api_namespace
 
 pytestmark = pytest.mark.timeout(180)
 
 
 @pytest.fixture(scope="module")
-def cluster(crds: ControlPlane) -> Iterator[Tuple[Any, str]]:
-    from kubernetes import client
-
-    api = crds.api_client()
-    namespace = f"sec-{uuid.uuid4().hex[:8]}"
-    client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
-    yield api, namespace
+def cluster(crds: ControlPlane) -> Tuple[Any, str]:
+    return api_namespace(crds, "sec")
 
 
 def test_what_the_routers_read_from_secrets() -> None:
