@@ -34,6 +34,10 @@ def test_anycast_across_line(mesh_factory: MeshFactory, net: Net, prefix: str) -
                    if r["key"] == f"M0{addr}")
         counts[rid] = (row["deliveriesIngress"], row["deliveriesTransit"], row["deliveriesEgress"])
     assert counts == {"A": (50, 50, 0), "B": (0, 50, 0), "C": (0, 0, 50)}
+    # qdstat -g's Transit Count: what each router forwarded to another one.
+    transit = {rid: mesh.mgmt(rid).query("org.apache.qpid.dispatch.router")[0]["deliveriesTransit"]
+               for rid in "ABC"}
+    assert transit["A"] >= 50 and transit["B"] >= 50 and transit["C"] < 50, transit
 
 
 def test_forwarding_follows_cheapest_path_not_fewest_hops(mesh_factory: MeshFactory, net: Net) -> None:

@@ -38,6 +38,10 @@ class AddressCounters:
         self.dropped_presettled = 0
         self.released_no_route = 0
 
+    def add(self, other: AddressCounters) -> None:
+        for name in AddressCounters.__slots__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
 
 class Address:
     __slots__ = (
@@ -107,6 +111,9 @@ class AddressTable:
         self._addresses: Dict[str, Address] = {}
         # prefix -> (ingress phase, egress phase) of waypoint / phased address entities
         self._phases: Dict[str, Tuple[int, int]] = {}
+        # What addresses counted before they were dropped from the table, so the router's
+        # totals (qdstat -g, /metrics counters) never go down.
+        self.retired = AddressCounters()
         for prefix, distribution in prefixes:
             self.add_prefix(prefix, distribution)
 
@@ -180,6 +187,7 @@ class AddressTable:
     def discard_if_unused(self, address: Address) -> None:
         if address.is_unused() and self._addresses.get(address.key) is address:
             del self._addresses[address.key]
+            self.retired.add(address.counters)
 
     def __iter__(self) -> Iterator[Address]:
         return iter(list(self._addresses.values()))

@@ -14,6 +14,7 @@ from .. import __version__
 from ..amqp.proton_ffi import c_string, ffi, lib
 from ..core.address_table import Address, split_phase
 from ..core.links import CoreLink
+from ..schema import entity_type
 
 PREFIX = "org.apache.qpid.dispatch."
 Row = Dict[str, Any]
@@ -226,10 +227,15 @@ def router_row(router: Any, configured: Row) -> Row:
     closed = router.server.endpoints.closed_link_counters  # links gone: totals never go down
     for key in totals:
         totals[key] += getattr(closed, key)
-    ingress = egress = 0
+    # Addresses come and go (a reply-to, a queue nobody uses any more): the dropped ones'
+    # deliveries still count.
+    retired = router.table.retired
+    ingress, egress, transit = (retired.deliveries_ingress, retired.deliveries_egress,
+                                retired.deliveries_transit)
     for address in router.table:
         ingress += address.counters.deliveries_ingress
         egress += address.counters.deliveries_egress
+        transit += address.counters.deliveries_transit
     row = dict(configured)
     row.update({
         "id": router.id,
@@ -240,8 +246,8 @@ def router_row(router: Any, configured: Row) -> Row:
         "linkCount": len(links),
         "blockedLinkCount": 0,
         "nodeCount": len(router.mesh.routes.table) if router.mesh is not None else 0,
-        "linkRouteCount": 0,
-        "autoLinkCount": 0,
+        "linkRouteCount": len(router.store.of_type(entity_type("router.config.linkRoute"))),
+        "autoLinkCount": len(router.store.of_type(entity_type("router.config.autoLink"))),
         "connectionCount": len(router.server.by_fd),
         "presettledDeliveries": totals["presettled"],
         "droppedPresettledDeliveries": totals["dropped_presettled"],
@@ -254,7 +260,7 @@ def router_row(router: Any, configured: Row) -> Row:
         "deliveriesStuck": 0,
         "deliveriesIngress": ingress,
         "deliveriesEgress": egress,
-        "deliveriesTransit": 0,
+        "deliveriesTransit": transit,
         "deliveriesIngressRouteContainer": 0,
         "deliveriesEgressRouteContainer": 0,
         "deliveriesRedirectedToFallback": 0,
