@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import socket
 import uuid
 from typing import Any, Dict, List, Tuple, cast
@@ -299,10 +300,33 @@ def _reason(exc: BaseException) -> str:
     lowered = text.lower()
     if "refused" in lowered:
         return "connection refused"
+    description = _repr_description(text)
+    if "protocol header" in description:  # the peer is no AMQP 1.0 listener
+        return _not_amqp(description)
     if "unauthorized" in lowered or "authentication" in lowered or "sasl" in lowered:
         return "authentication failed" + (f" ({_condition_tail(text)})" if _condition_tail(text) else "")
     tail = _condition_tail(text)
     return tail or text
+
+
+def _not_amqp(description: str) -> str:
+    """What to say when proton found no AMQP (SASL) protocol header in the peer's answer:
+    "... got: Unknown protocol ['HTTP/1.1 400 Bad Request\\x0d...']", "... no protocol
+    header found (connection aborted)", "... got: AMQP 1.0 layer [...]"."""
+    if "no protocol header found" in description:
+        return ("the peer closed the connection without an AMQP answer "
+                "(not an AMQP port? a TLS one needs amqps://)")
+    answer = _ANSWER.search(description)
+    if "Unknown protocol" in description and answer is not None:
+        first = answer.group(1)
+        if first.startswith(("\\x15\\x03", "\\x16\\x03")):
+            return "the peer answered in TLS, not AMQP (use amqps://)"
+        return f"the peer does not speak AMQP (it answered {first!r})"
+    return f"protocol mismatch ({description})"
+
+
+# The first line of the bytes proton quotes: "['HTTP/1.1 400 Bad Request\\x0d\\x0a...".
+_ANSWER = re.compile(r"\['([^'\\]*)")
 
 
 def _repr_description(text: str) -> str:
