@@ -124,6 +124,8 @@ def test_qdmanage_argparse_errors_are_one_line() -> None:
     r = run_tool("qdmanage")
     assert r.code == 2
     assert r.err.count("\n") == 1 and r.err.startswith("qdmanage: error: ")
+    # Only the operation is missing: ARG is optional.
+    assert "required: OPERATION (" in r.err, r.err
 
 
 def test_qdmanage_version() -> None:

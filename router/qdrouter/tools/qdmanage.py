@@ -53,7 +53,8 @@ class Request:
 def build_parser() -> ToolArgumentParser:
     parser = make_parser(PROG, DESCRIPTION, EPILOG)
     parser.add_argument("operation", metavar="OPERATION", help="see below")
-    parser.add_argument("arguments", metavar="ARG", nargs="*",
+    # default=[]: without one, argparse counts ARG as required ("required: OPERATION, ARG").
+    parser.add_argument("arguments", metavar="ARG", nargs="*", default=[],
                         help="ATTR=VALUE settings, or attribute names for query")
     ent = parser.add_argument_group("entity options")
     ent.add_argument("--type", help="entity type: long name or short name such as listener, autoLink")
