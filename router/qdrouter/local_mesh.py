@@ -295,9 +295,20 @@ def _child_env() -> Dict[str, str]:
     return env
 
 
-def run_local(args: argparse.Namespace) -> int:
+def check_local_arguments(args: argparse.Namespace) -> None:
+    """One MeshError naming the option, for values argparse lets through."""
     if not 1 <= args.routers <= MAX_ROUTERS:
         raise MeshError(f"--routers must be between 1 and {MAX_ROUTERS}, not {args.routers}")
+    if not _ID_RE.match(args.id_prefix):
+        raise MeshError(f"--id-prefix may only contain letters, digits, '.', '_' and '-': {args.id_prefix!r}")
+    if args.base_port < 0:
+        raise MeshError(f"--base-port must be >= 0 (0 picks free ports), not {args.base_port}")
+    if args.timeout <= 0:
+        raise MeshError(f"--timeout must be > 0 seconds, not {args.timeout:g}")
+
+
+def run_local(args: argparse.Namespace) -> int:
+    check_local_arguments(args)
     ports, ir_ports = allocate_ports(args.routers, args.base_port, args.inter_router_base_port)
     specs = plan_mesh(args.routers, args.topology, ports, ir_ports, args.id_prefix)
     check_ports_free(specs)
@@ -355,13 +366,22 @@ def run_local(args: argparse.Namespace) -> int:
             tmp.cleanup()
 
 
+class _DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, except None ones: their help says what happens instead."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="qdmesh", description="Tools for qdmesh router meshes.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     local = sub.add_parser("local", help="run a mesh of interior routers on this machine",
                            description="Run N interior routers on 127.0.0.1 as child processes, wait until "
                            "they have all found each other, and keep them running until Ctrl-C.",
-                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                           formatter_class=_DefaultsHelpFormatter)
     local.add_argument("--routers", "-n", type=int, default=3, help="number of routers")
     local.add_argument("--topology", choices=TOPOLOGIES, default="auto",
                        help="auto: full mesh up to 4 routers, else chords (a ring where each router "
@@ -390,10 +410,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "console":
         console_server.check_arguments(parser, args)
         return console_server.run_console(args)
-    if not _ID_RE.match(args.id_prefix):
-        parser.error(f"--id-prefix may only contain letters, digits, '.', '_' and '-': {args.id_prefix!r}")
-    if args.base_port < 0 or args.timeout <= 0:
-        parser.error("--base-port must be >= 0 and --timeout > 0")
     try:
         return run_local(args)
     except MeshError as e:

@@ -161,6 +161,22 @@ def test_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("qdmesh: error: --routers")
     assert main([]) == 2
+    capsys.readouterr()
+    # Each bad value is named with its option, on one line (not the usage and a joint message).
+    for argv, says in ((["--timeout", "-1"], "--timeout must be > 0 seconds, not -1"),
+                       (["--base-port", "-5"], "--base-port must be >= 0 (0 picks free ports), not -5"),
+                       (["--id-prefix", "a/b"], "--id-prefix may only contain")):
+        assert main(["local", *argv]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"qdmesh: error: {says}"), err
+
+
+def test_help_shows_no_none_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["local", "--help"])
+    out = capsys.readouterr().out
+    assert "(default: None)" not in out
+    assert "(default: 5672)" in out
 
 
 class FakeClient:
