@@ -19,7 +19,9 @@ def test_bad_arguments_are_named() -> None:
     result = run_console_command(["--router", "127.0.0.1:5672", "--port", "70000"])
     assert result.returncode == 2 and "--port must be between 0 and 65535" in result.stderr
     result = run_console_command(["--router", "127.0.0.1:5672", "--interval", "0"])
-    assert result.returncode == 2 and "--interval and --timeout must be > 0" in result.stderr
+    assert result.returncode == 2 and "--interval must be > 0 seconds, not 0" in result.stderr
+    result = run_console_command(["--router", "127.0.0.1:5672", "--timeout", "-1"])
+    assert result.returncode == 2 and "--timeout must be > 0 seconds, not -1" in result.stderr
     result = run_console_command([])
     assert result.returncode == 2 and "--router" in result.stderr
     assert "Traceback" not in result.stderr

@@ -91,15 +91,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="any router of the mesh (its normal AMQP listener)")
     parser.add_argument("--port", type=int, default=8080, help="HTTP port of the console (default 8080)")
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
-    parser.add_argument("--interval", type=float, default=2.0, help="seconds between polls of the mesh")
-    parser.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for one router's answer")
+    parser.add_argument("--interval", type=float, default=2.0,
+                        help="seconds between polls of the mesh (default 2)")
+    parser.add_argument("--timeout", type=float, default=3.0,
+                        help="seconds to wait for one router's answer (default 3)")
 
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be between 0 and 65535: {args.port}")
-    if args.interval <= 0 or args.timeout <= 0:
-        parser.error("--interval and --timeout must be > 0")
+    if args.interval <= 0:
+        parser.error(f"--interval must be > 0 seconds, not {args.interval:g}")
+    if args.timeout <= 0:
+        parser.error(f"--timeout must be > 0 seconds, not {args.timeout:g}")
     if not args.router or args.router.startswith("-"):
         parser.error(f"--router must be HOST:PORT of a router: {args.router!r}")
 
