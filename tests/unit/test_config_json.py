@@ -62,3 +62,10 @@ def test_json_booleans_are_not_integers() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config_text('[["router", {}], ["listener", {"maxFrameSize": true}]]', "c.json")
     assert str(info.value) == "c.json:1: listener: attribute 'maxFrameSize': True is not an integer"
+
+
+def test_json_object_is_not_the_json_form() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config_text('# a comment\n{"router": {"mode": "standalone"}}\n', "c.json")
+    assert str(info.value) == ('c.json:2: a JSON config must be a list of entries, '
+                               '[["section", {attributes}], ...], not a JSON object')

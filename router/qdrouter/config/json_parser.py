@@ -14,9 +14,11 @@ _ENTRY_SHAPE = 'each entry must be ["section", {attributes}]'
 
 
 def looks_like_json(text: str) -> bool:
-    """True when the first character that is not blank or in a comment line is '['."""
+    """True when the first character that is not blank or in a comment line is '[' (or '{':
+    no conf file starts so, and a JSON object then gets the JSON form's error, not a
+    conf syntax error)."""
     stripped = _COMMENT_LINE.sub("", text).lstrip()
-    return stripped.startswith("[")
+    return stripped.startswith(("[", "{"))
 
 
 class _Lines:
@@ -51,7 +53,8 @@ def parse_json_text(text: str, source: str) -> list[RawSection]:
         raise ConfigError.at(source, e.lineno, f"invalid JSON: {e.msg}") from None
     pos = _skip_space(text, 0)
     if not text.startswith("[", pos):
-        raise ConfigError.at(source, lines.at(pos), "a JSON config must be a list of entries")
+        raise ConfigError.at(source, lines.at(pos), "a JSON config must be a list of entries, "
+                             '[["section", {attributes}], ...], not a JSON object')
     pos += 1
     sections: list[RawSection] = []
     while True:
