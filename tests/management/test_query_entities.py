@@ -90,6 +90,17 @@ def test_query_router_link_receiver_and_delivery_count(mgmt: MgmtClient, router:
     assert senders[0]["owningAddr"].endswith("closest.watched")
 
 
+def test_link_owning_address_is_the_address_key(mgmt: MgmtClient) -> None:
+    # The management client's dynamic reply-to receiver: qdstat -l shows the same class and
+    # address for it as qdstat -a (local temp.xxx), not the topological form.
+    mine = [r for r in mgmt.query("router.link", ["linkName", "owningAddr"])
+            if r["linkName"] == mgmt.receiver.link.name]
+    assert len(mine) == 1, mine
+    keys = {r["key"] for r in mgmt.query("router.address", ["key"])}
+    assert mine[0]["owningAddr"].startswith("L"), mine
+    assert mine[0]["owningAddr"] in keys, (mine, keys)
+
+
 def test_query_router_address(mgmt: MgmtClient, router: Router, net: Net) -> None:
     c = net.connect(router.url)
     c.receiver("multicast.radio")

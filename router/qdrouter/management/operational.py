@@ -84,7 +84,7 @@ def link_rows(router: Any) -> List[Row]:
     rows = []
     capacity = router.server.adaptor.forwarder.link_capacity
     for link in list(router.server.adaptor.links.values()):
-        rows.append(_link_row(link, capacity))
+        rows.append(_link_row(link, capacity, router.id))
     link_router = router.server.endpoints.link_router
     if link_router is not None:
         for routed in list(link_router.routed.values()):
@@ -120,9 +120,12 @@ def _routed_link_row(routed: Any) -> Row:
     }
 
 
-def _link_row(link: CoreLink, capacity: int) -> Row:
+def _link_row(link: CoreLink, capacity: int, router_id: str) -> Row:
     counters = link.counters
     address = link.address_key
+    # The key its address has in router.address (a dynamic reply-to is local there too).
+    owner = address_key(address, "" if link.address is not None and link.address.handler is not None
+                        else router_id) if address else None
     undelivered = len(link.backlog)
     if not link.incoming and link.address is not None:
         undelivered += len(link.address.undelivered)
@@ -135,7 +138,7 @@ def _link_row(link: CoreLink, capacity: int) -> Row:
         "linkName": link.name,
         "linkType": link.kind,  # endpoint, router-control or inter-router (qdrouterd's names)
         "linkDir": "in" if link.incoming else "out",
-        "owningAddr": address_key(address) if address else None,
+        "owningAddr": owner,
         "capacity": capacity,
         "peer": None,
         "undeliveredCount": undelivered,
