@@ -112,6 +112,7 @@ class AutoLinks:
         link = CoreLink(self.endpoints.new_link_id(), name.decode(), auto.incoming,
                         phased(auto.address, auto.phase), connection, pn_link,
                         settings.strip_in, settings.strip_out)
+        link.capacity = settings.link_capacity
         auto.link = link
         auto.connection = connection
         auto.status = ATTACHING

@@ -17,6 +17,7 @@ from .auto_links import AutoLinks
 from .config import port_number
 from .core.address_table import AddressTable
 from .core.link_route_table import LinkRoute, LinkRouteTable
+from .core.links import DEFAULT_LINK_CAPACITY
 from .http.pages import ListenerPages
 from .http.server import HttpListenerError, HttpServer
 from .interior import MeshNode
@@ -251,8 +252,19 @@ def _connection_settings(entity: ManagedEntity) -> tuple[ListenerSettings, int]:
         cost=int(attrs.get("cost") or 1),
         username=attrs.get("saslUsername"),
         password=_sasl_password(entity),
+        link_capacity=_link_capacity(entity),
     )
     return settings, port
+
+
+def _link_capacity(entity: ManagedEntity) -> int:
+    value = entity.attributes.get("linkCapacity")
+    if value is None:
+        return DEFAULT_LINK_CAPACITY
+    if int(value) < 1:
+        raise ManagementStatus(400, f"{entity.etype.short_name} {entity.name!r}: attribute "
+                                    f"'linkCapacity': must be at least 1, not {value}")
+    return int(value)
 
 
 def _sasl_password(entity: ManagedEntity) -> str | None:

@@ -92,3 +92,8 @@ def test_error_names_the_attribute_exactly(tmp_path: Path, mistake: str) -> None
     err = _assert_clear_failure(_run(tmp_path, text), ["bad.conf", "router"])
     assert re.search(rf"\b{mistake}\b", err), err
 
+
+
+def test_link_capacity_below_one(tmp_path: Path) -> None:
+    text = GOOD_ROUTER + _listener(free_port(), "    linkCapacity: 0\n")
+    _assert_clear_failure(_run(tmp_path, text), ["listener", "linkCapacity"])

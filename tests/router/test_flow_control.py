@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.management.mgmt import MgmtClient
+
 from .amqpclient import ACCEPTED, RELEASED, Net, msg, send_and_settle
-from .routerproc import Router
+from .routerproc import Router, RouterFactory
 
 
 def test_no_credit_until_a_consumer_exists(router: Router, net: Net) -> None:
@@ -129,3 +131,32 @@ def test_messages_after_last_consumer_leaves_are_released(router: Router, net: N
     net.pump(0.3)
     outcomes = send_and_settle(net, snd, [msg(f"after {i}") for i in range(3)], timeout=5)
     assert [o.state for o in outcomes] == [RELEASED] * 3
+
+
+@pytest.mark.parametrize("capacity", [20, 1000])
+def test_listener_link_capacity_sets_the_senders_window(router_factory: RouterFactory, net: Net,
+                                                        capacity: int) -> None:
+    """A listener's linkCapacity is the credit a producer on it holds (qdrouterd's meaning):
+    with a consumer that takes nothing, the producer can send exactly that many messages;
+    qdstat's link capacity column shows it."""
+    r = router_factory(extra_listeners={"small": {"linkCapacity": str(capacity)}})
+    stalled = net.connect(r.url).receiver("flow.capacity", credit=0, refill=False, settle=None)
+    snd = net.connect(r.urls["small"]).sender("flow.capacity")
+    net.wait(lambda: snd.credit > 0, 10, "initial credit")
+    net.pump(0.3)
+    assert snd.credit == capacity, f"window {snd.credit}, listener says {capacity}"
+    sent = 0
+    while snd.credit > 0 and sent < capacity + 50:
+        snd.send(msg(f"m{sent}"))
+        sent += 1
+        if sent % 10 == 0:
+            net.pump(0.01)
+    net.pump(0.5)
+    assert sent == capacity and snd.credit == 0, f"sent {sent} before credit ran out (window {capacity})"
+    mgmt = MgmtClient(net, net.connect(r.url))
+    rows = mgmt.query("router.link", ["linkName", "capacity"])
+    assert [row["capacity"] for row in rows if row["linkName"] == snd.link.name] == [capacity]
+    stalled.flow(capacity)
+    net.wait(lambda: len(stalled.received) == capacity, 20, "all held messages delivered")
+    stalled.settle_unsettled(ACCEPTED)
+    net.wait(lambda: snd.settled_count() == capacity, 20, "every message accepted")

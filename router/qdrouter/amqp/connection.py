@@ -8,6 +8,7 @@ import socket
 import time
 from typing import Any, Callable, Dict
 
+from ..core.links import DEFAULT_LINK_CAPACITY
 from .proton_ffi import c_string, ffi, lib
 from .tls import certificate_uid
 
@@ -37,6 +38,7 @@ class ListenerSettings:
         "cost",
         "handshake_timeout_s",
         "idle_timeout_ms",
+        "link_capacity",
         "max_frame_size",
         "name",
         "password",
@@ -68,8 +70,11 @@ class ListenerSettings:
         ssl_domain: Any = None,
         verify_hostname: bool = True,
         handshake_timeout_s: float = 0.0,
+        link_capacity: int = DEFAULT_LINK_CAPACITY,
     ) -> None:
         self.name = name
+        # linkCapacity: the credit window of producers' links on these connections.
+        self.link_capacity = link_capacity
         # initialHandshakeTimeoutSeconds: a peer must have opened within this time (0: forever).
         self.handshake_timeout_s = handshake_timeout_s
         self.require_encryption = require_encryption

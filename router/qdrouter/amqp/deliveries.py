@@ -99,6 +99,7 @@ class DeliveryAdaptor:
         # stays alive here when _grow replaces it for the general path.
         fast_pointer = self._pointer
         fast_view = self._view
+        return_credit_now = self.return_credit_now
 
         def on_delivery(delivery: Any) -> None:
             link = links_get(delivery_link(delivery))
@@ -187,6 +188,8 @@ class DeliveryAdaptor:
                 if message is None:
                     message = InFlight(raw, raw, link, None, True)
                 forward(message, address)
+                if link.owed_credit * 2 >= link.capacity:
+                    return_credit_now(link)
                 return
             # Inline anycast decision: the same steps as Forwarder._send, with the proton
             # send deferred to flush_sends like every other send.
@@ -204,8 +207,28 @@ class DeliveryAdaptor:
             # The producer's credit comes straight back: its message has left the router.
             link.owed_credit += 1
             credit_dirty_add(link)
+            if link.owed_credit * 2 >= link.capacity:
+                return_credit_now(link)
 
         return on_delivery
+
+    def return_credit_now(self, link: CoreLink) -> None:
+        """Give a producer the credit it is owed, and write it out, in the middle of a batch.
+
+        One loop turn reads all a producer sent (its whole window, when it keeps up) before
+        handling any of it. Credit returned only at the end of the turn leaves the producer
+        idle while the router works through the window, and the router idle while the
+        producer refills it. Returning half the window as soon as it is owed lets the two
+        work at the same time (qdrouterd's I/O threads and core thread overlap the same way).
+        """
+        handle = link.handle
+        if handle is None:
+            return
+        lib.pn_link_flow(handle, link.owed_credit)
+        link.owed_credit = 0
+        connection = link.connection
+        connection.write()
+        self.dirty.add(connection)
 
     def _receive(self, link: CoreLink, delivery: Any, raw: bytes | None = None) -> None:
         """Any complete incoming message; ``raw`` when the fast path already read it."""
@@ -419,13 +442,13 @@ class DeliveryAdaptor:
         the producer is nearly out: fewer, larger flow frames mean fewer, larger writes
         from the producer, which is what keeps per-message syscall cost down."""
         forwarder = self.forwarder
-        batch = max(1, forwarder.link_capacity // 8)
         held_back = []
         for link in forwarder.take_credit():
             owed = link.owed_credit
             if link.handle is None or owed <= 0:
                 link.owed_credit = 0
                 continue
+            batch = max(1, link.capacity >> 3)
             if owed < batch and link.credit - owed > batch:
                 held_back.append(link)
                 continue

@@ -175,6 +175,7 @@ class EndpointHandler:
             key = table.egress_key(key)
         link = CoreLink(next(self._link_ids), name, incoming, key, connection, pn_link,
                         settings.strip_in, settings.strip_out)
+        link.capacity = settings.link_capacity
         if incoming:
             link.sends_settled = _SENDS_SETTLED.get(lib.pn_link_remote_snd_settle_mode(pn_link))
         self._register(connection, link)

@@ -12,11 +12,10 @@ import time
 from typing import Any, Callable, Dict, List, Protocol, Set
 
 from .address_table import BALANCED, CLOSEST, MULTICAST, UNAVAILABLE, Address, AddressTable
-from .links import DATA, CoreLink, InFlight
+from .links import DATA, DEFAULT_LINK_CAPACITY, CoreLink, InFlight
 from .mesh_routes import MeshRoutes, is_mobile, topological_router
 from .outcomes import ACCEPTED, MODIFIED, RELEASED
 
-DEFAULT_LINK_CAPACITY = 250
 # Seconds a message may wait for the mesh to offer a route (or credit) to another router.
 HOLD_LIMIT_S = 10.0
 
@@ -371,7 +370,7 @@ class Forwarder:
             self.credit_dirty.add(link)
 
     def _open_window(self, link: CoreLink) -> None:
-        grant = self.link_capacity - link.credit
+        grant = link.capacity - link.credit
         if grant > 0 and link.handle is not None:
             link.owed_credit += grant
             link.credit += grant

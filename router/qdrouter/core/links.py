@@ -69,6 +69,10 @@ class LinkCounters:
         self.modified = 0
 
 
+# Credit a producer's link holds at most, unless its listener or connector says otherwise
+# (linkCapacity), as in qdrouterd.
+DEFAULT_LINK_CAPACITY = 250
+
 ENDPOINT = "endpoint"
 CONTROL = "router-control"
 DATA = "inter-router"
@@ -82,6 +86,7 @@ class CoreLink:
         "address_key",
         "anonymous",
         "backlog",
+        "capacity",
         "connection",
         "counters",
         "credit",
@@ -124,6 +129,8 @@ class CoreLink:
         # Outgoing links: credit the consumer granted that the core has not used yet.
         # Incoming links: credit the producer holds, by the core's count.
         self.credit = 0
+        # Incoming links: the most credit the producer is given (its window).
+        self.capacity = DEFAULT_LINK_CAPACITY
         # Outgoing links: deliveries sent and not yet settled by the consumer.
         self.outstanding = 0
         # Outgoing links: multicast copies waiting for credit.

@@ -82,9 +82,8 @@ def _tls_state(connection: Any) -> Row:
 
 def link_rows(router: Any) -> List[Row]:
     rows = []
-    capacity = router.server.adaptor.forwarder.link_capacity
     for link in list(router.server.adaptor.links.values()):
-        rows.append(_link_row(link, capacity, router.id))
+        rows.append(_link_row(link, router.id))
     link_router = router.server.endpoints.link_router
     if link_router is not None:
         for routed in list(link_router.routed.values()):
@@ -120,7 +119,7 @@ def _routed_link_row(routed: Any) -> Row:
     }
 
 
-def _link_row(link: CoreLink, capacity: int, router_id: str) -> Row:
+def _link_row(link: CoreLink, router_id: str) -> Row:
     counters = link.counters
     address = link.address_key
     # The key its address has in router.address (a dynamic reply-to is local there too).
@@ -139,7 +138,7 @@ def _link_row(link: CoreLink, capacity: int, router_id: str) -> Row:
         "linkType": link.kind,  # endpoint, router-control or inter-router (qdrouterd's names)
         "linkDir": "in" if link.incoming else "out",
         "owningAddr": owner,
-        "capacity": capacity,
+        "capacity": link.capacity,
         "peer": None,
         "undeliveredCount": undelivered,
         "unsettledCount": len(link.unsettled),
