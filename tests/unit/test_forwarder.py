@@ -38,7 +38,7 @@ def make(
     prefixes: Any = (("multicast", "multicast"), ("closest", "closest")),
 ) -> Tuple[Forwarder, RecordingIO]:
     io = RecordingIO()
-    return Forwarder(AddressTable(prefixes), io, link_capacity=10), io
+    return Forwarder(AddressTable(prefixes), io), io
 
 
 def consumer(forwarder: Forwarder, name: str, address: str, credit: int) -> CoreLink:
@@ -50,6 +50,7 @@ def consumer(forwarder: Forwarder, name: str, address: str, credit: int) -> Core
 
 def producer(forwarder: Forwarder, address: Any) -> CoreLink:
     link = CoreLink(1, "producer", True, address, None, object())
+    link.capacity = 10
     forwarder.producer_attached(link)
     return link
 

@@ -26,7 +26,7 @@ __all__ = ["DeliveryAdaptor", "copy_disposition"]
 class DeliveryAdaptor:
     """Implements the core's DeliveryIO over proton, and feeds it arriving messages."""
 
-    def __init__(self, router_id: str, table: AddressTable, link_capacity: int) -> None:
+    def __init__(self, router_id: str, table: AddressTable) -> None:
         self.router_id = router_id
         # How router annotations name this router (area 0, as qdrouterd).
         self.node = f"0/{router_id}"
@@ -35,7 +35,7 @@ class DeliveryAdaptor:
         # Routing-protocol messages arriving on inter-router control links.
         self.control_handler: Callable[[CoreLink, bytes], None] | None = None
         self.table = table
-        self.forwarder = Forwarder(table, self, link_capacity)
+        self.forwarder = Forwarder(table, self)
         self.links: Dict[Any, CoreLink] = {}
         # Connections with output to flush at the end of this loop turn.
         self.dirty: Set[Any] = set()

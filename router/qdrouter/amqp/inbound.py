@@ -1,12 +1,72 @@
 """Reading router annotations off arriving messages and writing them on departing ones
-(book 3.3.1). Used off the fast path: only messages that carry, or need, x-opt-qd keys."""
+(book 3.3.1). Used off the fast path: only messages that carry, or need, x-opt-qd keys.
+
+Messages between the same routers to the same address carry the same message-annotations
+section, byte for byte (ingress, trace, to), so what is read from a section, and what a
+section becomes when rewritten, is remembered by its bytes: every message crossing a mesh
+is parsed here at every hop, and parsing it in Python cost more than forwarding it."""
 
 from __future__ import annotations
 
+from typing import Any, Dict, List, Tuple
+
 from ..core.address_table import phased, split_phase
 from ..core.links import DATA, CoreLink, InFlight
-from .message_sections import find_sections, read_annotations, read_to, rewrite_annotations
+from .amqp_types import section_insert_pos
+from .message_sections import Annotations, find_sections, read_annotations, read_to, rewrite_annotations
 from .proton_ffi import normalize_address
+
+# Sections larger than this (user annotations, typically) are not remembered, and the
+# memo is emptied when it reaches _MEMO_ENTRIES: memory stays within ~1 MiB per memo.
+_MEMO_SECTION_MAX = 512
+_MEMO_ENTRIES = 2048
+# section bytes -> (annotations, ingress router id, trace as router ids)
+_read_memo: Dict[bytes, Tuple[Annotations, str | None, List[str] | None]] = {}
+# (section bytes, rewrite parameters) -> the rewritten section, or None when unchanged
+_rewrite_memo: Dict[Tuple[Any, ...], bytes | None] = {}
+
+
+def _read(raw: bytes, ma_start: int, ma_end: int) -> Tuple[Annotations, str | None, List[str] | None]:
+    section = raw[ma_start:ma_end]
+    found = _read_memo.get(section)
+    if found is None:
+        annotations = read_annotations(raw, ma_start, ma_end)
+        trace = annotations.trace
+        trace_ids = None if trace is None else [node[2:] if node.startswith("0/") else node for node in trace]
+        found = (annotations, _router_id(annotations.ingress), trace_ids)
+        if len(section) <= _MEMO_SECTION_MAX:
+            if len(_read_memo) >= _MEMO_ENTRIES:
+                _read_memo.clear()
+            _read_memo[section] = found
+    return found
+
+
+def _rewrite(raw: bytes, ma_start: int, ma_end: int, params: Tuple[Any, ...]) -> bytes:
+    """rewrite_annotations(raw, ...) with params (strip_qd, keep_to_override, ingress,
+    trace_append, to_override, phase, trace_create), through the memo."""
+    if ma_start < 0:
+        start = end = section_insert_pos(raw)
+    else:
+        start, end = ma_start, ma_end
+    section = raw[start:end]
+    key = (section, params)
+    try:
+        new_section = _rewrite_memo[key]
+    except KeyError:
+        strip_qd, keep_to, ingress, trace_append, to_override, phase, trace_create = params
+        result = rewrite_annotations(raw, ma_start, ma_end, strip_qd=strip_qd, keep_to_override=keep_to,
+                                     ingress=ingress, trace_append=trace_append,
+                                     to_override=to_override, phase=phase, trace_create=trace_create)
+        # Head and tail are untouched, so the new section is what lies between them.
+        new_section = None if result is raw else result[start:len(result) - (len(raw) - end)]
+        if len(section) <= _MEMO_SECTION_MAX:
+            if len(_rewrite_memo) >= _MEMO_ENTRIES:
+                _rewrite_memo.clear()
+            _rewrite_memo[key] = new_section
+        return result
+    if new_section is None:
+        return raw
+    return b"".join((raw[:start], new_section, raw[end:]))
 
 
 def inspect(link: CoreLink, message: InFlight) -> str | None:
@@ -17,14 +77,15 @@ def inspect(link: CoreLink, message: InFlight) -> str | None:
     to_override = None
     phase = None
     if ma_start >= 0:
-        annotations = read_annotations(raw, ma_start, ma_end)
+        annotations, ingress_id, trace_ids = _read(raw, ma_start, ma_end)
         to_override = annotations.to_override
         if not link.strip_in:
             # Only other routers' (or trusted) annotations count for mesh decisions. They
-            # name routers as "<area>/<id>"; routing works with ids.
-            message.ingress = _router_id(annotations.ingress)
-            if annotations.trace is not None:
-                message.trace = [_router_id(node) for node in annotations.trace]
+            # name routers as "<area>/<id>"; routing works with ids. (trace_ids is shared
+            # by every message with this section: read, never changed.)
+            message.ingress = ingress_id
+            if trace_ids is not None:
+                message.trace = trace_ids
             phase = annotations.phase
         if (to_override is not None or annotations.ingress is not None or annotations.trace is not None
                 or annotations.phase is not None or annotations.has_other_qd_keys):
@@ -47,9 +108,8 @@ def stripped(message: InFlight) -> bytes:
     if payload is None:
         raw = message.raw
         ma_start, ma_end, _ = find_sections(raw)
-        payload = message.payload = rewrite_annotations(raw, ma_start, ma_end, strip_qd=True,
-                                                        keep_to_override=False, ingress=None,
-                                                        trace_append=None)
+        payload = message.payload = _rewrite(raw, ma_start, ma_end,
+                                             (True, False, None, None, None, None, False))
     return payload
 
 
@@ -61,16 +121,15 @@ def annotated(message: InFlight, out_link: CoreLink, node: str) -> bytes:
     ma_start, ma_end, _ = find_sections(raw)
     to_mesh = out_link.kind == DATA
     address, phase = split_phase(message.key) if to_mesh and message.key else (message.key, 0)
-    return rewrite_annotations(
-        raw, ma_start, ma_end,
-        strip_qd=message.in_link.strip_in,
-        keep_to_override=True,
-        ingress=node,
-        trace_append=node,
-        to_override=address if to_mesh else None,
-        phase=phase if to_mesh and phase else None,
-        trace_create=to_mesh,
-    )
+    return _rewrite(raw, ma_start, ma_end, (
+        message.in_link.strip_in,  # strip_qd
+        True,  # keep_to_override
+        node,  # ingress
+        node,  # trace_append
+        address if to_mesh else None,  # to_override
+        phase if to_mesh and phase else None,
+        to_mesh,  # trace_create
+    ))
 
 
 def _router_id(node: str | None) -> str | None:

@@ -31,10 +31,10 @@ class ListenerError(Exception):
 
 
 class AmqpServer:
-    def __init__(self, router_id: str, table: AddressTable, link_capacity: int = 250) -> None:
+    def __init__(self, router_id: str, table: AddressTable) -> None:
         self.router_id = router_id
         self.collector = lib.pn_collector()
-        self.adaptor = DeliveryAdaptor(router_id, table, link_capacity)
+        self.adaptor = DeliveryAdaptor(router_id, table)
         self.endpoints = EndpointHandler(router_id, self.adaptor)
         # Policy for user connections (amqp/policing.py); the router installs it.
         self.policer: Any = None

@@ -2,7 +2,7 @@
 routers of the mesh), hold what cannot move yet, and hand credit back to producers only
 as their messages leave the router.
 
-Memory stays bounded: a producer holds at most ``link_capacity`` credit, and the router
+Memory stays bounded: a producer holds at most its link's ``capacity`` in credit, and the router
 returns credit only when a message has been handed on (or given an outcome).
 """
 
@@ -12,7 +12,7 @@ import time
 from typing import Any, Callable, Dict, List, Protocol, Set
 
 from .address_table import BALANCED, CLOSEST, MULTICAST, UNAVAILABLE, Address, AddressTable
-from .links import DATA, DEFAULT_LINK_CAPACITY, CoreLink, InFlight
+from .links import DATA, CoreLink, InFlight
 from .mesh_routes import MeshRoutes, is_mobile, topological_router
 from .outcomes import ACCEPTED, MODIFIED, RELEASED
 
@@ -32,11 +32,9 @@ class DeliveryIO(Protocol):
 
 
 class Forwarder:
-    def __init__(self, table: AddressTable, io: DeliveryIO, link_capacity: int = DEFAULT_LINK_CAPACITY,
-                 mesh: MeshRoutes | None = None) -> None:
+    def __init__(self, table: AddressTable, io: DeliveryIO, mesh: MeshRoutes | None = None) -> None:
         self.table = table
         self.io = io
-        self.link_capacity = link_capacity
         self.mesh = mesh
         # Incoming links owed credit since the adaptor last flushed.
         self.credit_dirty: Set[CoreLink] = set()
