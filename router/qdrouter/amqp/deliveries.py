@@ -232,6 +232,11 @@ class DeliveryAdaptor:
 
     def _receive(self, link: CoreLink, delivery: Any, raw: bytes | None = None) -> None:
         """Any complete incoming message; ``raw`` when the fast path already read it."""
+        self._receive_one(link, delivery, raw)
+        if link.owed_credit * 2 >= link.capacity:
+            self.return_credit_now(link)
+
+    def _receive_one(self, link: CoreLink, delivery: Any, raw: bytes | None) -> None:
         handle = link.handle
         if raw is None:
             if lib.pn_delivery_aborted(delivery):

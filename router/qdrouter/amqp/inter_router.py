@@ -51,4 +51,5 @@ def make_link(identity: int, name: str, incoming: bool, connection: AmqpConnecti
     # Router annotations are the mesh's own: never stripped between routers.
     link = CoreLink(identity, name, incoming, None, connection, pn_link, False, False)
     link.kind = kind
+    link.capacity = connection.settings.link_capacity
     return link
