@@ -13,6 +13,7 @@ from ..core.outcomes import RELEASED
 from .connection import COST_PROPERTY, AmqpConnection, read_int_property
 from .deliveries import DeliveryAdaptor
 from .inter_router import INTER_ROUTER, attach_links, link_kind, make_link
+from .link_routing import ROUTE_CONTAINER
 from .proton_ffi import LOCAL_CLOSED, LOCAL_UNINIT, c_string, lib, set_condition, terminus_address
 
 log = logging.getLogger("qdrouter.ROUTER")
@@ -32,6 +33,11 @@ class EndpointHandler:
         # entity, /metrics), so that those never go down when a client leaves: outgoing links'
         # counters, and the pre-settled deliveries incoming links dropped.
         self.closed_link_counters = LinkCounters()
+        # Deliveries that links of route-container connections (brokers: auto-links, links a
+        # container attached) received and sent before they went: qdstat -g's Deliveries
+        # from / to Route Container count live links plus these.
+        self.closed_route_container_ingress = 0
+        self.closed_route_container_egress = 0
         # The mesh's hooks: inter-router links as they attach and go.
         self.on_inter_router_link: Callable[[CoreLink], None] | None = None
         self.on_inter_router_link_lost: Callable[[CoreLink], None] | None = None
@@ -276,6 +282,11 @@ class EndpointHandler:
         else:
             for name in LinkCounters.__slots__:
                 setattr(closed, name, getattr(closed, name) + getattr(link.counters, name))
+        if link.connection.settings.role == ROUTE_CONTAINER:
+            if link.incoming:
+                self.closed_route_container_ingress += link.counters.delivered
+            else:
+                self.closed_route_container_egress += link.counters.delivered
         if link.incoming:
             self.forwarder.producer_detached(link)
         else:

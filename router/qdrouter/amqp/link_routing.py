@@ -17,6 +17,7 @@ from .proton_ffi import LOCAL_CLOSED, c_string, ffi, lib, set_condition, terminu
 log = logging.getLogger("qdrouter.ROUTER_CORE")
 
 NO_ROUTE = "qd:no-route-to-dest"
+ROUTE_CONTAINER = "route-container"
 
 
 class RoutedLink:
@@ -50,6 +51,10 @@ class LinkRouter:
         self.routed: Dict[Any, RoutedLink] = {}
         # Management identities of routed links ("r1", "r2", ...: apart from core links' numbers).
         self._ids = itertools.count(1)
+        # Deliveries routed links on route-container connections received (ingress) and sent
+        # (egress) before they went: qdstat -g's Deliveries from / to Route Container.
+        self.closed_route_container_ingress = 0
+        self.closed_route_container_egress = 0
         self._sessions: Dict[int, Any] = {}
         self._buffer = bytearray(64 * 1024)
         self._pointer = ffi.from_buffer(self._buffer)
@@ -105,6 +110,16 @@ class LinkRouter:
                   container.identity, container_side.identity)
         return True
 
+    def _retire(self, pn_link: Any) -> RoutedLink | None:
+        """The routed link leaves the table; what it passed stays in the router's totals."""
+        routed = self.routed.pop(pn_link, None)
+        if routed is not None and routed.connection.settings.role == ROUTE_CONTAINER:
+            if routed.incoming:
+                self.closed_route_container_ingress += routed.delivered
+            else:
+                self.closed_route_container_egress += routed.delivered
+        return routed
+
     def _session(self, connection: AmqpConnection) -> Any:
         session = self._sessions.get(connection.identity)
         if session is None:
@@ -131,13 +146,13 @@ class LinkRouter:
     # ---- detach ------------------------------------------------------------------------
     def remote_closed(self, pn_link: Any) -> bool:
         """One end detached: detach the other with the same error."""
-        routed = self.routed.pop(pn_link, None)
+        routed = self._retire(pn_link)
         if routed is None:
             return False
         condition = lib.pn_link_remote_condition(pn_link)
         peer = routed.peer
         log.debug("Link route: r%d detached by its remote end", routed.identity)
-        if peer is not None and self.routed.pop(peer.pn_link, None) is not None:
+        if peer is not None and self._retire(peer.pn_link) is not None:
             if lib.pn_condition_is_set(condition):
                 set_condition(lib.pn_link_condition(peer.pn_link),
                               c_string(lib.pn_condition_get_name(condition)) or "amqp:internal-error",
@@ -150,9 +165,9 @@ class LinkRouter:
 
     def connection_gone(self, connection: AmqpConnection) -> None:
         for routed in [r for r in self.routed.values() if r.connection is connection]:
-            self.routed.pop(routed.pn_link, None)
+            self._retire(routed.pn_link)
             peer = routed.peer
-            if peer is not None and self.routed.pop(peer.pn_link, None) is not None:
+            if peer is not None and self._retire(peer.pn_link) is not None:
                 set_condition(lib.pn_link_condition(peer.pn_link), "qd:routed-link-lost",
                               "The other end of this routed link went away")
                 self._close(peer)
@@ -161,10 +176,10 @@ class LinkRouter:
     def session_gone(self, session: Any) -> None:
         """A session ended under routed links: their other ends are detached."""
         for routed in [r for r in self.routed.values() if lib.pn_link_session(r.pn_link) == session]:
-            if self.routed.pop(routed.pn_link, None) is None:
+            if self._retire(routed.pn_link) is None:
                 continue
             peer = routed.peer
-            if peer is not None and self.routed.pop(peer.pn_link, None) is not None:
+            if peer is not None and self._retire(peer.pn_link) is not None:
                 set_condition(lib.pn_link_condition(peer.pn_link), "qd:routed-link-lost",
                               "The other end of this routed link went away")
                 self._close(peer)

@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 import socket
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from .. import __version__
+from ..amqp.link_routing import ROUTE_CONTAINER
 from ..amqp.proton_ffi import c_string, ffi, lib
 from ..core.address_table import Address, split_phase
 from ..core.links import CoreLink
@@ -238,6 +239,7 @@ def router_row(router: Any, configured: Row) -> Row:
         ingress += address.counters.deliveries_ingress
         egress += address.counters.deliveries_egress
         transit += address.counters.deliveries_transit
+    from_container, to_container = route_container_totals(router)
     row = dict(configured)
     row.update({
         "id": router.id,
@@ -263,13 +265,39 @@ def router_row(router: Any, configured: Row) -> Row:
         "deliveriesIngress": ingress,
         "deliveriesEgress": egress,
         "deliveriesTransit": transit,
-        "deliveriesIngressRouteContainer": 0,
-        "deliveriesEgressRouteContainer": 0,
+        "deliveriesIngressRouteContainer": from_container,
+        "deliveriesEgressRouteContainer": to_container,
         "deliveriesRedirectedToFallback": 0,
         "uptimeSeconds": int(time.time() - router.started),
         "memoryUsage": _resident_bytes(),
     })
     return row
+
+
+def route_container_totals(router: Any) -> Tuple[int, int]:
+    """Deliveries received from and sent to route-container connections (brokers): counted
+    by the links of those connections, the router's own (auto-links, links a container
+    attached) and link-routed ones, and by those links that have gone, so never down."""
+    endpoints = router.server.endpoints
+    ingress = endpoints.closed_route_container_ingress
+    egress = endpoints.closed_route_container_egress
+    for link in list(router.server.adaptor.links.values()):
+        if link.connection.settings.role == ROUTE_CONTAINER:
+            if link.incoming:
+                ingress += link.counters.delivered
+            else:
+                egress += link.counters.delivered
+    link_router = endpoints.link_router
+    if link_router is not None:
+        ingress += link_router.closed_route_container_ingress
+        egress += link_router.closed_route_container_egress
+        for routed in list(link_router.routed.values()):
+            if routed.connection.settings.role == ROUTE_CONTAINER:
+                if routed.incoming:
+                    ingress += routed.delivered
+                else:
+                    egress += routed.delivered
+    return ingress, egress
 
 
 def _resident_bytes() -> int | None:
