@@ -124,6 +124,7 @@ class DeliveryAdaptor:
                 raw = state.policer.message(link, delivery)
                 if raw is None:
                     return
+                read_here = False  # policy read it, and advanced the link
             elif partial(delivery):
                 if is_settled(delivery):
                     producer_settled(link, delivery)
@@ -160,7 +161,9 @@ class DeliveryAdaptor:
                     settle(delivery)
                     return
                 raw = fast_view[:count].tobytes()
-                advance(handle)
+                # The link advances below; settling a pre-settled delivery advances it too
+                # (pn_delivery_settle advances past the current delivery), one call fewer.
+                read_here = True
             elif (
                 address is None
                 or not address.consumers
@@ -171,6 +174,8 @@ class DeliveryAdaptor:
                 return
             link.counters.delivered += 1
             if raw.find(qd_prefix) >= 0:  # (bytes.find is twice as fast as "in" here)
+                if read_here:
+                    advance(link.handle)
                 general_receive(link, delivery, raw)
                 return
             presettled = link.sends_settled
@@ -180,6 +185,8 @@ class DeliveryAdaptor:
                 settle(delivery)
                 message = None
             else:
+                if read_here:
+                    advance(link.handle)
                 message = InFlight(raw, raw, link, delivery, False)
                 link.unsettled[delivery] = message
             consumers = address.consumers
@@ -360,8 +367,7 @@ class DeliveryAdaptor:
                     # Tags need only be unique among unsettled deliveries.
                     delivery = new_delivery(handle, settled_tag)
                     send(handle, payload, len(payload))
-                    advance(handle)
-                    settle(delivery)
+                    settle(delivery)  # also advances: the new delivery is the current one
                 else:
                     count += 1
                     tag_word[0] = count
