@@ -198,7 +198,7 @@ class Mesh:
                       next_hops: bool = True) -> Tuple[bool, str]:
         """Whether ``rid``'s router.node table lists exactly the reachable routers with the
         shortest-path cost and (``next_hops``) a next hop on a cheapest path (None for a
-        direct best hop)."""
+        direct best hop), each with its final link state (its live neighbours)."""
         try:
             rows = self.nodes(rid)
         except ManagementError as e:
@@ -213,7 +213,17 @@ class Mesh:
                 return False, (f"{rid}: route to {dest} is nextHop={row.get('nextHop')!r} "
                                f"cost={row.get('cost')!r}, expected cost {cost} via {sorted(first_hops)}"
                                f" (nextHop None when the best hop is {dest} itself)")
+            # Costs alone can look right mid-flood (a provisional link stands in for a link
+            # state not yet received) and regress a moment later; only once every router's
+            # final link state has arrived is the table done changing.
+            peers = self.live_neighbours(dest, cut)
+            if sorted(str(p) for p in row.get("linkState") or []) != peers:
+                return False, (f"{rid}: link state of {dest} is {row.get('linkState')!r}, "
+                               f"expected {peers}")
         return True, ""
+
+    def live_neighbours(self, rid: str, cut: Sequence[Tuple[str, str]] = ()) -> List[str]:
+        return sorted({b if a == rid else a for a, b, _ in self.live_edges(cut) if rid in (a, b)})
 
     def wait_converged(self, timeout: float | None = None, cut: Sequence[Tuple[str, str]] = (),
                        routers: Sequence[str] | None = None, next_hops: bool = False) -> float:
