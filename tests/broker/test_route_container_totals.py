@@ -1,10 +1,11 @@
 """qdstat -g's Deliveries from / to Route Container against a real RabbitMQ broker: messages
 through a queue waypoint (auto-links) and through link routes to a broker queue are counted
-in the router entity, and stay counted when the links are gone."""
+in the router entity and in the addresses they passed (router.address), and stay counted when
+the links are gone."""
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Tuple
 
 from tests.linkroute.lrutil import both_ways, wait_active
 from tests.management.mgmt import MgmtClient
@@ -19,6 +20,13 @@ ADDR = "queue.rc"
 def _totals(mgmt: MgmtClient) -> Dict[str, int]:
     row = mgmt.query("router", ["deliveriesIngressRouteContainer", "deliveriesEgressRouteContainer"])[0]
     return {"from": row["deliveriesIngressRouteContainer"], "to": row["deliveriesEgressRouteContainer"]}
+
+
+def _by_address(mgmt: MgmtClient) -> Dict[str, Tuple[int, int]]:
+    rows = mgmt.query("router.address", ["key", "deliveriesIngressRouteContainer",
+                                         "deliveriesEgressRouteContainer"])
+    return {str(r["key"]): (r["deliveriesIngressRouteContainer"], r["deliveriesEgressRouteContainer"])
+            for r in rows if r["deliveriesIngressRouteContainer"] or r["deliveriesEgressRouteContainer"]}
 
 
 def test_route_container_totals(broker: RabbitBroker, router_factory, net: Net,  # type: ignore[no-untyped-def]
@@ -49,11 +57,17 @@ def test_route_container_totals(broker: RabbitBroker, router_factory, net: Net, 
 
     expected = {"from": 3 + 4, "to": 3 + 4}
     assert _totals(mgmt) == expected
-    # The routed links detach with the client: their deliveries stay counted.
+    # Per address: the waypoint's way to the queue (phase 0) and back (phase 1), and the
+    # link route's link-in / link-out rows.
+    per_address = {f"M0{ADDR}": (0, 3), f"M1{ADDR}": (3, 0), "Cb2": (0, 4), "Db2": (4, 0)}
+    assert _by_address(mgmt) == per_address
+    # The routed links detach with the client: their deliveries stay counted (in the link
+    # route's rows too; the auto-links keep the waypoint's addresses).
     client.close()
     net.pump(0.5)
     assert not [r for r in mgmt.query("router.link", ["identity"]) if str(r["identity"]).startswith("r")]
     assert _totals(mgmt) == expected
+    assert _by_address(mgmt) == per_address
     # The auto-links are deleted (the router detaches them): still counted.
     for row in mgmt.query("router.config.autoLink", ["name"]):
         mgmt.delete("router.config.autoLink", row["name"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Any, Callable, Dict, List
 
 import pytest
 
@@ -45,11 +45,12 @@ def container(router_factory: RouterFactory) -> Router:
 @pytest.fixture
 def edge_factory(router_factory: RouterFactory) -> EdgeFactory:
     """``edge(routes, containers={name: port}, active=N)``: router R1 with a route-container
-    connector per container and the given linkRoute sections; waits for N active routes."""
+    connector per container and the given linkRoute sections; waits for N active routes.
+    Other keywords go to the router factory (``extra_listeners``, ...)."""
     def make(routes: str, containers: Dict[str, int] | None = None, active: int = 0,
-             router_id: str = "R1") -> Router:
+             router_id: str = "R1", **router_options: Any) -> Router:
         extra = "".join(connector(name, port) for name, port in (containers or {}).items()) + routes
-        r = router_factory(router_id=router_id, extra_config=extra)
+        r = router_factory(router_id=router_id, extra_config=extra, **router_options)
         if active:
             wait_active(r, active)
         return r

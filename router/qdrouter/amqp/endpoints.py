@@ -283,10 +283,16 @@ class EndpointHandler:
             for name in LinkCounters.__slots__:
                 setattr(closed, name, getattr(closed, name) + getattr(link.counters, name))
         if link.connection.settings.role == ROUTE_CONTAINER:
+            # The address keeps its share too (the forwarder unbinds the link just below).
+            address = link.address
             if link.incoming:
                 self.closed_route_container_ingress += link.counters.delivered
+                if address is not None:
+                    address.counters.route_container_ingress += link.counters.delivered
             else:
                 self.closed_route_container_egress += link.counters.delivered
+                if address is not None:
+                    address.counters.route_container_egress += link.counters.delivered
         if link.incoming:
             self.forwarder.producer_detached(link)
         else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import Any, Callable, Dict, Set
+from typing import Any, Callable, Dict, List, Set
 
 from ..core.link_route_table import LinkRoute, LinkRouteTable
 from .capabilities import dynamic_node_address
@@ -21,7 +21,7 @@ ROUTE_CONTAINER = "route-container"
 
 
 class RoutedLink:
-    __slots__ = ("connection", "delivered", "deliveries", "identity", "incoming", "peer", "pn_link",
+    __slots__ = ("connection", "delivered", "deliveries", "identity", "incoming", "key", "peer", "pn_link",
                  "route_in")
 
     def __init__(self, pn_link: Any, connection: AmqpConnection, incoming: bool, identity: int = 0) -> None:
@@ -37,6 +37,10 @@ class RoutedLink:
         self.peer: RoutedLink | None = None
         # Our delivery on this link -> the matching delivery on the peer link.
         self.deliveries: Dict[Any, Any] = {}
+        # The router.address key of the link route this link follows (Clr, Dlr, E..., F...),
+        # whose row counts the route-container deliveries; None for a route only other routers
+        # of the mesh have.
+        self.key: str | None = None
 
 
 class LinkRouter:
@@ -55,6 +59,8 @@ class LinkRouter:
         # (egress) before they went: qdstat -g's Deliveries from / to Route Container.
         self.closed_route_container_ingress = 0
         self.closed_route_container_egress = 0
+        # The same by link-route key: [ingress, egress] for router.address's rows.
+        self.closed_route_container_by_key: Dict[str, List[int]] = {}
         self._sessions: Dict[int, Any] = {}
         self._buffer = bytearray(64 * 1024)
         self._pointer = ffi.from_buffer(self._buffer)
@@ -102,6 +108,8 @@ class LinkRouter:
         container_side = RoutedLink(peer_link, container, not incoming, next(self._ids))
         client.peer, container_side.peer = container_side, client
         container_side.route_in = incoming
+        if route is not None:
+            client.key = container_side.key = route.advert_key
         self.routed[pn_link] = client
         self.routed[peer_link] = container_side
         self.dirty.add(container)
@@ -118,6 +126,9 @@ class LinkRouter:
                 self.closed_route_container_ingress += routed.delivered
             else:
                 self.closed_route_container_egress += routed.delivered
+            if routed.key is not None:
+                by_key = self.closed_route_container_by_key.setdefault(routed.key, [0, 0])
+                by_key[0 if routed.incoming else 1] += routed.delivered
         return routed
 
     def _session(self, connection: AmqpConnection) -> Any:

@@ -27,6 +27,8 @@ class AddressCounters:
         "deliveries_transit",
         "dropped_presettled",
         "released_no_route",
+        "route_container_egress",
+        "route_container_ingress",
     )
 
     def __init__(self) -> None:
@@ -37,6 +39,11 @@ class AddressCounters:
         self.deliveries_from_container = 0
         self.dropped_presettled = 0
         self.released_no_route = 0
+        # Deliveries that route-container connections' links bound to this address received
+        # (ingress) and sent (egress) before they went; router.address's
+        # deliveriesIngress/EgressRouteContainer add the live links' counters at query time.
+        self.route_container_ingress = 0
+        self.route_container_egress = 0
 
     def add(self, other: AddressCounters) -> None:
         for name in AddressCounters.__slots__:

@@ -69,6 +69,13 @@ def metrics_text(router: Any, max_addresses: int = DEFAULT_MAX_ADDRESSES) -> str
                         "(egress).")
     directions.add({**base, "direction": "ingress"}, int(info.get("deliveriesIngress") or 0))
     directions.add({**base, "direction": "egress"}, int(info.get("deliveriesEgress") or 0))
+    # A family of its own, not more directions of the one above: these deliveries are also
+    # in its ingress/egress, and a sum over its directions must not count them twice.
+    containers = family("qdmesh_route_container_deliveries_total", "counter",
+                        "qdstat -g's Deliveries from / to Route Container: deliveries received from "
+                        "(ingress) and sent to (egress) route-container connections (brokers).")
+    containers.add({**base, "direction": "ingress"}, int(info.get("deliveriesIngressRouteContainer") or 0))
+    containers.add({**base, "direction": "egress"}, int(info.get("deliveriesEgressRouteContainer") or 0))
     family("qdmesh_unsettled_deliveries", "gauge", "Deliveries on the router's links not yet settled.").add(
         base, sum(int(link.get("unsettledCount") or 0) for link in links))
     family("qdmesh_undelivered_deliveries", "gauge",

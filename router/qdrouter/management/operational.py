@@ -8,14 +8,14 @@ from __future__ import annotations
 import os
 import socket
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List
 
 from .. import __version__
-from ..amqp.link_routing import ROUTE_CONTAINER
 from ..amqp.proton_ffi import c_string, ffi, lib
 from ..core.address_table import Address, split_phase
 from ..core.links import CoreLink
 from ..schema import entity_type
+from . import route_container
 
 PREFIX = "org.apache.qpid.dispatch."
 Row = Dict[str, Any]
@@ -162,7 +162,9 @@ def _link_row(link: CoreLink, router_id: str) -> Row:
 
 
 def address_rows(router: Any) -> List[Row]:
-    return [_address_row(address, router.id) for address in router.table] + link_route_address_rows(router)
+    counts = route_container.by_address(router)
+    rows = [_address_row(address, router.id, counts[address]) for address in counts]
+    return rows + link_route_address_rows(router)
 
 
 def link_route_address_rows(router: Any) -> List[Row]:
@@ -177,9 +179,10 @@ def link_route_address_rows(router: Any) -> List[Row]:
         connected = route.has_destination and router.route_container(route) is not None
         local[route.advert_key] = local.get(route.advert_key, 0) + (1 if connected else 0)
     remote = {route.advert_key: routers for route, routers in table.remote}
+    from_containers = route_container.by_link_route_key(router)
     rows = []
     for key in sorted(set(local) | set(remote)):
-        row = _address_row(Address(key, "linkBalanced"), router.id)
+        row = _address_row(Address(key, "linkBalanced"), router.id, from_containers.get(key, (0, 0)))
         row.update({"identity": key, "name": key, "key": key, "containerCount": local.get(key, 0),
                     "remoteCount": len(remote.get(key, ())),
                     "remoteHostRouters": sorted(remote.get(key, ()))})
@@ -187,7 +190,7 @@ def link_route_address_rows(router: Any) -> List[Row]:
     return rows
 
 
-def _address_row(address: Address, router_id: str) -> Row:
+def _address_row(address: Address, router_id: str, route_containers: route_container.Pair) -> Row:
     # The agent's own addresses keep their class, so each key stays unique.
     key = address_key(address.key, "" if address.handler is not None else router_id)
     counters = address.counters
@@ -206,8 +209,9 @@ def _address_row(address: Address, router_id: str) -> Row:
         "deliveriesTransit": counters.deliveries_transit,
         "deliveriesToContainer": counters.deliveries_to_container,
         "deliveriesFromContainer": counters.deliveries_from_container,
-        "deliveriesIngressRouteContainer": 0,
-        "deliveriesEgressRouteContainer": 0,
+        # Received from / sent to route-container connections (brokers) on this address.
+        "deliveriesIngressRouteContainer": route_containers[0],
+        "deliveriesEgressRouteContainer": route_containers[1],
         "deliveriesRedirectedToFallback": 0,
         "remoteHostRouters": [],
         "transitOutstanding": None,
@@ -239,7 +243,7 @@ def router_row(router: Any, configured: Row) -> Row:
         ingress += address.counters.deliveries_ingress
         egress += address.counters.deliveries_egress
         transit += address.counters.deliveries_transit
-    from_container, to_container = route_container_totals(router)
+    from_container, to_container = route_container.route_container_totals(router)
     row = dict(configured)
     row.update({
         "id": router.id,
@@ -272,32 +276,6 @@ def router_row(router: Any, configured: Row) -> Row:
         "memoryUsage": _resident_bytes(),
     })
     return row
-
-
-def route_container_totals(router: Any) -> Tuple[int, int]:
-    """Deliveries received from and sent to route-container connections (brokers): counted
-    by the links of those connections, the router's own (auto-links, links a container
-    attached) and link-routed ones, and by those links that have gone, so never down."""
-    endpoints = router.server.endpoints
-    ingress = endpoints.closed_route_container_ingress
-    egress = endpoints.closed_route_container_egress
-    for link in list(router.server.adaptor.links.values()):
-        if link.connection.settings.role == ROUTE_CONTAINER:
-            if link.incoming:
-                ingress += link.counters.delivered
-            else:
-                egress += link.counters.delivered
-    link_router = endpoints.link_router
-    if link_router is not None:
-        ingress += link_router.closed_route_container_ingress
-        egress += link_router.closed_route_container_egress
-        for routed in list(link_router.routed.values()):
-            if routed.connection.settings.role == ROUTE_CONTAINER:
-                if routed.incoming:
-                    ingress += routed.delivered
-                else:
-                    egress += routed.delivered
-    return ingress, egress
 
 
 def _resident_bytes() -> int | None:
