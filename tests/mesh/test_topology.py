@@ -56,6 +56,17 @@ def test_qdstat_n_shows_cheapest_routes(mesh_factory: MeshFactory) -> None:
     by_id = {row["router-id"]: row for row in rows}
     assert {rid: by_id[rid]["neighbors"] for rid in "BCD"} == {
         "B": ["A", "D"], "C": ["A", "D"], "D": ["B", "C"]}, by_id
+    # As in qdrouterd, the router queried is listed too, its next hop "(self)", no link, and
+    # its own neighbours; the rows are in router-id order.
+    assert [row["router-id"] for row in rows] == ["A", "B", "C", "D"], rows
+    assert by_id["A"] == {"router-id": "A", "next-hop": "(self)", "link": "-", "cost": "-",
+                          "neighbors": ["B", "C"]}, by_id
+    assert [line.split()[:3] for line in text.splitlines() if line.split()[:1] == ["A"]] == [
+        ["A", "(self)", "-"]], text
+    # Through A, B's table: B is the one marked.
+    remote = qdstat("-b", f"127.0.0.1:{a.port}", "-r", "B", "-n", "--json")
+    assert remote.returncode == 0, remote.stderr
+    assert [row["router-id"] for row in json.loads(remote.stdout) if row["next-hop"] == "(self)"] == ["B"]
     assert by_id["D"]["link"] == "-" and by_id["B"]["link"] != "-" and by_id["C"]["link"] != "-", by_id
     links = qdstat("-b", f"127.0.0.1:{a.port}", "-l", "--json")
     control_ids = {str(r["id"]) for r in json.loads(links.stdout) if r["type"] == "router-control"}

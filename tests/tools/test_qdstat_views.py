@@ -125,6 +125,22 @@ def test_nodes_view() -> None:
     assert "R1,R3" in format_text(t)
 
 
+def test_nodes_view_lists_the_router_queried_as_self() -> None:
+    others = [{"id": "R3", "nextHop": "R2", "cost": 2, "linkState": ["R2"]},
+              {"id": "R2", "nextHop": None, "routerLink": 4, "cost": 1, "linkState": ["R1", "R3"]}]
+    entities = v.with_self_node({"id": "R1", "mode": "interior"}, others)
+    t = v.nodes(entities)
+    assert t.rows == [["R1", "(self)", "-", "-", ["R2"]], ["R2", "-", 4, 1, ["R1", "R3"]],
+                      ["R3", "R2", "-", 2, ["R2"]]]
+    # A standalone or edge router has no router list, and an agent that lists the router
+    # itself (qdrouterd's) does not get it twice.
+    assert v.with_self_node({"id": "R1", "mode": "standalone"}, []) == []
+    assert v.with_self_node({"id": "R1", "mode": "edge"}, others) == others
+    listed = [*others, {"id": "R1", "nextHop": "(self)"}]
+    assert v.with_self_node({"id": "R1", "mode": "interior"}, listed) == listed
+    assert v.with_self_node(None, others) == others
+
+
 def test_connectors_view() -> None:
     message = "cannot connect to b.example:55672: Connection refused; retrying in 8 s"
     t = v.connectors([{"name": "to-b", "host": "b.example", "port": "55672", "role": "inter-router",

@@ -17,7 +17,7 @@ from .cli_common import (
 )
 from .errors import ManagementError
 from .management_client import ManagementClient
-from .qdstat_views import VIEWS, View
+from .qdstat_views import VIEWS, View, with_self_node
 
 PROG = "qdstat"
 DESCRIPTION = "Show the status of a qdmesh (or qdrouterd) router: one table per run, default -g."
@@ -72,9 +72,15 @@ def build_parser() -> ToolArgumentParser:
     return parser
 
 
-def fetch(client: ManagementClient, view: View, limit: int | None = None) -> table.Table:
-    """Query the view's entities and build its table (at most ``limit`` rows)."""
+def fetch(client: ManagementClient, view: View, limit: int | None = None,
+          self_node: bool = False) -> table.Table:
+    """Query the view's entities and build its table (at most ``limit`` rows). ``self_node``:
+    the nodes view has a row for the router queried too, as qdrouterd's qdstat -n shows it
+    (kubectl-qdstat, which merges the views of every router of a mesh, goes without)."""
     entities = client.query(view.entity_type, [], count=limit)
+    if self_node and view.option == "nodes":
+        routers = client.query(VIEWS["general"].entity_type)
+        entities = with_self_node(routers[0] if routers else None, entities)
     built = view.build(entities)
     if limit is not None:
         built.rows = built.rows[:limit]
@@ -90,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return mesh_map_body(args)
         view = VIEWS[args.show]
         with client_from_args(args, PROG) as client:
-            result = fetch(client, view, args.limit)
+            result = fetch(client, view, args.limit, self_node=True)
             # A connector whose peer is away has no connection to list: -c shows each
             # connector's state and last error under the connections (text only, so that
             # --csv and --json stay one table; --connectors gives them alone).

@@ -165,7 +165,28 @@ def nodes(entities: List[Entity]) -> Table:
     heads = ["router-id", "next-hop", "link", "cost", "neighbors"]
     rows = [[_first(n, "id", "routerId"), _or_dash(n.get("nextHop")), _or_dash(n.get("routerLink")),
              _or_dash(n.get("cost")), _or_dash(n.get("linkState"))] for n in entities]
+    # By router id, as qdstat sorts them (the router queried among the others).
+    rows.sort(key=lambda row: str(row[0] or ""))
     return Table("Routers in the Network", heads, rows)
+
+
+SELF = "(self)"
+
+
+def with_self_node(router: Entity | None, entities: List[Entity]) -> List[Entity]:
+    """The routers in the network with the one queried among them, as qdrouterd lists it: next
+    hop "(self)", no link, and its neighbours (the routers whose link state names it). Only an
+    interior router has a row of its own (a standalone or edge router has no router list), and
+    none is added when the agent lists the router itself already (qdrouterd's does)."""
+    own = _first(router or {}, "id", "routerId")
+    if not own or (router or {}).get("mode") != "interior":
+        return entities
+    if any(_first(n, "id", "routerId") == own for n in entities):
+        return entities
+    neighbours = sorted(str(_first(n, "id", "routerId")) for n in entities
+                        if own in (n.get("linkState") or []))
+    mine = {"id": own, "nextHop": SELF, "routerLink": None, "cost": None, "linkState": neighbours}
+    return [*entities, mine]
 
 
 def connectors(entities: List[Entity]) -> Table:
