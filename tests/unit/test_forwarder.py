@@ -10,7 +10,8 @@ from typing import Any, List, Tuple
 
 from qdrouter.core.address_table import AddressTable, prefix_matches
 from qdrouter.core.forwarder import Forwarder
-from qdrouter.core.links import CoreLink, InFlight
+from qdrouter.core.links import DATA, CoreLink, InFlight
+from qdrouter.core.mesh_routes import MeshRoutes
 from qdrouter.core.outcomes import ACCEPTED, MODIFIED, RELEASED
 
 
@@ -159,3 +160,32 @@ def test_longest_prefix_on_token_boundaries() -> None:
     assert table.distribution_for("a.bc") == "closest"
     assert table.distribution_for("other") == "balanced"
     assert prefix_matches("a/", "a/x") and not prefix_matches("ab", "a")
+
+
+def test_messages_held_for_another_router_leave_in_order_as_credit_comes_counted_once() -> None:
+    # A consumer on router R3, reached over the data link to neighbour R2, which grants
+    # credit in small steps (as a busy next router does): what waits is sent in arrival
+    # order, and the address counts each message once however often it waited.
+    table = AddressTable((("closest", "closest"),))
+    io = RecordingIO()
+    mesh = MeshRoutes("R1")
+    forwarder = Forwarder(table, io, mesh)
+    data = CoreLink(7, "to-R2", False, None, None, object())
+    data.kind = DATA
+    mesh.data_links["R2"] = data
+    mesh.update({"R2": ("R2", 1), "R3": ("R2", 2)}, {})
+    address = table.get("closest/q")
+    address.remote = ["R3"]
+    link = producer(forwarder, "closest/q")
+    assert link.owed_credit == 10  # routable: a remote consumer exists
+    sent = [send(forwarder, link, b"m%d" % index) for index in range(8)]
+    assert io.sent == [] and len(address.undelivered) == 8
+    granted = 0
+    while io.sent != [("to-R2", b"m%d" % index, False) for index in range(8)]:
+        assert granted < 8, io.sent
+        forwarder.consumer_credit(data, 3)
+        granted += 1
+    assert granted == 3
+    assert address.counters.deliveries_ingress == 8
+    assert address.counters.deliveries_transit == 8
+    assert all(message.out_link is data for message in sent)

@@ -74,6 +74,7 @@ def inspect(link: CoreLink, message: InFlight) -> str | None:
     strip them, and return the address to route an anonymous link's message by."""
     raw = message.raw
     ma_start, ma_end, props_start = find_sections(raw)
+    message.ma_span = (ma_start, ma_end)
     to_override = None
     phase = None
     if ma_start >= 0:
@@ -107,7 +108,7 @@ def stripped(message: InFlight) -> bytes:
     payload = message.payload
     if payload is None:
         raw = message.raw
-        ma_start, ma_end, _ = find_sections(raw)
+        ma_start, ma_end = _ma_span(message)
         payload = message.payload = _rewrite(raw, ma_start, ma_end,
                                              (True, False, None, None, None, None, False))
     return payload
@@ -118,7 +119,7 @@ def annotated(message: InFlight, out_link: CoreLink, node: str) -> bytes:
     carries ingress, trace (started here if absent) and the address in x-opt-qd.to; toward a
     client that asked to keep annotations, ingress and an existing trace."""
     raw = message.raw
-    ma_start, ma_end, _ = find_sections(raw)
+    ma_start, ma_end = _ma_span(message)
     to_mesh = out_link.kind == DATA
     address, phase = split_phase(message.key) if to_mesh and message.key else (message.key, 0)
     return _rewrite(raw, ma_start, ma_end, (
@@ -130,6 +131,14 @@ def annotated(message: InFlight, out_link: CoreLink, node: str) -> bytes:
         phase if to_mesh and phase else None,
         to_mesh,  # trace_create
     ))
+
+
+def _ma_span(message: InFlight) -> Tuple[int, int]:
+    span = message.ma_span
+    if span is None:
+        ma_start, ma_end, _ = find_sections(message.raw)
+        span = message.ma_span = (ma_start, ma_end)
+    return span
 
 
 def _router_id(node: str | None) -> str | None:

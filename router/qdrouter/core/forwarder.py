@@ -140,10 +140,21 @@ class Forwarder:
 
     def _reroute_undelivered(self, address: Address) -> None:
         queue = list(address.undelivered)
-        address.undelivered.clear()
+        undelivered = address.undelivered
+        undelivered.clear()
+        # Where a message may go depends on its address and its trace only (the routers it
+        # must not go back to), and sending only uses credit up: once one is held again,
+        # every later one with the same trace would be too. Skipping them keeps a window
+        # of held messages from being routed again in full on every credit grant.
+        held: Any = _NOT_HELD
         for message in queue:
+            if held is not _NOT_HELD and message.trace == held:
+                undelivered.append(message)
+                continue
             message.in_link.credit += 1  # forward() takes it again
-            self.forward(message, address)
+            self._forward(message, address, False)
+            if undelivered and undelivered[-1] is message:
+                held = message.trace
 
     def consumer_credit(self, link: CoreLink, credit: int) -> None:
         link.credit = credit
@@ -208,6 +219,11 @@ class Forwarder:
 
     def forward(self, message: InFlight, address: Address | None) -> None:
         """Route one message that arrived on ``message.in_link`` to ``address``."""
+        self._forward(message, address, True)
+
+    def _forward(self, message: InFlight, address: Address | None, arrived: bool) -> None:
+        """forward(); ``arrived`` is False when a held message is routed again (counted
+        once, when it arrived)."""
         message.in_link.credit -= 1
         if address is not None and address.handler is not None:
             self._to_handler(address, message)
@@ -223,7 +239,7 @@ class Forwarder:
             self._no_route(address, message)
             return
         message.key = address.key
-        if message.in_link.kind != DATA:
+        if arrived and message.in_link.kind != DATA:
             # As qdrouterd: ingress counts deliveries entering the network here, not those
             # arriving from other routers (those show as transit where they were passed on).
             address.counters.deliveries_ingress += 1
@@ -384,6 +400,7 @@ class Forwarder:
 
 
 _EMPTY: List[Any] = []
+_NOT_HELD = object()
 
 
 def _remove(links: List[CoreLink], link: CoreLink) -> None:

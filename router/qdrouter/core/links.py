@@ -19,6 +19,7 @@ class InFlight:
         "in_link",
         "ingress",
         "key",
+        "ma_span",
         "out_delivery",
         "out_link",
         "payload",
@@ -46,6 +47,9 @@ class InFlight:
         self.key: str | None = None
         self.ingress: str | None = None
         self.trace: list | None = None
+        # Where the message-annotations section lies in ``raw`` ((-1, -1): none), once the
+        # adaptor has looked; None until then.
+        self.ma_span: tuple | None = None
 
 
 class LinkCounters:
