@@ -144,13 +144,7 @@ class DeliveryAdaptor:
                 # is current and complete without asking proton (pn_delivery_readable).
             address = link.address
             if raw is None:
-                if (
-                    address is None
-                    or not address.consumers
-                    or address.distribution is multicast
-                    or address.distribution is unavailable
-                    or size > 65536
-                ):
+                if size > 65536:
                     general_receive(link, delivery)
                     return
                 handle = link.handle
@@ -161,6 +155,17 @@ class DeliveryAdaptor:
                     settle(delivery)
                     return
                 raw = fast_view[:count].tobytes()
+                if (
+                    address is None
+                    or not address.consumers
+                    or address.distribution is multicast
+                    or address.distribution is unavailable
+                ):
+                    # Read here all the same (inter-router and anonymous links, mostly): the
+                    # general path would ask proton again whether it was aborted, and its size.
+                    advance(handle)
+                    general_receive(link, delivery, raw)
+                    return
                 # The link advances below; settling a pre-settled delivery advances it too
                 # (pn_delivery_settle advances past the current delivery), one call fewer.
                 read_here = True
