@@ -275,7 +275,9 @@ class DeliveryAdaptor:
             if not message.settled:
                 self.finish_incoming(message, ACCEPTED)
             return
-        if _QD_PREFIX in raw or link.anonymous:
+        # bytes.find, not "in": "in" first tries the argument as an int, and raises and
+        # clears a TypeError per message doing so.
+        if link.anonymous or raw.find(_QD_PREFIX) >= 0:
             try:
                 address_key = inspect(link, message)
             except MessageFormatError as error:
