@@ -11,11 +11,12 @@ from typing import Any, Callable, Dict, Set
 from ..core.address_table import MULTICAST, UNAVAILABLE, AddressTable
 from ..core.forwarder import Forwarder
 from ..core.links import CONTROL, ENDPOINT, CoreLink, InFlight
-from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED, RELEASED
+from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED
 from .dispositions import copy_disposition, count_outcome, disposition_handler
 from .inbound import annotated, inspect, stripped
 from .message_sections import MessageFormatError
 from .proton_ffi import ffi, lib
+from .send_queue import sends_flusher
 
 _QD_PREFIX = b"x-opt-qd."
 
@@ -59,7 +60,7 @@ class DeliveryAdaptor:
         self._tag.size = 8
         self._tag_count = 0
         self._settled_tag_pointer = ffi.new("char[]", b"s")
-        self.flush_pending = self.sends_flusher()
+        self.flush_pending = sends_flusher(self)
         # Policy: producer links whose messages need a look (size limit or user-id check),
         # by proton pointer. Empty unless policy sets such a limit, so the fast path pays
         # one truth test per message.
@@ -334,82 +335,6 @@ class DeliveryAdaptor:
         else:
             payload = annotated(message, link, self.node)
         self.pending_sends.append((link, payload, None if presettled else message))
-
-    def sends_flusher(self) -> Callable[[], None]:
-        """Proton sends, batched at the end of each run of delivery events.
-
-        Deferring them keeps proton from queueing a PN_TRANSPORT event per message (it
-        drops an event equal to the last one queued), and every send goes through this one
-        list, so messages keep their order per link whichever path chose the link. The
-        event loop flushes before any event other than a delivery, so the core's view and
-        proton's never disagree when credit, detach or close events are handled."""
-        pending = self.pending_sends
-        new_delivery = lib.pn_delivery
-        send = lib.pn_link_send
-        advance = lib.pn_link_advance
-        settle = lib.pn_delivery_settle
-        # The tag's 8 bytes as one integer: storing into it costs less than struct packing.
-        tag_word = ffi.cast("uint64_t *", self._tag_pointer)
-        tag = self._tag[0]
-        settled_tag = ffi.new("pn_bytes_t *", (1, self._settled_tag_pointer))[0]
-        dirty_add = self.dirty.add
-        outgoing = self.outgoing
-        finish_incoming = self.finish_incoming
-        outcomes = self.pending_outcomes
-        update = lib.pn_delivery_update
-        accepted = ACCEPTED
-        state = self
-
-        def flush_sends() -> None:
-            count = state._tag_count
-            last_link = None
-            for link, payload, message in pending:
-                handle = link.handle
-                if handle is None:
-                    # The consumer left before the send: nothing reached it.
-                    if message is not None:
-                        finish_incoming(message, RELEASED)
-                    continue
-                if message is None:
-                    # Tags need only be unique among unsettled deliveries.
-                    delivery = new_delivery(handle, settled_tag)
-                    send(handle, payload, len(payload))
-                    settle(delivery)  # also advances: the new delivery is the current one
-                else:
-                    count += 1
-                    tag_word[0] = count
-                    delivery = new_delivery(handle, tag)
-                    send(handle, payload, len(payload))
-                    advance(handle)
-                    message.out_link = link
-                    message.out_delivery = delivery
-                    link.unsettled[delivery] = message
-                    outgoing[delivery] = message
-                if link is not last_link:
-                    dirty_add(link.connection)
-                    last_link = link
-            state._tag_count = count
-            pending.clear()
-            last_link = None
-            for message, outcome in outcomes:
-                delivery = message.delivery
-                if delivery is None:
-                    continue  # the producer settled first, or left
-                message.delivery = None
-                in_link = message.in_link
-                del in_link.unsettled[delivery]
-                update(delivery, outcome)
-                settle(delivery)
-                if outcome == accepted:
-                    in_link.counters.accepted += 1
-                else:
-                    count_outcome(in_link, outcome)
-                if in_link is not last_link:
-                    dirty_add(in_link.connection)
-                    last_link = in_link
-            outcomes.clear()
-
-        return flush_sends
 
     def finish_incoming(self, message: InFlight, outcome: int) -> None:
         delivery = message.delivery

@@ -15,7 +15,7 @@ def disposition_handler(outgoing: Dict[Any, InFlight], dirty: Set[Any],
                         pending_outcomes: List[Tuple[InFlight, int]]) -> Callable[[InFlight, Any], None]:
     """The handler for a consumer's update of ``delivery``, an outgoing delivery the router
     tracks in ``outgoing`` (it carries ``message``). The outcome is copied to the producer's
-    delivery; settling that is deferred to the flush (DeliveryAdaptor.sends_flusher) so both
+    delivery; settling that is deferred to the flush (send_queue.sends_flusher) so both
     connections' work is batched."""
     remote_state = lib.pn_delivery_remote_state
     is_settled = lib.pn_delivery_settled
