@@ -40,9 +40,13 @@ def test_pod_runs_and_service_resolves_through_dns(
     fqdn = f"web.{namespace}.svc.cluster.local"
     # Debian's static busybox is linked with glibc, whose getaddrinfo crashes without NSS modules
     # in the image (so does wget's -T): resolve with nslookup (its own DNS client), then fetch by
-    # address.
-    fetch = (f"nslookup {fqdn} && ip=$(nslookup {fqdn} | sed -n 's/^Address: //p' | tail -1) && "
-             "wget -q -O - http://$ip:80/")
+    # address. A Service answers once kube-proxy has programmed it, which may be a moment after
+    # the pod is Ready: until then a connection to its IP hangs, so each try is bounded (busybox
+    # timeout) and retried, within the two minutes the test waits.
+    fetch = ("for i in $(seq 1 10); do "
+             f"ip=$(timeout 5 nslookup {fqdn} | sed -n 's/^Address: //p' | tail -1); "
+             "[ -n \"$ip\" ] && echo \"resolved: $ip\" && timeout 5 wget -q -O - http://$ip:80/ && exit 0; "
+             "sleep 1; done; exit 1")
     client_pod = busybox_pod("client", busybox_image, fetch)
     started = time.monotonic()
     core.create_namespaced_pod(namespace, client_pod)
