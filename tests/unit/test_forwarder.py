@@ -189,3 +189,55 @@ def test_messages_held_for_another_router_leave_in_order_as_credit_comes_counted
     assert address.counters.deliveries_ingress == 8
     assert address.counters.deliveries_transit == 8
     assert all(message.out_link is data for message in sent)
+
+
+def _two_routes() -> Tuple[Forwarder, RecordingIO, CoreLink, CoreLink, Any]:
+    # R1 (us) has data links to neighbours R2 (cost 1) and R3 (cost 5); both consume the
+    # closest address, and neither has granted credit yet.
+    table = AddressTable((("closest", "closest"),))
+    io = RecordingIO()
+    mesh = MeshRoutes("R1")
+    forwarder = Forwarder(table, io, mesh)
+    near = CoreLink(7, "to-R2", False, None, None, object())
+    far = CoreLink(8, "to-R3", False, None, None, object())
+    for link, router in ((near, "R2"), (far, "R3")):
+        link.kind = DATA
+        mesh.data_links[router] = link
+    mesh.update({"R2": ("R2", 1), "R3": ("R3", 5)}, {})
+    address = table.get("closest/q")
+    address.remote = ["R2", "R3"]
+    return forwarder, io, near, far, address
+
+
+def test_held_messages_take_whichever_route_gains_credit_in_order_and_wait_for_the_rest() -> None:
+    forwarder, io, near, far, address = _two_routes()
+    link = producer(forwarder, "closest/q")
+    for index in range(6):
+        send(forwarder, link, b"m%d" % index)
+    assert io.sent == [] and len(address.undelivered) == 6
+    forwarder.consumer_credit(far, 3)
+    forwarder.consumer_credit(near, 2)
+    assert io.sent == [("to-R3", b"m0", False), ("to-R3", b"m1", False), ("to-R3", b"m2", False),
+                       ("to-R2", b"m3", False), ("to-R2", b"m4", False)]
+    assert [message.payload for message in address.undelivered] == [b"m5"]
+    # A message arriving now queues behind m5 rather than overtaking it.
+    send(forwarder, link, b"m6")
+    forwarder.consumer_credit(near, 5)
+    assert [sent[1] for sent in io.sent[5:]] == [b"m5", b"m6"]
+    assert not address.undelivered and near.credit == 3
+
+
+def test_held_messages_never_go_back_toward_a_router_they_passed() -> None:
+    forwarder, io, near, far, address = _two_routes()
+    producer_link = producer(forwarder, "closest/q")
+    own = [InFlight(b"own%d" % i, b"own%d" % i, producer_link, object(), False) for i in range(2)]
+    passed = InFlight(b"via-R2", b"via-R2", producer_link, object(), False)
+    passed.trace = ["R2"]
+    for message in (own[0], passed, own[1]):
+        forwarder.forward(message, address)
+    forwarder.consumer_credit(near, 10)
+    # The message that came through R2 must wait for R3, however much credit R2 offers.
+    assert [sent[1] for sent in io.sent] == [b"own0", b"own1"]
+    assert list(address.undelivered) == [passed]
+    forwarder.consumer_credit(far, 1)
+    assert io.sent[-1] == ("to-R3", b"via-R2", False)
