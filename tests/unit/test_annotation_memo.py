@@ -67,13 +67,17 @@ def test_same_section_different_bodies(header: bool) -> None:
     assert len(inbound._read_memo) == 1 and len(inbound._rewrite_memo) == 1
 
 
-def test_annotated_for_the_next_router_matches_a_fresh_rewrite() -> None:
+@pytest.mark.parametrize("inspected", [True, False], ids=["inspected", "fast-path"])
+def test_annotated_for_the_next_router_matches_a_fresh_rewrite(inspected: bool) -> None:
+    # Messages the fast path forwarded were never inspected: the section (or where a
+    # missing one goes) is found when annotating.
     in_link, out_link = _link(True), _link(False)
     for i, section in enumerate([MESH, None, {symbol("app"): "kept", **MESH}, MESH, None]):
         raw = _encode(section, f"m{i}", header=bool(i % 2))
         message = InFlight(raw, raw, in_link, None, True)
         message.key = "a/b"
-        inbound.inspect(in_link, message)
+        if inspected:
+            inbound.inspect(in_link, message)
         ma_start, ma_end, _ = find_sections(raw)
         fresh = rewrite_annotations(raw, ma_start, ma_end, strip_qd=False, keep_to_override=True,
                                     ingress="0/R3", trace_append="0/R3", to_override="a/b",
@@ -84,6 +88,22 @@ def test_annotated_for_the_next_router_matches_a_fresh_rewrite() -> None:
         sent.decode(fresh)
         assert sent.body == f"m{i}"
         assert sent.annotations[symbol("x-opt-qd.trace")][-1] == "0/R3"
+
+
+@pytest.mark.parametrize("inspected", [True, False], ids=["inspected", "fast-path"])
+def test_annotations_go_after_the_header_of_a_message_without_properties(inspected: bool) -> None:
+    in_link, out_link = _link(True), _link(False)
+    header = b"\x00\x53\x70\xc0\x02\x01\x41"  # header: durable
+    body = b"\x00\x53\x77\xa1\x05hello"  # amqp-value "hello"
+    message = InFlight(header + body, header + body, in_link, None, True)
+    message.key = "a/b"
+    if inspected:
+        inbound.inspect(in_link, message)
+    sent = Message()
+    sent.decode(inbound.annotated(message, out_link, "0/R3"))
+    assert sent.durable and sent.body == "hello"
+    assert sent.annotations[symbol("x-opt-qd.to")] == "a/b"
+    assert sent.annotations[symbol("x-opt-qd.trace")] == ["0/R3"]
 
 
 def test_shared_trace_is_not_changed_by_routing() -> None:

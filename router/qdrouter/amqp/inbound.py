@@ -45,7 +45,9 @@ def _rewrite(raw: bytes, ma_start: int, ma_end: int, params: Tuple[Any, ...]) ->
     """rewrite_annotations(raw, ...) with params (strip_qd, keep_to_override, ingress,
     trace_append, to_override, phase, trace_create), through the memo."""
     if ma_start < 0:
-        start = end = section_insert_pos(raw)
+        # A missing section goes where the adaptor saw properties begin, else after the
+        # header / delivery-annotations, found by walking them.
+        start = end = ma_end if ma_end >= 0 else section_insert_pos(raw)
     else:
         start, end = ma_start, ma_end
     section = raw[start:end]
@@ -74,7 +76,7 @@ def inspect(link: CoreLink, message: InFlight) -> str | None:
     strip them, and return the address to route an anonymous link's message by."""
     raw = message.raw
     ma_start, ma_end, props_start = find_sections(raw)
-    message.ma_span = (ma_start, ma_end)
+    message.ma_span = (ma_start, ma_end) if ma_start >= 0 else (-1, props_start)
     to_override = None
     phase = None
     if ma_start >= 0:
@@ -136,8 +138,8 @@ def annotated(message: InFlight, out_link: CoreLink, node: str) -> bytes:
 def _ma_span(message: InFlight) -> Tuple[int, int]:
     span = message.ma_span
     if span is None:
-        ma_start, ma_end, _ = find_sections(message.raw)
-        span = message.ma_span = (ma_start, ma_end)
+        ma_start, ma_end, props_start = find_sections(message.raw)
+        span = message.ma_span = (ma_start, ma_end) if ma_start >= 0 else (-1, props_start)
     return span
 
 

@@ -80,9 +80,10 @@ def find_sections(data: bytes) -> tuple[int, int, int]:
     input or a message ending after its leading sections is not an error here.
     Raises MessageFormatError on malformed or truncated input.
     """
-    # Fast path for the shape nearly every client sends: [header as list0/list8]
-    # then properties, all with smallulong descriptors. Anything else (or a
-    # short message) falls through to the general walk below.
+    # Fast path for the shapes nearly every message has: [header as list0/list8],
+    # then [message annotations as map8/map32, as routers write them], then
+    # properties, all with smallulong descriptors. Anything else (or a short
+    # message) falls through to the general walk below.
     try:
         if data[0] == 0 and data[1] == 0x53:
             code = data[2]
@@ -94,6 +95,16 @@ def find_sections(data: bytes) -> tuple[int, int, int]:
                     code = data[pos + 2]
             if code == 0x73:
                 return -1, -1, pos
+            if code == 0x72 and pos >= 0:
+                vcode = data[pos + 3]
+                if vcode == 0xC1:
+                    end = pos + 5 + data[pos + 4]
+                elif vcode == 0xD1:
+                    end = pos + 8 + u32(data, pos + 4)
+                else:
+                    end = -1
+                if end > 0 and data[end] == 0 and data[end + 1] == 0x53 and data[end + 2] == 0x73:
+                    return pos, end, end
     except IndexError:
         pass  # too short for the fast path; the general walk decides
     n = len(data)

@@ -47,8 +47,8 @@ class InFlight:
         self.key: str | None = None
         self.ingress: str | None = None
         self.trace: list | None = None
-        # Where the message-annotations section lies in ``raw`` ((-1, -1): none), once the
-        # adaptor has looked; None until then.
+        # Where the message-annotations section lies in ``raw``, once the adaptor has
+        # looked (None until then); without one, (-1, where it would go, or -1 if unknown).
         self.ma_span: tuple | None = None
 
 
