@@ -96,9 +96,11 @@ def test_link_owning_address_is_the_address_key(mgmt: MgmtClient) -> None:
     mine = [r for r in mgmt.query("router.link", ["linkName", "owningAddr"])
             if r["linkName"] == mgmt.receiver.link.name]
     assert len(mine) == 1, mine
-    keys = {r["key"] for r in mgmt.query("router.address", ["key"])}
+    addresses = {r["key"]: r for r in mgmt.query("router.address", ["key", "distribution"])}
     assert mine[0]["owningAddr"].startswith("L"), mine
-    assert mine[0]["owningAddr"] in keys, (mine, keys)
+    assert mine[0]["owningAddr"] in addresses, (mine, addresses)
+    # A temporary address is anycast closest, as qdrouterd makes them (not the default balanced).
+    assert addresses[mine[0]["owningAddr"]]["distribution"] == "closest"
 
 
 def test_query_router_address(mgmt: MgmtClient, router: Router, net: Net) -> None:

@@ -102,6 +102,11 @@ def split_phase(key: str) -> Tuple[str, int]:
     return key, 0
 
 
+def is_temporary(key: str) -> bool:
+    """A dynamic source's address, as the router makes them: `_topo/0/<router>/temp.<id>`."""
+    return key.startswith("_topo/") and "/temp." in key
+
+
 def prefix_matches(prefix: str, address: str) -> bool:
     """Prefix match on token boundaries, as later qdrouterd releases do: 'a.b' matches
     'a.b', 'a.b.c' and 'a.b/c' but not 'a.bc'."""
@@ -176,6 +181,10 @@ class AddressTable:
 
     def distribution_for(self, key: str) -> str:
         key = split_phase(key)[0]
+        if is_temporary(key):
+            # As qdrouterd: a dynamic (reply-to) address has one consumer and is anycast
+            # closest whatever the configured prefixes say.
+            return CLOSEST
         for prefix, distribution in self._prefixes:
             if prefix_matches(prefix, key):
                 return distribution
