@@ -53,13 +53,6 @@ class DeliveryAdaptor:
         self._buffer = bytearray(1024 * 1024)
         self._view = memoryview(self._buffer)
         self._pointer = ffi.from_buffer(self._buffer)
-        self._tag_buffer = bytearray(8)
-        self._tag = ffi.new("pn_bytes_t *")
-        self._tag_pointer = ffi.from_buffer(self._tag_buffer)
-        self._tag.start = self._tag_pointer
-        self._tag.size = 8
-        self._tag_count = 0
-        self._settled_tag_pointer = ffi.new("char[]", b"s")
         self.flush_pending = sends_flusher(self)
         # Policy: producer links whose messages need a look (size limit or user-id check),
         # by proton pointer. Empty unless policy sets such a limit, so the fast path pays

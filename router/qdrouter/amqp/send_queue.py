@@ -26,20 +26,26 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
     send = lib.pn_link_send
     advance = lib.pn_link_advance
     settle = lib.pn_delivery_settle
-    # The tag's 8 bytes as one integer: storing into it costs less than struct packing.
-    tag_word = ffi.cast("uint64_t *", adaptor._tag_pointer)
-    tag = adaptor._tag[0]
-    settled_tag = ffi.new("pn_bytes_t *", (1, adaptor._settled_tag_pointer))[0]
+    # Unsettled deliveries get 8-byte tags from a counter, written in place: the tag's 8
+    # bytes as one integer cost less to store than struct packing.
+    tag_buffer = ffi.new("char[]", 8)
+    tag_word = ffi.cast("uint64_t *", tag_buffer)
+    tag = ffi.new("pn_bytes_t *", (8, tag_buffer))[0]
+    settled_tag_buffer = ffi.new("char[]", b"s")
+    settled_tag = ffi.new("pn_bytes_t *", (1, settled_tag_buffer))[0]
+    tag_count = 0
     dirty_add = adaptor.dirty.add
     outgoing = adaptor.outgoing
     finish_incoming = adaptor.finish_incoming
     outcomes = adaptor.pending_outcomes
     update = lib.pn_delivery_update
     accepted = ACCEPTED
-    state = adaptor
 
-    def flush_sends() -> None:
-        count = state._tag_count
+    # The tag buffers are default arguments so that they live as long as the function:
+    # the cast and the pn_bytes_t structs point into them without owning them.
+    def flush_sends(_buffers: tuple = (tag_buffer, settled_tag_buffer)) -> None:
+        nonlocal tag_count
+        count = tag_count
         last_link = None
         for link, payload, message in pending:
             handle = link.handle
@@ -66,7 +72,7 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
             if link is not last_link:
                 dirty_add(link.connection)
                 last_link = link
-        state._tag_count = count
+        tag_count = count
         pending.clear()
         last_link = None
         for message, outcome in outcomes:
