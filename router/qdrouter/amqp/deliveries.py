@@ -10,9 +10,10 @@ from typing import Any, Callable, Dict, Set
 
 from ..core.address_table import MULTICAST, UNAVAILABLE, AddressTable
 from ..core.forwarder import Forwarder
-from ..core.links import CONTROL, ENDPOINT, CoreLink, InFlight
+from ..core.links import CONTROL, DATA, ENDPOINT, CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED
 from .dispositions import copy_disposition, count_outcome, disposition_handler
+from .egress import local_handoff
 from .inbound import annotated, inspect, stripped
 from .message_sections import MessageFormatError
 from .proton_ffi import ffi, lib
@@ -54,6 +55,7 @@ class DeliveryAdaptor:
         self._view = memoryview(self._buffer)
         self._pointer = ffi.from_buffer(self._buffer)
         self.flush_pending = sends_flusher(self)
+        self._handoff = local_handoff(self)
         # Policy: producer links whose messages need a look (size limit or user-id check),
         # by proton pointer. Empty unless policy sets such a limit, so the fast path pays
         # one truth test per message.
@@ -280,6 +282,8 @@ class DeliveryAdaptor:
             if link.anonymous:
                 if address_key and link.kind == ENDPOINT:
                     address_key = self.table.ingress_key(address_key)
+                elif address_key and link.kind == DATA and self._handoff(message, address_key):
+                    return  # a mesh's last hop (amqp/egress.py)
                 self.forwarder.route(message, address_key)
                 return
         self.forwarder.forward(message, link.address)
