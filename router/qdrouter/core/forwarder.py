@@ -144,19 +144,19 @@ class Forwarder:
         undelivered.clear()
         # Where a message may go depends on its address and its trace only (the routers it
         # must not go back to), and sending only uses credit up: once one is held again,
-        # every later one with the same trace would be too. Skipping them keeps a window
-        # of held messages from being routed again in full on every credit grant.
-        held: Any = _NOT_HELD
+        # every later one with the same trace would be too (_forward's rule for arrivals).
+        # Skipping them keeps a window of held messages from being routed again in full on
+        # every credit grant.
         # Where closest (or a single remote router) sent one message, every later one with
         # the same trace goes too while that link has credit: nothing else gained credit
         # meanwhile. In a busy mesh nearly every message waits once for the next router's
         # credit, so this saves routing each in full a second time.
         repeatable = not address.consumers and (address.distribution == CLOSEST or len(address.remote) == 1)
         last: CoreLink | None = None
-        last_trace: Any = _NOT_HELD
+        last_trace: Any = _UNSET
         for message in queue:
             trace = message.trace
-            if held is not _NOT_HELD and trace == held:
+            if undelivered and undelivered[-1].trace == trace:
                 undelivered.append(message)
                 continue
             if last is not None and last.credit > 0 and trace == last_trace:
@@ -165,9 +165,7 @@ class Forwarder:
                 continue
             message.in_link.credit += 1  # forward() takes it again
             link = self._forward(message, address, False)
-            if undelivered and undelivered[-1] is message:
-                held = trace
-            elif repeatable:
+            if repeatable and link is not None:
                 last, last_trace = link, trace
 
     def consumer_credit(self, link: CoreLink, credit: int) -> None:
@@ -422,7 +420,7 @@ class Forwarder:
 
 
 _EMPTY: List[Any] = []
-_NOT_HELD = object()
+_UNSET = object()
 
 
 def _remove(links: List[CoreLink], link: CoreLink) -> None:
