@@ -32,11 +32,26 @@ def frame(channel: int, descriptor: int, fields: List[Any]) -> bytes:
     return struct.pack(">IBBH", 8 + len(body), 2, 0, channel) + body
 
 
-def read_frames(sock: socket.socket, seconds: float) -> List[Tuple[int, Described]]:
-    """(channel, performative) of every frame the peer sends within ``seconds`` or until it
-    closes the socket; empty (heartbeat) frames are left out."""
-    sock.settimeout(0.2)
+def await_first_frame(sock: socket.socket, seconds: float) -> bytes:
+    """The bytes the peer sends up to and including its first frame (its open): a caller
+    that waits for them knows the peer has negotiated before it sends anything more."""
+    sock.settimeout(seconds)
     received = b""
+    while True:
+        if len(received) >= 16:
+            size = struct.unpack(">I", received[8:12])[0]
+            if len(received) >= 8 + size:
+                return received
+        chunk = sock.recv(65536)
+        assert chunk, f"the router closed the socket before its open: {received!r}"
+        received += chunk
+
+
+def read_frames(sock: socket.socket, seconds: float, received: bytes = b"") -> List[Tuple[int, Described]]:
+    """(channel, performative) of every frame the peer sends within ``seconds`` or until it
+    closes the socket, after the ``received`` bytes already read; empty (heartbeat) frames
+    are left out."""
+    sock.settimeout(0.2)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:

@@ -135,12 +135,19 @@ def test_sessions_beyond_max_sessions_are_refused(policy_router: PolicyRouter, n
 
 
 
+def three_begins() -> bytes:
+    """Begins on channels 0, 1 and 2: channel 2 is above a channel-max of 1."""
+    return b"".join(rawamqp.frame(channel, rawamqp.BEGIN, [None, uint(0), uint(100), uint(100)])
+                    for channel in range(3))
+
+
 def test_sessions_beyond_max_sessions_close_a_peer_ignoring_channel_max(policy_router: PolicyRouter) -> None:
     router = policy_router(policy_body(group("g", "anonymous", maxSessions=2)))
     with socket.create_connection(("127.0.0.1", router.port), timeout=5) as sock:
-        sock.sendall(rawamqp.AMQP_HEADER + rawamqp.frame(0, rawamqp.OPEN, ["raw", "v.example"]))
-        for channel in range(3):  # channel 2 is above the channel-max of 1
-            sock.sendall(rawamqp.frame(channel, rawamqp.BEGIN, [None, uint(0), uint(100), uint(100)]))
+        # One write: the begins arrive with the open, before the router has negotiated a
+        # channel-max, so proton accepts all three and the router's own count refuses one.
+        sock.sendall(rawamqp.AMQP_HEADER + rawamqp.frame(0, rawamqp.OPEN, ["raw", "v.example"])
+                     + three_begins())
         frames = rawamqp.read_frames(sock, 5.0)
     performatives = [(channel, int(f.descriptor)) for channel, f in frames]
     assert performatives == [(0, rawamqp.OPEN), (0, rawamqp.BEGIN), (1, rawamqp.BEGIN), (0, rawamqp.CLOSE)]
@@ -149,6 +156,24 @@ def test_sessions_beyond_max_sessions_close_a_peer_ignoring_channel_max(policy_r
     assert error.value[0] == "amqp:resource-limit-exceeded"
     assert "maxSessions (2) reached" in error.value[1]
     assert stats(router)["sessionDenied"] == 1
+
+
+def test_begin_above_the_negotiated_channel_max_is_a_framing_error(policy_router: PolicyRouter,
+                                                                   net: Net) -> None:
+    router = policy_router(policy_body(group("g", "anonymous", maxSessions=2)))
+    with socket.create_connection(("127.0.0.1", router.port), timeout=5) as sock:
+        sock.sendall(rawamqp.AMQP_HEADER + rawamqp.frame(0, rawamqp.OPEN, ["raw", "v.example"]))
+        opened = rawamqp.await_first_frame(sock, 5.0)
+        # After the router's open, proton's transport itself refuses channel 2.
+        sock.sendall(three_begins())
+        frames = rawamqp.read_frames(sock, 5.0, opened)
+    assert frames[0][1].value[3] == 1
+    assert int(frames[-1][1].descriptor) == rawamqp.CLOSE
+    error = frames[-1][1].value[0]
+    assert error.value[0] == "amqp:connection:framing-error"
+    assert "remote channel 2 is above negotiated channel_max 1" in error.value[1]
+    assert stats(router)["sessionDenied"] == 0  # proton's refusal, not the policy's count
+    assert login(net, router.url).alive  # the router serves the next peer
 
 def test_session_window_is_frames_times_window(policy_router: PolicyRouter, net: Net) -> None:
     router = policy_router(policy_body(group("g", "u1", maxFrameSize=2048, maxSessionWindow=4)),
