@@ -13,8 +13,8 @@ from ..core.forwarder import Forwarder
 from ..core.links import CONTROL, DATA, ENDPOINT, CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED
 from .dispositions import copy_disposition, count_outcome, disposition_handler
-from .egress import local_handoff
 from .inbound import annotated, inspect, stripped
+from .mesh_handoff import mesh_handoff
 from .message_sections import MessageFormatError
 from .proton_ffi import ffi, lib
 from .send_queue import sends_flusher
@@ -55,7 +55,7 @@ class DeliveryAdaptor:
         self._view = memoryview(self._buffer)
         self._pointer = ffi.from_buffer(self._buffer)
         self.flush_pending = sends_flusher(self)
-        self._handoff = local_handoff(self)
+        self._handoff = mesh_handoff(self)
         # Policy: producer links whose messages need a look (size limit or user-id check),
         # by proton pointer. Empty unless policy sets such a limit, so the fast path pays
         # one truth test per message.
@@ -283,7 +283,7 @@ class DeliveryAdaptor:
                 if address_key and link.kind == ENDPOINT:
                     address_key = self.table.ingress_key(address_key)
                 elif address_key and link.kind == DATA and self._handoff(message, address_key):
-                    return  # a mesh's last hop (amqp/egress.py)
+                    return  # a mesh hop with one obvious next step (amqp/mesh_handoff.py)
                 self.forwarder.route(message, address_key)
                 return
         self.forwarder.forward(message, link.address)

@@ -1,0 +1,91 @@
+"""A message from another router, for an address with one obvious next step, goes straight
+to it (hot path): the last hop (one local consumer with credit) or a transit hop (no local
+consumer, one router beyond, and the link toward it has credit).
+
+Every message crossing a mesh leaves it through a last hop, and a transit hop at each
+router between. Once the message's router annotations are read (amqp/inbound.py), the
+forwarder's walk for it (route, forward, pick, send, transmit, return credit) comes down to
+a few checks and the bookkeeping of ``Forwarder._send``, done here in one function. Any
+other case (no route, several consumers or routers, multicast, an in-process address,
+messages already waiting, a router the message has passed) returns False and the
+forwarder decides, so its decisions stay the reference.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from ..core.address_table import CLOSEST, MULTICAST, UNAVAILABLE
+from ..core.links import InFlight
+from .inbound import annotated, stripped
+
+if TYPE_CHECKING:
+    from .deliveries import DeliveryAdaptor
+
+
+def mesh_handoff(adaptor: DeliveryAdaptor) -> Callable[[InFlight, str], bool]:
+    """``handoff(message, key)`` for a message that arrived on an inter-router link, its
+    annotations read: True when it was queued for this router's one consumer of ``key``,
+    or for the one router beyond that has ``key``'s consumers."""
+    table_find = adaptor.table.find
+    pending_append = adaptor.pending_sends.append
+    forwarder = adaptor.forwarder
+    credit_dirty_add = forwarder.credit_dirty.add
+    node = adaptor.node
+    closest = CLOSEST
+    multicast = MULTICAST
+    unavailable = UNAVAILABLE
+
+    def handoff(message: InFlight, key: str) -> bool:
+        address = table_find(key)
+        if address is None or address.handler is not None or address.undelivered:
+            return False
+        distribution = address.distribution
+        if distribution is multicast or distribution is unavailable:
+            return False
+        consumers = address.consumers
+        if consumers:
+            if len(consumers) != 1:
+                return False
+            out = consumers[0]
+            if out.credit <= 0:
+                return False
+            if address.remote and distribution is not closest and out.outstanding > 0:
+                return False  # balanced may prefer another router: the forwarder weighs it
+            address.counters.deliveries_egress += 1
+        else:
+            remote = address.remote
+            mesh = forwarder.mesh
+            if len(remote) != 1 or mesh is None:
+                return False
+            entry = mesh.table.get(remote[0])
+            if entry is None:
+                return False
+            trace = message.trace
+            if trace and (remote[0] in trace or entry[0] in trace):
+                return False  # never back toward a router the message has passed
+            out = mesh.data_links.get(entry[0])  # type: ignore[assignment]
+            if out is None or out.credit <= 0:
+                return False
+            address.counters.deliveries_transit += 1
+        message.key = key
+        payload = stripped(message) if out.strip_out else annotated(message, out, node)
+        # Forwarder._send's bookkeeping.
+        out.credit -= 1
+        counters = out.counters
+        counters.delivered += 1
+        if message.settled:
+            counters.presettled += 1
+            pending_append((out, payload, None))
+        else:
+            out.outstanding += 1
+            pending_append((out, payload, message))
+        # The other router's credit comes back (the caller writes it out when half is
+        # owed): its message has left this router. (Forwarder._forward takes a credit and
+        # _release_credit gives it back: the link's own count is unchanged.)
+        in_link = message.in_link
+        in_link.owed_credit += 1
+        credit_dirty_add(in_link)
+        return True
+
+    return handoff
