@@ -126,6 +126,9 @@ class AmqpConnection:
         # Links of this connection by proton pointer, so a dropped socket can detach them all.
         self.links: Dict[Any, Any] = {}
         self.want_write = False
+        # The selector events the server registered this socket for (0: none); see
+        # AmqpServer._set_interest.
+        self.interest = 0
         self.closed = False
         self.input_closed = False
         self.remote_container: str | None = None

@@ -388,7 +388,7 @@ class DeliveryAdaptor:
             if link.handle is None or owed <= 0:
                 link.owed_credit = 0
                 continue
-            batch = max(1, link.capacity >> 3)
+            batch = link.capacity >> 3 or 1
             if owed < batch and link.credit - owed > batch:
                 held_back.append(link)
                 continue

@@ -111,6 +111,7 @@ class AmqpServer:
         self.endpoints.connections[connection.pn_connection] = connection
         self.by_fd[connection.fileno] = connection
         self.selector.register(sock, selectors.EVENT_WRITE)
+        connection.interest = selectors.EVENT_WRITE
         log.info("Connecting to %s:%d (%s)", host, port, settings.name)
         return connection
 
@@ -148,6 +149,7 @@ class AmqpServer:
             self.endpoints.connections[connection.pn_connection] = connection
             self.by_fd[connection.fileno] = connection
             self.selector.register(sock, selectors.EVENT_READ)
+            connection.interest = selectors.EVENT_READ
             self.adaptor.dirty.add(connection)
             log.info("Accepted connection %d from %s on %s", connection.identity, peer_text, settings.name)
             if self.policer is not None:
@@ -275,18 +277,24 @@ class AmqpServer:
             self._set_interest(connection, events)
 
     def _set_interest(self, connection: AmqpConnection, events: int) -> None:
-        try:
-            key = self.selector.get_key(connection.sock)
-        except (KeyError, ValueError):
-            key = None
-        if events == 0:
-            if key is not None:
-                self.selector.unregister(connection.sock)
+        # The connection remembers what its socket is registered for: asking the selector
+        # (get_key) on every write cost more than the write's bookkeeping.
+        registered = connection.interest
+        if events == registered:
             return
-        if key is None:
-            self.selector.register(connection.sock, events)
-        elif key.events != events:
-            self.selector.modify(connection.sock, events)
+        sock = connection.sock
+        try:
+            if events == 0:
+                self.selector.unregister(sock)
+            elif registered == 0:
+                self.selector.register(sock, events)
+            else:
+                self.selector.modify(sock, events)
+        except (KeyError, ValueError):
+            # Gone from the selector already (its socket closed): nothing to watch.
+            if events != 0:
+                raise
+        connection.interest = events
 
     def _release_finished(self) -> None:
         if not self._released:
