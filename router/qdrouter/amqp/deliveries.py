@@ -395,7 +395,9 @@ class DeliveryAdaptor:
             lib.pn_link_flow(link.handle, owed)
             link.owed_credit = 0
             self.dirty.add(link.connection)
-        forwarder.credit_dirty.update(held_back)
+        if held_back:
+            # Not looked at again every loop turn: a link is re-added when owed more.
+            forwarder.credit_held.update(held_back)
 
     def _grow(self, size: int) -> None:
         self._buffer = bytearray(max(size, 2 * len(self._buffer)))

@@ -377,6 +377,7 @@ class AmqpServer:
 
     def _tick(self, now: float) -> None:
         self._next_tick = now + TICK_INTERVAL_S
+        self.adaptor.forwarder.recheck_held()
         now_ms = int(now * 1000)
         for connection in list(self.by_fd.values()):
             if self.policer is not None and self.policer.overdue(connection, now):

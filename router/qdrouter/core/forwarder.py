@@ -38,6 +38,9 @@ class Forwarder:
         self.mesh = mesh
         # Incoming links owed credit since the adaptor last flushed.
         self.credit_dirty: Set[CoreLink] = set()
+        # Links the adaptor held back, owing less than a batch while their producer still
+        # has plenty: looked at again when owed more, or at the next tick (recheck_held).
+        self.credit_held: Set[CoreLink] = set()
         # Addresses holding messages for other routers (no route or no credit this instant),
         # with the time they started holding; see sweep_held.
         self.waiting_for_mesh: Dict[Address, float] = {}
@@ -63,6 +66,7 @@ class Forwarder:
         link.unsettled.clear()
         link.handle = None
         self.credit_dirty.discard(link)
+        self.credit_held.discard(link)
 
     def consumer_attached(self, link: CoreLink) -> None:
         address = self.table.get(link.address_key or "")
@@ -409,6 +413,13 @@ class Forwarder:
             link.owed_credit += grant
             link.credit += grant
             self.credit_dirty.add(link)
+
+    def recheck_held(self) -> None:
+        """Held-back links get another look (a producer whose messages wait here uses up
+        its credit without being owed more)."""
+        if self.credit_held:
+            self.credit_dirty |= self.credit_held
+            self.credit_held.clear()
 
     def take_credit(self) -> List[CoreLink]:
         """Incoming links with credit to flush; the adaptor calls pn_link_flow for each."""
