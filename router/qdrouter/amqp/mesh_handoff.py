@@ -58,13 +58,7 @@ def mesh_handoff(adaptor: DeliveryAdaptor) -> Callable[[InFlight, str], bool]:
             mesh = forwarder.mesh
             if len(remote) != 1 or mesh is None:
                 return False
-            entry = mesh.table.get(remote[0])
-            if entry is None:
-                return False
-            trace = message.trace
-            if trace and (remote[0] in trace or entry[0] in trace):
-                return False  # never back toward a router the message has passed
-            out = mesh.data_links.get(entry[0])  # type: ignore[assignment]
+            out = mesh.link_avoiding(remote[0], message.trace)  # type: ignore[assignment]
             if out is None or out.credit <= 0:
                 return False
             address.counters.deliveries_transit += 1

@@ -326,14 +326,9 @@ class Forwarder:
         mesh = self.mesh
         if address.remote and mesh is not None and (
                 (best is None and not consumers) or (address.distribution == BALANCED and least > 0)):
-            trace = message.trace or ()
+            trace = message.trace
             for router in address.remote:
-                # Never back toward a router the message has passed (qdrouterd's link
-                # exclusions): a router whose local consumers are busy would otherwise
-                # bounce a balanced message to a remote one through the router it came from.
-                if router in trace or (trace and mesh.next_hop(router) in trace):
-                    continue
-                link = mesh.link_toward(router)
+                link = mesh.link_avoiding(router, trace)
                 if link is None or link.credit <= 0:
                     continue  # the next router grants credit as it passes messages on
                 score = mesh.cost(router) + (link.outstanding if address.distribution == BALANCED else 0)

@@ -3,7 +3,7 @@ the outgoing inter-router data link toward it and its cost, and multicast's vali
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, Set, Tuple
+from typing import Dict, Iterable, Sequence, Set, Tuple
 
 from .links import CoreLink
 
@@ -44,9 +44,18 @@ class MeshRoutes:
             return None
         return self.data_links.get(entry[0])
 
-    def next_hop(self, router: str) -> str | None:
+    def link_avoiding(self, router: str, trace: Sequence[str] | None) -> CoreLink | None:
+        """The data link toward ``router``, unless the message (its ``trace``) has already
+        passed ``router`` or the neighbor that link leads to: never send a message back
+        toward a router it has passed (qdrouterd's link exclusions). A router whose local
+        consumers are busy would otherwise bounce a balanced message to a remote one
+        through the router it came from."""
         entry = self.table.get(router)
-        return entry[0] if entry is not None else None
+        if entry is None:
+            return None
+        if trace and (router in trace or entry[0] in trace):
+            return None
+        return self.data_links.get(entry[0])
 
     def cost(self, router: str) -> int:
         entry = self.table.get(router)
