@@ -126,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def console_main() -> None:
+    from .pypy_gc import tune_or_continue
+
+    tune_or_continue(sys.argv[1:])
     sys.exit(main())
 
 

@@ -1,0 +1,76 @@
+"""The router on PyPy (Python 3.9), where it reaches its throughput targets: it must keep
+starting and routing there, and it runs with the GC nursery it needs (qdrouter/pypy_gc.py).
+
+PyPy comes from .ci/setup.d/15-pypy.sh: a venv with python-qpid-proton only; the router is
+this checkout's, through PYTHONPATH (routerproc.router_env).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from tests.prerequisites import require
+
+from .amqpclient import Net, msg, send_and_settle
+from .routerproc import Router, RouterFactory
+
+PYPY_VENV = Path(os.environ.get("QDMESH_PYPY_VENV")
+                 or Path(os.environ.get("QDMESH_CACHE") or Path.home() / ".cache/qdmesh") / "pypy-venv")
+PYPY = PYPY_VENV / "bin" / "python"
+
+
+@pytest.fixture
+def pypy_router(router_factory: RouterFactory, monkeypatch: pytest.MonkeyPatch) -> RouterFactory:
+    """``router_factory``, with routers started by PyPy's ``qdrouterd`` entry point."""
+    require(PYPY.exists(), f"a PyPy venv with python-qpid-proton at {PYPY_VENV} (.ci/setup.d/15-pypy.sh)")
+    monkeypatch.setenv("QDROUTER_TEST_CMD", f"{PYPY} -m qdrouter")
+    monkeypatch.delenv("PYPY_GC_NURSERY", raising=False)
+    return router_factory
+
+
+def process_environment(router: Router) -> Dict[str, str]:
+    raw = Path(f"/proc/{router.pid}/environ").read_bytes()
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {key.decode(): value.decode() for key, value in pairs}
+
+
+def process_executable(router: Router) -> str:
+    return os.readlink(f"/proc/{router.pid}/exe")
+
+
+def test_router_on_pypy_routes_unsettled_and_presettled(pypy_router: RouterFactory, net: Net) -> None:
+    router = pypy_router()
+    assert "pypy" in process_executable(router), "the router under test must be PyPy"
+    receiver = net.connect(router.url).receiver("closest.pypy")
+    sender = net.connect(router.url).sender("closest.pypy")
+    outcomes = send_and_settle(net, sender, [msg(f"m{i}") for i in range(200)], timeout=30)
+    assert [o.name for o in outcomes] == ["accepted"] * 200
+    presettled = net.connect(router.url).sender("closest.pypy", presettled=True)
+    net.wait(lambda: presettled.credit > 0, 10, "credit for the pre-settled sender")
+    for i in range(20):
+        presettled.send(msg(f"p{i}"))
+    net.wait(lambda: len(receiver.received) == 220, 20, "all 220 messages at the receiver")
+    assert receiver.bodies() == [f"m{i}" for i in range(200)] + [f"p{i}" for i in range(20)]
+    assert [r.arrived_settled for r in receiver.received] == [False] * 200 + [True] * 20
+
+
+def test_qdrouterd_on_pypy_sets_the_router_nursery(pypy_router: RouterFactory, net: Net) -> None:
+    """PyPy reads its nursery size only at start-up: qdrouterd re-executes itself (same pid,
+    so pid files and supervisors are unaffected) with PYPY_GC_NURSERY set, and serves."""
+    router = pypy_router()
+    assert process_environment(router).get("PYPY_GC_NURSERY") == "32MB"
+    receiver = net.connect(router.url).receiver("closest.nursery")
+    sender = net.connect(router.url).sender("closest.nursery")
+    assert [o.name for o in send_and_settle(net, sender, [msg("after re-exec")])] == ["accepted"]
+    assert receiver.bodies() == ["after re-exec"]
+
+
+def test_a_nursery_chosen_by_the_user_is_kept(pypy_router: RouterFactory,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYPY_GC_NURSERY", "8MB")
+    router = pypy_router()
+    assert process_environment(router).get("PYPY_GC_NURSERY") == "8MB"
