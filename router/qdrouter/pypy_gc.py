@@ -9,8 +9,9 @@ runs all the time (about 7% of the router's time in major steps and 6% in minor 
 measured with PYPYLOG). A 32 MB nursery lets them die young (no major steps at all in the
 same run); bench/README.md has the throughput figures.
 
-So ``qdrouterd`` on PyPy re-executes itself once with ``PYPY_GC_NURSERY`` set, unless the
-variable is set already (any value, including PyPy's own default, turns this off).
+So ``qdrouterd`` on PyPy re-executes itself once, with the same command line (interpreter
+options included) and ``PYPY_GC_NURSERY`` set, unless the variable is set already (any
+value, including PyPy's own default, turns this off).
 """
 
 from __future__ import annotations
@@ -23,24 +24,43 @@ NURSERY_VARIABLE = "PYPY_GC_NURSERY"
 ROUTER_NURSERY = "32MB"
 
 
-def reexec_command(argv: Sequence[str], environ: Mapping[str, str],
-                   implementation: str, executable: str) -> tuple[list[str], dict[str, str]] | None:
-    """The command and environment to re-execute the router with, or None to run as is."""
-    if implementation != "pypy" or NURSERY_VARIABLE in environ or not executable:
+def reexec_command(command_line: Sequence[str], environ: Mapping[str, str],
+                   implementation: str, executable: str) -> tuple[str, list[str], dict[str, str]] | None:
+    """How to re-execute the router: (program, its argv, environment), or None to run as is.
+    ``command_line`` is this process's whole command line, interpreter options included."""
+    if implementation != "pypy" or NURSERY_VARIABLE in environ or not executable or not command_line:
         return None
-    return [executable, "-m", "qdrouter", *argv], {**environ, NURSERY_VARIABLE: ROUTER_NURSERY}
+    return executable, list(command_line), {**environ, NURSERY_VARIABLE: ROUTER_NURSERY}
+
+
+def own_command_line(argv: Sequence[str]) -> list[str]:
+    """This process's command line as the kernel has it (interpreter options such as
+    ``--jit`` or ``-X`` are not in sys.argv, and PyPy 3.9 has no sys.orig_argv); failing
+    that, ``python -m qdrouter`` with ``argv``."""
+    try:
+        with open("/proc/self/cmdline", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        raw = b""
+    parts = [os.fsdecode(part) for part in raw.split(b"\0")[:-1]]
+    if len(parts) > len(argv) and parts[len(parts) - len(argv):] == list(argv):
+        return parts
+    return [sys.executable, "-m", "qdrouter", *argv]
 
 
 def tune_or_continue(argv: Sequence[str]) -> None:
     """Replace this process with one that has the router's nursery, when that applies;
-    return (and run with PyPy's default) if it does not or the exec fails."""
-    planned = reexec_command(argv, os.environ, sys.implementation.name, sys.executable)
+    return (and run with PyPy's default) if it does not or the exec fails. ``argv``: the
+    router's arguments (sys.argv[1:])."""
+    if sys.implementation.name != "pypy" or NURSERY_VARIABLE in os.environ:
+        return
+    planned = reexec_command(own_command_line(argv), os.environ, sys.implementation.name, sys.executable)
     if planned is None:
         return
-    command, environ = planned
+    program, command_line, environ = planned
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-        os.execve(command[0], command, environ)
+        os.execve(program, command_line, environ)
     except OSError:
         return

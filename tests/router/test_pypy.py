@@ -69,6 +69,16 @@ def test_qdrouterd_on_pypy_sets_the_router_nursery(pypy_router: RouterFactory, n
     assert receiver.bodies() == ["after re-exec"]
 
 
+def test_reexec_keeps_the_command_line_with_interpreter_options(pypy_router: RouterFactory,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QDROUTER_TEST_CMD", f"{PYPY} -u -m qdrouter")
+    router = pypy_router()
+    command_line = Path(f"/proc/{router.pid}/cmdline").read_bytes().split(b"\0")[:-1]
+    assert [part.decode() for part in command_line] == [str(PYPY), "-u", "-m", "qdrouter", "-c",
+                                                        str(router.config_path)]
+    assert process_environment(router).get("PYPY_GC_NURSERY") == "32MB"
+
+
 def test_a_nursery_chosen_by_the_user_is_kept(pypy_router: RouterFactory,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYPY_GC_NURSERY", "8MB")
