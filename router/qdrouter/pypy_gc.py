@@ -1,13 +1,15 @@
 """PyPy's young-generation size for a router process.
 
-PyPy sizes its nursery from the CPU's cache (half the per-core cache it reads from
-/proc/cpuinfo: 1 MB on the benchmark machines), and reads it only from the environment
-(``PYPY_GC_NURSERY``) at start-up. A router forwarding at full speed keeps its credit
-windows' worth of messages alive across many minor collections at that size: each
-collection copies them to the old generation, where they die, and the major collector then
-runs all the time (about 7% of the router's time in major steps and 6% in minor ones,
-measured with PYPYLOG). A 32 MB nursery lets them die young (no major steps at all in the
-same run); bench/README.md has the throughput figures.
+PyPy sizes its nursery from the "cache size" line of /proc/cpuinfo: half of it, or 1 MB
+when it says 2 MB or less. Intel CPUs report their L3 there (a nursery of tens of MB); the
+AMD EPYC benchmark machine reports its 1 MB per-core L2, so the nursery is 1 MB. PyPy reads
+any other size only from the environment (``PYPY_GC_NURSERY``), at start-up.
+
+At 1 MB, a router forwarding at full speed keeps its credit windows' worth of messages alive
+across many minor collections: each collection copies them to the old generation, where
+they die, and the major collector then runs all the time (about 7% of the router's time in
+major steps and 6% in minor ones, measured with PYPYLOG). A 32 MB nursery lets them die
+young (no major steps at all in the same run); bench/README.md has the throughput figures.
 
 So ``qdrouterd`` on PyPy re-executes itself once, with the same command line (interpreter
 options included) and ``PYPY_GC_NURSERY`` set, unless the variable is set already (any
