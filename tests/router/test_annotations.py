@@ -156,3 +156,34 @@ def test_large_multi_frame_message_byte_identical(router: Router, net: Net) -> N
     net.wait(lambda: tag in snd.outcomes, 20, "the large message's outcome")
     assert snd.outcomes[tag].state == ACCEPTED
     assert bare_message(rcv.received[0].raw) == bare_message(raw)
+
+
+def test_router_annotations_after_a_header_are_stripped(router: Router, net: Net) -> None:
+    """A header section before the message annotations (a durable, prioritised message) does
+    not hide the annotations from the router: its x-opt-qd.* entries are removed on the way
+    in, the header and the application's annotations arrive intact."""
+    rcv = net.connect(router.url).receiver("ann.header")
+    snd = net.connect(router.url).sender("ann.header")
+    sent = Message(address="ann.header", durable=True, priority=7, body="with header",
+                   annotations={symbol("x-opt-qd.custom"): "strip me", symbol("x-opt-app.k"): "v"})
+    assert sections(sent.encode())[0][0] == HEADER, "the test message must start with a header"
+    assert send_and_settle(net, snd, [sent])[0].state == ACCEPTED
+    got = rcv.received[0].message
+    assert qd_keys(got.annotations) == [], f"router annotations leaked: {got.annotations}"
+    assert (got.annotations or {}).get(symbol("x-opt-app.k")) == "v"
+    assert got.durable is True and got.priority == 7, "the header must arrive intact"
+
+
+def test_annotation_text_in_a_body_is_just_data(router: Router, net: Net) -> None:
+    """Without a message-annotations section, bytes that read like a router annotation in
+    the body are the application's: the message arrives byte for byte."""
+    rcv = net.connect(router.url).receiver("ann.body-text")
+    snd = net.connect(router.url).sender("ann.body-text")
+    for sent in (Message(address="ann.body-text", body=b"x-opt-qd.to=elsewhere"),
+                 Message(address="ann.body-text", durable=True, body=b"x-opt-qd.trace")):
+        raw = sent.encode()
+        assert MESSAGE_ANN not in [code for code, _ in sections(raw)]
+        snd.send_raw(raw)
+    net.wait(lambda: len(rcv.received) == 2, 10, "both messages")
+    assert [r.message.body for r in rcv.received] == [b"x-opt-qd.to=elsewhere", b"x-opt-qd.trace"]
+    assert rcv.received[1].message.durable is True

@@ -20,6 +20,11 @@ from .proton_ffi import ffi, lib
 from .send_queue import sends_flusher
 
 _QD_PREFIX = b"x-opt-qd."
+# How most messages without a message-annotations section begin: properties first,
+# after an empty header (list0, as proton clients encode a default one) or none. Router
+# annotations live only in a message-annotations section, which would come before them.
+_PLAIN_HEAD_AFTER_HEADER = b"\x00SpE\x00Ss"
+_PLAIN_HEAD = b"\x00Ss"
 
 # copy_disposition: link routing copies outcomes the same way.
 __all__ = ["DeliveryAdaptor", "copy_disposition"]
@@ -96,6 +101,8 @@ class DeliveryAdaptor:
         fast_pointer = self._pointer
         fast_view = self._view
         return_credit_now = self.return_credit_now
+        plain_head_after_header = _PLAIN_HEAD_AFTER_HEADER
+        plain_head = _PLAIN_HEAD
 
         def on_delivery(delivery: Any) -> None:
             link = links_get(delivery_link(delivery))
@@ -174,7 +181,15 @@ class DeliveryAdaptor:
                 general_receive(link, delivery, raw)
                 return
             link.counters.delivered += 1
-            if raw.find(qd_prefix) >= 0:  # (bytes.find is twice as fast as "in" here)
+            # A message starting as most do without message annotations skips the search
+            # for the router's annotation prefix. Two startswith calls cost less than the
+            # search on both interpreters (callgrind, 1->1 pre-settled: -1.3% instructions
+            # per message on CPython, -4.5% on PyPy); a tuple of more prefixes costs more
+            # than the search on PyPy. Any other start is searched as before.
+            if (
+                not (raw.startswith(plain_head_after_header) or raw.startswith(plain_head))
+                and raw.find(qd_prefix) >= 0  # (bytes.find is twice as fast as "in" here)
+            ):
                 if read_here:
                     advance(link.handle)
                 general_receive(link, delivery, raw)
