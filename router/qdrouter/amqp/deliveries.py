@@ -14,6 +14,7 @@ from ..core.links import CONTROL, DATA, ENDPOINT, CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED
 from .dispositions import copy_disposition, count_outcome, disposition_handler
 from .inbound import annotated, inspect, stripped
+from .local_multicast import local_multicast
 from .mesh_handoff import mesh_handoff
 from .message_sections import MessageFormatError
 from .proton_ffi import ffi, lib
@@ -101,6 +102,7 @@ class DeliveryAdaptor:
         fast_pointer = self._pointer
         fast_view = self._view
         return_credit_now = self.return_credit_now
+        multicast_here = local_multicast(self)
         plain_head_after_header = _PLAIN_HEAD_AFTER_HEADER
         plain_head = _PLAIN_HEAD
 
@@ -146,6 +148,8 @@ class DeliveryAdaptor:
                 # message is read and the link advanced as its event is handled, so this one
                 # is current and complete without asking proton (pn_delivery_readable).
             address = link.address
+            # "unavailable" also when nobody consumes here: the general path decides then.
+            distribution = address.distribution if address is not None and address.consumers else unavailable
             if raw is None:
                 if size > 65536:
                     general_receive(link, delivery)
@@ -158,11 +162,8 @@ class DeliveryAdaptor:
                     settle(delivery)
                     return
                 raw = fast_view[:count].tobytes()
-                if (
-                    address is None
-                    or not address.consumers
-                    or address.distribution is multicast
-                    or address.distribution is unavailable
+                if distribution is unavailable or (
+                    distribution is multicast and address.remote
                 ):
                     # Read here all the same (inter-router and anonymous links, mostly): the
                     # general path would ask proton again whether it was aborted, and its size.
@@ -172,12 +173,7 @@ class DeliveryAdaptor:
                 # The link advances below; settling a pre-settled delivery advances it too
                 # (pn_delivery_settle advances past the current delivery), one call fewer.
                 read_here = True
-            elif (
-                address is None
-                or not address.consumers
-                or address.distribution is multicast
-                or address.distribution is unavailable
-            ):
+            elif distribution is unavailable or distribution is multicast:
                 general_receive(link, delivery, raw)
                 return
             link.counters.delivered += 1
@@ -205,6 +201,14 @@ class DeliveryAdaptor:
                     advance(link.handle)
                 message = InFlight(raw, raw, link, delivery, False)
                 link.unsettled[delivery] = message
+            if distribution is multicast:
+                if message is not None or not multicast_here(link, address, raw):
+                    if message is None:
+                        message = InFlight(raw, raw, link, None, True)
+                    forward(message, address)
+                if link.owed_credit * 2 >= link.capacity:
+                    return_credit_now(link)
+                return
             consumers = address.consumers
             out = consumers[0]
             if len(consumers) > 1 or out.credit <= 0 or not out.strip_out:
