@@ -19,29 +19,9 @@ if works; then
     exit 0
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-    SUDO="sudo -n"
-fi
-packages="pypy3 pypy3-dev gcc"
-missing=""
-for package in $packages; do
-    dpkg -s "$package" >/dev/null 2>&1 || missing="$missing $package"
-done
-if [ -n "$missing" ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    status=1
-    for attempt in 1 2 3; do
-        # shellcheck disable=SC2086
-        if $SUDO apt-get update -q && $SUDO apt-get install -y -q --no-install-recommends $missing; then
-            status=0
-            break
-        fi
-        echo "apt-get failed (attempt $attempt); retrying" >&2
-        sleep $((attempt * 10))
-    done
-    [ "$status" -eq 0 ] || { echo "cannot install$missing" >&2; exit 1; }
-fi
+# shellcheck source=../lib/apt.sh
+. "$(dirname "$0")/../lib/apt.sh"
+apt_install_missing pypy3 pypy3-dev gcc
 
 rm -rf "$VENV"
 mkdir -p "$(dirname "$VENV")"

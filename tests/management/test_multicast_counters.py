@@ -25,12 +25,16 @@ def _outgoing_counts(mgmt: MgmtClient, address: str) -> List[int]:
                   and row["presettledCount"] == row["deliveryCount"])
 
 
+def _send_presettled(net: Net, router: Router, address: str, count: int) -> None:
+    sender = net.connect(router.url).sender(address, presettled=True)
+    net.wait(lambda: sender.credit > 0, 10, "credit for the multicast sender")
+    for i in range(count):
+        sender.send(msg(i))
+
+
 def test_presettled_multicast_counts_each_copy(mgmt: MgmtClient, router: Router, net: Net) -> None:
     receivers = [net.connect(router.url).receiver("multicast.counted") for _ in range(3)]
-    snd = net.connect(router.url).sender("multicast.counted", presettled=True)
-    net.wait(lambda: snd.credit > 0, 10, "credit for the multicast sender")
-    for i in range(30):
-        snd.send(msg(i))
+    _send_presettled(net, router, "multicast.counted", 30)
     net.wait(lambda: all(len(r.received) == 30 for r in receivers), 10, "30 copies at each receiver")
     row = _address_row(mgmt, "multicast.counted")
     assert (row["deliveriesIngress"], row["deliveriesEgress"]) == (30, 90), row
@@ -40,10 +44,7 @@ def test_presettled_multicast_counts_each_copy(mgmt: MgmtClient, router: Router,
 def test_presettled_multicast_counts_copies_that_waited(mgmt: MgmtClient, router: Router, net: Net) -> None:
     stuck = net.connect(router.url).receiver("multicast.waited", credit=0)
     ready = [net.connect(router.url).receiver("multicast.waited") for _ in range(2)]
-    snd = net.connect(router.url).sender("multicast.waited", presettled=True)
-    net.wait(lambda: snd.credit > 0, 10, "credit for the multicast sender")
-    for i in range(10):
-        snd.send(msg(i))
+    _send_presettled(net, router, "multicast.waited", 10)
     net.wait(lambda: all(len(r.received) == 10 for r in ready), 10, "copies at the receivers with credit")
     stuck.flow(10)
     net.wait(lambda: len(stuck.received) == 10, 10, "the waiting copies")

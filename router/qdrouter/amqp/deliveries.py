@@ -201,17 +201,13 @@ class DeliveryAdaptor:
                     advance(link.handle)
                 message = InFlight(raw, raw, link, delivery, False)
                 link.unsettled[delivery] = message
-            if distribution is multicast:
-                if message is not None or not multicast_here(link, address, raw):
-                    if message is None:
-                        message = InFlight(raw, raw, link, None, True)
-                    forward(message, address)
+            if distribution is multicast and message is None and multicast_here(link, address, raw):
                 if link.owed_credit * 2 >= link.capacity:
                     return_credit_now(link)
                 return
             consumers = address.consumers
             out = consumers[0]
-            if len(consumers) > 1 or out.credit <= 0 or not out.strip_out:
+            if distribution is multicast or len(consumers) > 1 or out.credit <= 0 or not out.strip_out:
                 if message is None:
                     message = InFlight(raw, raw, link, None, True)
                 forward(message, address)
