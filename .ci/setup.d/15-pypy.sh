@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PyPy with python-qpid-proton, for tests/pypy: the router must keep running on PyPy (Python
+# PyPy with python-qpid-proton, for tests/router/test_pypy.py: the router must keep running on PyPy (Python
 # 3.9), which is how it reaches its throughput targets (bench/README.md). Debian's pypy3, and a
 # venv holding only python-qpid-proton, built from source (PyPI has no PyPy wheel; about a
 # minute). The tests run the checkout's router in it through PYTHONPATH, so the venv never holds
