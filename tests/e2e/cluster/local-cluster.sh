@@ -106,6 +106,17 @@ api_ready() {
         "$SERVER/readyz" >/dev/null
 }
 
+# containerd answers `ctr version` before its CRI plugin has initialised, and a kubelet started
+# in that gap exits ("server is not initialized yet"). So ask the CRI itself: an empty gRPC
+# RuntimeService/Version request over HTTP/2, ready when the trailer says grpc-status 0.
+cri_ready() {
+    local headers
+    headers=$(printf '\0\0\0\0\0' | curl -s --max-time 3 --http2-prior-knowledge --unix-socket "$SOCK" \
+        -X POST -H 'content-type: application/grpc' -H 'te: trailers' --data-binary @- -D - -o /dev/null \
+        http://localhost/runtime.v1.RuntimeService/Version) || return 1
+    grep -qi '^grpc-status: 0' <<<"$headers"
+}
+
 node_ready() {
     [ "$(kubectl get node "$NODE_NAME" \
         -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = "True" ]
@@ -223,6 +234,7 @@ cmd_up() {
     start_daemon containerd containerd --config "$DIR/config/containerd.toml"
     wait_for "containerd socket" containerd ctr --address "$SOCK" version
     import_cluster_images
+    wait_for "containerd CRI service" containerd cri_ready
     start_daemon kubelet "$BIN/kubelet" --config "$DIR/config/kubelet.yaml" \
         --kubeconfig "$PKI/kubelet.kubeconfig" --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" \
         --root-dir "$DIR/kubelet" --cert-dir "$DIR/kubelet/pki" --v 1
