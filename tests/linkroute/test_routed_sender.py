@@ -7,6 +7,7 @@ from proton import Condition
 
 from tests.router.amqpclient import ACCEPTED, MODIFIED, REJECTED, RELEASED, Net, msg, send_and_settle
 from tests.router.routerproc import Router
+from tests.router.test_message_sizes import SIZES, message_of_size
 
 from .lrutil import Peer, both_ways
 
@@ -131,3 +132,18 @@ def test_sender_credit_comes_from_the_container(net: Net, edge_factory) -> None:
     net.wait(lambda: len(plink.messages) == 5, 10, "the last 2 after more credit")
     net.wait(lambda: snd.all_settled(), 10, "accepted outcomes from the peer")
     assert snd.outcome_counts() == {"accepted": 5}
+
+
+def test_presettled_multi_frame_messages_pass_whole(edge: Router, container: Router, net: Net) -> None:
+    """A client that settles a large message as it sends it (pre-settled, several frames):
+    the routed link passes the whole message on, not the part that had arrived."""
+    consumer = net.connect(container.url).receiver("lr.large")
+    snd = net.connect(edge.url).sender("lr.large", presettled=True)
+    assert snd.remote_opened and not snd.remote_closed, snd.remote_condition
+    sent = [message_of_size(size, "lr.large") for size in SIZES]
+    net.wait(lambda: snd.credit >= len(sent), 10, "credit for the client sender")
+    for m in sent:
+        snd.send(m)
+    net.wait(lambda: len(consumer.received) == len(sent), 20,
+             f"every message at the container's consumer (have {len(consumer.received)})")
+    assert [r.message.body for r in consumer.received] == [m.body for m in sent]

@@ -133,8 +133,9 @@ class DeliveryAdaptor:
                     return
                 read_here = False  # policy read it, and advanced the link
             elif partial(delivery):
-                if is_settled(delivery):
-                    producer_settled(link, delivery)
+                # More to come. A producer that settles a message while still sending it
+                # (pre-settled, as a rule) has it read and forwarded once it is whole:
+                # settling here would discard the rest of it.
                 return
             else:
                 size = pending(delivery)

@@ -216,7 +216,11 @@ class LinkRouter:
             return
         peer = routed.peer
         if routed.incoming:
-            if lib.pn_delivery_readable(delivery) and not lib.pn_delivery_partial(delivery):
+            if lib.pn_delivery_partial(delivery):
+                # More to come; settling now (a pre-settled message being streamed) would
+                # discard the rest. Its settlement is passed on with it once it is whole.
+                return
+            if lib.pn_delivery_readable(delivery):
                 self._pass_message(routed, peer, delivery)
             elif lib.pn_delivery_settled(delivery):
                 self._settle_pair(routed, peer, delivery)
