@@ -4,8 +4,6 @@ client's outcomes go back to it."""
 
 from __future__ import annotations
 
-import time
-
 from proton import Condition
 
 from tests.router.amqpclient import ACCEPTED, MODIFIED, REJECTED, RELEASED, Net, msg
@@ -52,12 +50,10 @@ def _drained(rcv) -> bool:  # type: ignore[no-untyped-def]
 
 def _drain(net: Net, rcv, n: int, expect_total: int) -> None:  # type: ignore[no-untyped-def]
     """Drain ``n``; it must finish (credit 0, drain answered) quickly with ``expect_total`` received."""
-    started = time.monotonic()
     rcv.drain(n)
     net.wait(lambda: len(rcv.received) == expect_total and _drained(rcv), 5,
              f"drain({n}) to finish with {expect_total} received (have {len(rcv.received)}, "
              f"credit {rcv.credit}, draining {rcv.link.draining()})")
-    assert time.monotonic() - started < 3.0, "drain took too long"
 
 
 def test_drain_returns_what_is_available_then_credit_zero(edge: Router, container: Router,

@@ -18,15 +18,18 @@ from tests.router.routerproc import free_port
 
 CONNECTOR = "org.apache.qpid.dispatch.connector"
 RETRY = re.compile(r"^(\S+ \S+) \+0000 CONN_MGR .*retrying in (\d+(?:\.\d+)?) s", re.M)
-TOLERANCE_S = 0.6
+OPERATIONAL = re.compile(r"^(\S+ \S+) \+0000 CONN_MGR .*Connector ir-to-B to .* is operational", re.M)
+# Every time compared comes from the router's own log, so the tolerance covers the router's
+# scheduling on a busy machine, not the test's polling; it still tells 2, 4 and 8 s apart.
+TOLERANCE_S = 1.0
+
+
+def log_time(stamp: str) -> float:
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
 
 
 def retry_lines(router: MeshRouter) -> List[tuple]:
-    out = []
-    for stamp, delay in RETRY.findall(router.stderr_text()):
-        t = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
-        out.append((t, float(delay)))
-    return out
+    return [(log_time(stamp), float(delay)) for stamp, delay in RETRY.findall(router.stderr_text())]
 
 
 def connector_row(client: ManagementClient) -> Dict[str, object]:
@@ -76,7 +79,9 @@ def test_connector_backoff_then_operational(tmp_path: Path) -> None:
         while connector_row(client).get("connectionStatus") != "Operational":
             assert time.monotonic() < deadline, f"not Operational: {connector_row(client)}"
             time.sleep(0.1)
-        operational_after = time.time() - third
+        operational = OPERATIONAL.findall(a.stderr_text())
+        assert operational, f"no 'is operational' line:\n{a.stderr_text()}"
+        operational_after = log_time(operational[0]) - third
         lines = retry_lines(a)
         print("retry lines (delay announced):", [d for _, d in lines],
               "gaps:", [round(t2 - t1, 2) for (t1, _), (t2, _) in zip(lines, lines[1:])],
@@ -84,7 +89,7 @@ def test_connector_backoff_then_operational(tmp_path: Path) -> None:
         assert [d for _, d in lines[:3]] == [2, 4, 8], lines
         gaps = [t2 - t1 for (t1, _), (t2, _) in zip(lines[:3], lines[1:3])]
         assert abs(gaps[0] - 2) < TOLERANCE_S and abs(gaps[1] - 4) < TOLERANCE_S, gaps
-        assert abs(operational_after - 8) < TOLERANCE_S + 0.5, operational_after
+        assert abs(operational_after - 8) < TOLERANCE_S, operational_after
         assert connector_row(client).get("connectionMsg"), "no connectionMsg when Operational"
     finally:
         client.close()
@@ -107,12 +112,15 @@ def test_connection_that_never_opens_is_given_up_and_dialled_again(tmp_path: Pat
     try:
         started = time.monotonic()
         a.start()
-        deadline = started + OPEN_TIMEOUT_S + 10
+        # The upper bound counts from the router being up: its start-up is not the timeout's.
+        up = time.monotonic()
+        deadline = up + OPEN_TIMEOUT_S + 10
         while not retry_lines(a):
             assert time.monotonic() < deadline, f"connection never given up:\n{a.stderr_text()}"
             time.sleep(0.2)
-        given_up = time.monotonic() - started
-        assert OPEN_TIMEOUT_S - 1 <= given_up <= OPEN_TIMEOUT_S + 5, given_up
+        now = time.monotonic()
+        assert now - started >= OPEN_TIMEOUT_S - 1, now - started
+        assert now - up <= OPEN_TIMEOUT_S + 5, now - up
         assert f"not opened within {OPEN_TIMEOUT_S:g} s" in a.stderr_text(), a.stderr_text()
         row = connector_row(client)
         assert row.get("connectionStatus") == "Waiting" and "not opened" in str(row.get("connectionMsg")), row

@@ -24,7 +24,7 @@ def _stop_b_and_expect_modified(mesh: Mesh, net: Net, snd: SenderLink, tags: Lis
     """SIGTERM router B (the sender's): every delivery comes back modified, delivery-failed."""
     mesh.drop_clients("B")
     assert mesh["B"].terminate() == 0
-    net.pump(1.0)
+    net.wait(lambda: all(t in snd.outcomes for t in tags), 10, "an outcome for every delivery")
     assert {snd.outcomes[t].name for t in tags if t in snd.outcomes} == {"modified"}, snd.outcomes
     assert all(t in snd.outcomes and snd.outcomes[t].failed for t in tags), snd.outcomes
 

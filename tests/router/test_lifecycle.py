@@ -20,10 +20,11 @@ def test_sigterm_exits_zero_promptly_and_clients_see_close(router: Router, net: 
     assert [o.state for o in send_and_settle(net, snd, [msg("before shutdown")])] == [ACCEPTED]
     assert rcv.bodies() == ["before shutdown"]
     start = time.monotonic()
-    code = router.terminate(signal.SIGTERM, timeout=10)
+    code = router.terminate(signal.SIGTERM, timeout=15)
     elapsed = time.monotonic() - start
     assert code == 0, f"exit code {code} after SIGTERM\n{router.describe()}"
-    assert elapsed < 5, f"router took {elapsed:.1f}s to exit after SIGTERM"
+    # The router gives connections 2 s to close; the rest is margin for a busy machine.
+    assert elapsed < 10, f"router took {elapsed:.1f}s to exit after SIGTERM"
     net.wait(lambda: not c1.alive and not c2.alive, 5, "clients to see the connection close")
     assert "Traceback" not in router.stderr_text(), router.describe()
 
@@ -39,26 +40,26 @@ def test_sigterm_gives_every_unsettled_delivery_an_outcome(router: Router, net: 
     net.wait(lambda: len(rcv.received) == 2, 10, "2 messages (the credit given)")
     net.pump(0.3)
     assert router.terminate(signal.SIGTERM, timeout=10) == 0, router.describe()
-    net.pump(1.0)
+    net.wait(lambda: all(t in snd.outcomes for t in tags), 10, "an outcome for every message")
     outcomes = [snd.outcomes[t].name if t in snd.outcomes else "in doubt" for t in tags]
     assert outcomes == ["modified"] * 2 + ["released"] * 3
 
 
 def test_sigterm_idle_router_exits_zero(router: Router) -> None:
-    assert router.terminate(signal.SIGTERM, timeout=5) == 0, router.describe()
+    assert router.terminate(signal.SIGTERM, timeout=15) == 0, router.describe()
     assert "Traceback" not in router.stderr_text()
 
 
 def test_sigint_exits_cleanly_without_traceback(router: Router) -> None:
     """Ctrl-C on a foreground router: clean exit, no KeyboardInterrupt traceback."""
-    code = router.terminate(signal.SIGINT, timeout=5)
+    code = router.terminate(signal.SIGINT, timeout=15)
     assert code is not None, "router ignored SIGINT"
     assert "Traceback" not in router.stderr_text(), router.describe()
     assert code == 0, router.describe()
 
 
 def test_port_closed_after_shutdown(router: Router) -> None:
-    assert router.terminate(signal.SIGTERM, timeout=5) == 0
+    assert router.terminate(signal.SIGTERM, timeout=15) == 0
     assert not Router._port_open(router.port), "listener still accepting after exit"
 
 
@@ -127,9 +128,9 @@ def test_daemon_writes_pidfile_and_stops_on_sigterm(tmp_path: Path, net: Net) ->
         send_and_settle(net, snd, [msg("daemonized")])
         assert rcv.bodies() == ["daemonized"]
         os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 10
         while not _process_gone(pid):
-            assert time.monotonic() < deadline, "daemon did not exit within 5 s of SIGTERM"
+            assert time.monotonic() < deadline, "daemon did not exit within 10 s of SIGTERM"
             net.pump(0.05)
         assert not pidfile.exists(), "pid file left behind"
     finally:

@@ -150,7 +150,12 @@ def test_timeout_waiting_for_reply_then_client_still_usable(fake_agent: Make) ->
         return reply(200, "OK", ["fresh"])
 
     agent = fake_agent(respond)
-    with ManagementClient(agent.url, timeout=0.5) as client:
+    # Connected with a generous timeout (a busy machine may take longer than 0.5 s to open the
+    # connection and links); the 0.5 s under test is the request's.
+    with ManagementClient(agent.url, timeout=5) as client:
+        client.connect()
+        assert client._conn is not None
+        client.timeout = client._conn.timeout = 0.5
         with pytest.raises(ManagementTimeout, match=r"timed out after 0.5s waiting for the GET-MGMT-NODES"):
             client.get_mgmt_nodes()
         client.timeout = 5

@@ -164,7 +164,7 @@ def test_connect_timeout_is_one_line(silent_port: int) -> None:
 
 
 def test_unknown_router_times_out_with_one_line(router: RouterProcess) -> None:
-    r = run_tool("qdstat", "-b", router.bus, "-r", "NO-SUCH-ROUTER", "-t", "1")
+    r = run_tool("qdstat", "-b", router.bus, "-r", "NO-SUCH-ROUTER", "-t", "3")
     assert r.code == 1
     assert r.err.count("\n") == 1 and r.err.startswith("qdstat: error: "), r.err
     assert "_topo/0/NO-SUCH-ROUTER/$management" in r.err
