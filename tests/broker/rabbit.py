@@ -30,6 +30,8 @@ from typing import Any, Dict, List
 from proton import Message
 from proton.utils import BlockingConnection
 
+from tests.ports import free_port
+
 START_TIMEOUT = 60.0     # Erlang boot plus plugin start: ~8-9 s on a 2-core machine
 STOP_TIMEOUT = 30.0
 
@@ -61,12 +63,6 @@ def missing_reason() -> str | None:
     if epmd_binary() is None:
         return "Erlang's epmd is not installed"
     return None
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class BrokerError(AssertionError):

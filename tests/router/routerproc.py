@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence
 
+from tests.ports import free_port
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ROUTER_SRC = REPO_ROOT / "router"
 
@@ -27,13 +29,6 @@ DEFAULT_ADDRESSES: Dict[str, str] = {
     "closest": "closest",
     "balanced": "balanced",
 }
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def router_command() -> List[str]:

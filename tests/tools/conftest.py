@@ -15,6 +15,8 @@ from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
 
+from tests.ports import free_port
+
 from .fake_agent import FakeAgent, Responder
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -29,12 +31,6 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
     for item in items:
         if "tests/tools" in str(item.fspath) and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(60))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _env(src: Path = SRC) -> Dict[str, str]:

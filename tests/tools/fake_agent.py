@@ -6,13 +6,14 @@ every request, and answers with whatever the test's ``responder`` returns (None:
 
 from __future__ import annotations
 
-import socket
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
 from proton import Message
 from proton.handlers import MessagingHandler, Reject
 from proton.reactor import ApplicationEvent, Container, EventInjector
+
+from tests.ports import free_port
 
 Responder = Callable[[Message], Optional[Message]]
 
@@ -22,12 +23,6 @@ REJECT = Message(subject="reject")
 
 def reply(status: int, description: str = "", body: Any = None) -> Message:
     return Message(properties={"statusCode": status, "statusDescription": description}, body=body)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class _Handler(MessagingHandler):

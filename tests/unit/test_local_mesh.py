@@ -17,6 +17,7 @@ from qdrouter.local_mesh import (
     plan_mesh,
     render_config,
 )
+from tests.ports import free_port
 
 
 def pairs(n: int, topology: str) -> Set[Tuple[int, int]]:
@@ -153,16 +154,10 @@ def test_busy_port_is_a_clear_error() -> None:
         busy = s.getsockname()[1]
         # Router 1's ports are checked first, so they must be free: fixed numbers (or busy - 1)
         # were sometimes in use on a busy machine, by other tests' connections.
-        free_client, free_inter_router = _free_port(), _free_port()
+        free_client, free_inter_router = free_port(), free_port()
         specs = plan_mesh(2, "auto", [free_client, busy], [free_inter_router, 40002])
         with pytest.raises(MeshError, match=f"port {busy} \\(client port of router 2\\) is already in use"):
             check_ports_free(specs)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
