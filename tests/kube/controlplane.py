@@ -92,13 +92,14 @@ class ControlPlane:
         and kube-scheduler; idempotent."""
         if self.controllers_running:
             return
+        # --secure-port=0: neither serves HTTPS (nothing here asks them), so no port can clash.
         pki = self.pki
         cm_config = write_kubeconfig(self.workdir / "controller-manager.kubeconfig", self.server, pki,
                                      "controller-manager", "controller-manager")
         self._start("kube-controller-manager", [
             f"--kubeconfig={cm_config}", f"--authentication-kubeconfig={cm_config}",
             f"--authorization-kubeconfig={cm_config}",
-            "--bind-address=127.0.0.1", f"--secure-port={free_port()}", "--leader-elect=false",
+            "--secure-port=0", "--leader-elect=false",
             "--use-service-account-credentials=true",
             f"--service-account-private-key-file={pki / 'service-account.key'}",
             f"--root-ca-file={pki / 'ca.crt'}",
@@ -112,7 +113,7 @@ class ControlPlane:
         self._start("kube-scheduler", [
             f"--kubeconfig={sched_config}", f"--authentication-kubeconfig={sched_config}",
             f"--authorization-kubeconfig={sched_config}",
-            "--bind-address=127.0.0.1", f"--secure-port={free_port()}", "--leader-elect=false", "--v=1",
+            "--secure-port=0", "--leader-elect=false", "--v=1",
         ])
         self.controllers_running = True
 
