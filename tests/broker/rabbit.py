@@ -77,6 +77,9 @@ class RabbitBroker:
         self.port = port or free_port()
         self.epmd_port = free_port()
         self.dist_port = free_port()
+        # rabbitmqctl's own Erlang distribution listener: its default range (35672-35682)
+        # lies in the ephemeral range, where another test's connection may hold a port.
+        self.ctl_dist_port = free_port()
         self.nodename = f"rabbit-test-{self.port}@localhost"
         self.proc: subprocess.Popen | None = None
         self.epmd: subprocess.Popen | None = None
@@ -104,6 +107,8 @@ class RabbitBroker:
             "ERL_EPMD_PORT": str(self.epmd_port),
             "RABBITMQ_NODENAME": self.nodename,
             "RABBITMQ_DIST_PORT": str(self.dist_port),
+            "RABBITMQ_CTL_DIST_PORT_MIN": str(self.ctl_dist_port),
+            "RABBITMQ_CTL_DIST_PORT_MAX": str(self.ctl_dist_port + 10),
             "RABBITMQ_CONFIG_FILE": f"{w}/rabbitmq.conf",
             "RABBITMQ_ENABLED_PLUGINS_FILE": f"{w}/enabled_plugins",
             "RABBITMQ_MNESIA_BASE": f"{w}/mnesia",
