@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
 from proton import SASL, Handler
 
+from qdrouter.tools.management_client import ManagementClient
 from tests.prerequisites import require
 from tests.router.amqpclient import Client, Net
 from tests.router.routerproc import Router
@@ -130,6 +132,21 @@ def refusal(net: Net, url: str, user: str | None = None, vhost: str | None = Non
     client = login(net, url, user, vhost, expect_open=False, **options)
     assert client.error is not None, "connection refused without an AMQP error"
     return str(client.error.description)
+
+
+def wait_until_only_management_connected(via_url: str, timeout: float = 10.0) -> None:
+    """Wait until the router lists no connection but the management query's own, made
+    through ``via_url`` (a listener policy does not count, such as a route-container one).
+    A start-up probe's connection counts against connection limits until the router has
+    seen it close: a fixed pause may be too short on a busy machine."""
+    deadline = time.monotonic() + timeout
+    with ManagementClient(via_url, timeout=5) as client:
+        while True:
+            rows = client.query("connection")
+            if len(rows) <= 1:
+                return
+            assert time.monotonic() < deadline, f"connections still listed after {timeout} s: {rows}"
+            time.sleep(0.05)
 
 
 def users(*names: str) -> Dict[str, str]:

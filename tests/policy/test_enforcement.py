@@ -11,7 +11,14 @@ from proton import Message, Transport, uint
 
 from qdrouter.tools.management_client import ManagementClient
 from tests.policy import rawamqp
-from tests.policy.harness import LoginClient, PolicyRouter, login, refusal, users
+from tests.policy.harness import (
+    LoginClient,
+    PolicyRouter,
+    login,
+    refusal,
+    users,
+    wait_until_only_management_connected,
+)
 from tests.router.amqpclient import Net, msg, send_and_settle
 from tests.router.routerproc import Router
 
@@ -305,7 +312,7 @@ def test_user_id_must_be_the_authenticated_user(policy_router: PolicyRouter, net
 def test_route_container_connections_are_not_policed(policy_router: PolicyRouter, net: Net) -> None:
     deny_all = "policy {\n    enableVhostPolicy: true\n    maxConnections: 1\n}\n"
     router = policy_router(deny_all, extra_listeners={"broker": {"role": "route-container"}})
-    net.pump(0.5)  # the start-up probe's TCP connection counted until the router saw it close
+    wait_until_only_management_connected(router.urls["broker"])
     assert "no vhost policy" in refusal(net, router.url)
     brokers = [login(net, router.urls["broker"]) for _ in range(3)]
     assert all(broker.alive for broker in brokers)

@@ -15,7 +15,7 @@ from typing import List
 from proton import Message
 
 from qdrouter.tools.management_client import ManagementClient
-from tests.policy.harness import PolicyRouter, login
+from tests.policy.harness import PolicyRouter, login, wait_until_only_management_connected
 from tests.router.amqpclient import Client, Net, msg, send_and_settle
 from tests.router.routerproc import Router
 
@@ -128,7 +128,7 @@ def test_slow_loris_connections_are_dropped(policy_router: PolicyRouter, net: Ne
 def test_connection_flood_beyond_max_connections(policy_router: PolicyRouter, net: Net) -> None:
     router = policy_router("policy {\n    maxConnections: 10\n}\n", extra_listeners={
         "admin": {"saslMechanisms": "ANONYMOUS", "role": "route-container"}})
-    net.pump(0.5)  # the start-up probe's TCP connections are counted until seen closed
+    wait_until_only_management_connected(router.urls["admin"])
     admitted = [login(net, router.url) for _ in range(3)]
     rss_before = router.vm_rss_kb()
     flood: List[socket.socket] = []
