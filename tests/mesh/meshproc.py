@@ -124,12 +124,17 @@ class MeshRouter(Router):
 LOST = re.compile(r"^(\S+ \S+) \+0000 ROUTER_HELLO \(info\) Neighbour (\S+) lost", re.M)
 
 
+def log_time(stamp: str) -> float:
+    """A router log line's timestamp ("YYYY-MM-DD HH:MM:SS.ffffff", UTC) as wall-clock seconds."""
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
+
+
 def lost_after(router: Router, peer: str, since: float) -> float:
     """Seconds from ``since`` (wall clock) to the router's first 'Neighbour PEER lost' log
     line after it (inf: none). Read off the router's log, so it does not include the latency
     of whatever polled the router."""
     for stamp, who in LOST.findall(router.stderr_text()):
-        at = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
+        at = log_time(stamp)
         if who == peer and at >= since:
             return at - since
     return float("inf")

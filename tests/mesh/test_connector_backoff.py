@@ -6,13 +6,12 @@ from __future__ import annotations
 import re
 import socket
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Dict, List
 
 from qdrouter.amqp.connector import OPEN_TIMEOUT_S
 from qdrouter.tools.management_client import ManagementClient
-from tests.mesh.meshproc import MeshRouter, Timers
+from tests.mesh.meshproc import MeshRouter, Timers, log_time
 from tests.mesh.test_topology import qdstat
 from tests.router.routerproc import free_port
 
@@ -22,10 +21,6 @@ OPERATIONAL = re.compile(r"^(\S+ \S+) \+0000 CONN_MGR .*Connector ir-to-B to .* 
 # Every time compared comes from the router's own log, so the tolerance covers the router's
 # scheduling on a busy machine, not the test's polling; it still tells 2, 4 and 8 s apart.
 TOLERANCE_S = 1.0
-
-
-def log_time(stamp: str) -> float:
-    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
 
 
 def retry_lines(router: MeshRouter) -> List[tuple]:
