@@ -5,9 +5,18 @@ from __future__ import annotations
 
 from proton import Condition
 
-from tests.router.amqpclient import ACCEPTED, MODIFIED, REJECTED, RELEASED, Net, msg, send_and_settle
+from tests.router.amqpclient import (
+    ACCEPTED,
+    MODIFIED,
+    REJECTED,
+    RELEASED,
+    SIZES,
+    Net,
+    message_of_size,
+    msg,
+    send_and_settle,
+)
 from tests.router.routerproc import Router
-from tests.router.test_message_sizes import SIZES, message_of_size
 
 from .lrutil import Peer, both_ways
 

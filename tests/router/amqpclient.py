@@ -362,3 +362,19 @@ def send_and_settle(net: Net, snd: SenderLink, messages: List[Message],
     net.wait(lambda: all(t in snd.outcomes for t in tags), timeout,
              f"outcomes for {len(tags)} messages (have {sum(t in snd.outcomes for t in tags)})")
     return [snd.outcomes[t] for t in tags]
+
+
+# The router reads messages up to this size in one step and larger ones in two
+# (amqp/deliveries.py): sizes on both sides of it, and well past it.
+FAST_READ_MAX = 65536
+SIZES = [100, FAST_READ_MAX - 1, FAST_READ_MAX, FAST_READ_MAX + 1, FAST_READ_MAX + 2, 200_000]
+
+
+def message_of_size(size: int, address: str) -> Message:
+    """A message whose encoding is exactly ``size`` bytes (a data body, sized to fit)."""
+    overhead = len(Message(address=address, body=b"").encode())
+    for body_size in range(size - overhead, max(size - overhead - 16, -1), -1):
+        candidate = Message(address=address, body=bytes(i % 251 for i in range(body_size)))
+        if len(candidate.encode()) == size:
+            return candidate
+    raise AssertionError(f"no message encodes to {size} bytes")
