@@ -117,7 +117,8 @@ rm -rf "$context"; mkdir -p "$context/wheels/qdmesh"
 python3 -m pip wheel --quiet --no-deps -w "$context/wheels/qdmesh" "$repo"
 # The dependencies change rarely: download them once per requirement set and Python, and copy
 # them from the cache (same bytes, so the image layers built from them stay cached too).
-requirements=("kopf>=1.37" "kubernetes>=29.0" "jinja2>=3.1" "pyyaml>=6.0" "cryptography>=42" setuptools wheel "cffi>=1.0.0" pycparser)
+# cffi below 2 as pyproject.toml pins it on CPython (its call path is faster).
+requirements=("kopf>=1.37" "kubernetes>=29.0" "jinja2>=3.1" "pyyaml>=6.0" "cryptography>=42" setuptools wheel "cffi>=1.15,<2" pycparser)
 deps_key=$(printf '%s\n' "$py" "${requirements[@]}" python-qpid-proton==0.40.0 | sha256sum | cut -c1-16)
 deps=$cache/wheels-$deps_key
 if [ ! -e "$deps/.complete" ]; then

@@ -320,9 +320,30 @@ def _prefixes(url: str) -> set:
 def test_metrics_and_liveness_endpoints(operator: Dict[str, Any], kube: Cluster) -> None:
     # (Retried: run alone, this test may come before kopf's health endpoint is up.)
     eventually(lambda: _get(f"http://127.0.0.1:{operator['health']}/healthz") is not None, what="healthz")
-    text = eventually(lambda: _get(f"http://127.0.0.1:{operator['metrics']}/metrics"), what="metrics")
-    assert 'qdmesh_operator_reconciles_total{why="change",result="ok"}' in text
+    metrics_url = f"http://127.0.0.1:{operator['metrics']}/metrics"
+    before = _reconciles_ok(eventually(lambda: _get(metrics_url), what="metrics"))
+    # A reconcile of this test's own, so the test does not depend on what ran before it.
+    kube.create("routermeshes", "RouterMesh", "metered", {"size": 1, "image": "qdmesh/router:0.1.0"})
+    eventually(
+        lambda: kube.get("routermeshes", "metered").get("status", {}).get("observedGeneration") == 1,
+        what="first reconciliation",
+    )
+
+    def counted() -> str | None:
+        text = _get(metrics_url)
+        return text if _reconciles_ok(text) > before else None
+
+    text = eventually(counted, what="the reconcile counted")
     assert "qdmesh_operator_reconcile_seconds_count" in text
+
+
+def _reconciles_ok(text: str) -> int:
+    """qdmesh_operator_reconciles_total{why="change",result="ok"}, 0 while absent."""
+    prefix = 'qdmesh_operator_reconciles_total{why="change",result="ok"} '
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            return int(float(line[len(prefix):]))
+    return 0
 
 
 def _get(url: str) -> str:
