@@ -4,8 +4,9 @@
 # VERSION is the Python package version (pyproject.toml); images are tagged
 # qdmesh/router:VERSION and qdmesh/operator:VERSION, never latest.
 #
-# Usage: images/build.sh [--base IMAGE] [--engine docker|buildah] [--no-save] [router|operator|e2e-broker]...
-# (e2e-broker: RabbitMQ for the end-to-end tests, qdmesh/e2e-broker:VERSION; not built by default.)
+# Usage: images/build.sh [--base IMAGE] [--engine docker|buildah] [--no-save] [router|router-pypy|operator|e2e-broker]...
+# (router-pypy: the router on PyPy, qdmesh/router-pypy:VERSION, from the router's Containerfile;
+#  e2e-broker: RabbitMQ for the end-to-end tests, qdmesh/e2e-broker:VERSION; neither is built by default.)
 #   --base IMAGE   Debian bookworm image with python3 to build from (default: python:3.11-slim-bookworm
 #                  if it is present locally or can be pulled, otherwise qdmesh/base:bookworm made
 #                  here with debootstrap from Debian's packages).
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
         --base) base=$2; shift 2 ;;
         --engine) engine=$2; shift 2 ;;
         --no-save) save=""; shift ;;
-        router|operator|e2e-broker) targets+=("$1"); shift ;;
+        router|router-pypy|operator|e2e-broker) targets+=("$1"); shift ;;
         -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         *) echo "build.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -51,10 +52,10 @@ case "$engine" in
         image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
         pull() { docker pull -q "$1" >/dev/null 2>&1; }
         import_rootfs() { docker import "$2" "$1" >/dev/null; }  # import_rootfs TAG TARFILE
-        build() {  # build TAG CONTAINERFILE
+        build() {  # build TAG CONTAINERFILE [BUILD-ARG...]
             # Host network: RUN steps reach Debian's mirror like the host does.
             docker build --network host -q -t "$1" -f "$2" --build-arg "BASE_IMAGE=$base" \
-                --build-arg "QDMESH_VERSION=$version" "$context" >/dev/null
+                --build-arg "QDMESH_VERSION=$version" "${@:3}" "$context" >/dev/null
         }
         run_in() { docker run --rm --network none --entrypoint "$2" "$1" "${@:3}"; }
         save_image() { docker save -o "$2" "$1"; }
@@ -69,7 +70,7 @@ case "$engine" in
         }
         build() {
             buildah bud --network host -q -t "$1" -f "$2" --build-arg "BASE_IMAGE=$base" \
-                --build-arg "QDMESH_VERSION=$version" "$context" >/dev/null
+                --build-arg "QDMESH_VERSION=$version" "${@:3}" "$context" >/dev/null
         }
         run_in() {  # run_in IMAGE COMMAND ARGS... in a throwaway working container (no podman needed)
             local c rc=0; c=$(buildah from -q "$1")
@@ -119,7 +120,10 @@ python3 -m pip wheel --quiet --no-deps -w "$context/wheels/qdmesh" "$repo"
 # them from the cache (same bytes, so the image layers built from them stay cached too).
 # cffi below 2 as pyproject.toml pins it on CPython (its call path is faster).
 requirements=("kopf>=1.37" "kubernetes>=29.0" "jinja2>=3.1" "pyyaml>=6.0" "cryptography>=42" setuptools wheel "cffi>=1.15,<2" pycparser)
-deps_key=$(printf '%s\n' "$py" "${requirements[@]}" python-qpid-proton==0.40.0 | sha256sum | cut -c1-16)
+# The PyPy router image (Python 3.9) builds proton with these, and PyPy's built-in cffi.
+pypy_build_requirements=(setuptools wheel pycparser)
+deps_key=$(printf '%s\n' "$py" "${requirements[@]}" python-qpid-proton==0.40.0 pypy39 "${pypy_build_requirements[@]}" |
+           sha256sum | cut -c1-16)
 deps=$cache/wheels-$deps_key
 if [ ! -e "$deps/.complete" ]; then
     rm -rf "$deps"; mkdir -p "$deps"
@@ -129,6 +133,8 @@ if [ ! -e "$deps/.complete" ]; then
     # python-qpid-proton is built from its sdist inside the image (PyPI has no wheel pip takes
     # here, and the router needs it built against Cyrus SASL anyway).
     python3 -m pip download --quiet -d "$deps" --no-deps --no-binary :all: python-qpid-proton==0.40.0
+    python3 -m pip download --quiet -d "$deps" --only-binary=:all: --python-version 3.9 --implementation py \
+        --abi none --platform any "${pypy_build_requirements[@]}"
     touch "$deps/.complete"
 fi
 mkdir -p "$context/wheels/deps"
@@ -139,7 +145,10 @@ for target in "${targets[@]}"; do
     tag=qdmesh/$target:$version
     start=$(date +%s)
     log "building $tag"
-    build "$tag" "$repo/images/$target/Containerfile"
+    case "$target" in
+        router-pypy) build "$tag" "$repo/images/router/Containerfile" --build-arg ROUTER_PYTHON=pypy3 ;;
+        *) build "$tag" "$repo/images/$target/Containerfile" ;;
+    esac
     log "built $tag in $(( $(date +%s) - start )) s"
     if [ -n "$save" ]; then
         archive=$out/qdmesh-$target-$version.tar

@@ -15,8 +15,8 @@ key=$( (git ls-files -s pyproject.toml README.md images router operator telemetr
 stash=$cache/archives/$version-$key
 mkdir -p build/images
 
-# The router and operator images, and RabbitMQ for the end-to-end tests.
-targets=(router operator e2e-broker)
+# The router images (CPython and PyPy), the operator image, and RabbitMQ for the end-to-end tests.
+targets=(router router-pypy operator e2e-broker)
 cached=yes
 for target in "${targets[@]}"; do
     [ -s "$stash/qdmesh-$target-$version.tar" ] || cached=""

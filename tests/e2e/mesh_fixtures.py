@@ -96,10 +96,10 @@ class MeshState:
 
 
 def mesh_whole(k8s: Any, namespace: str, size: int, history: List[str] | None = None,
-               since: float | None = None) -> bool:
-    """The RouterMesh is Ready and converged for its current spec, with ``size`` routers all
+               since: float | None = None, name: str = MESH) -> bool:
+    """RouterMesh ``name`` is Ready and converged for its current spec, with ``size`` routers all
     ready. ``history`` collects each new status summary (with seconds since ``since``)."""
-    obj = read_resource(k8s, namespace, "routermeshes", MESH)
+    obj = read_resource(k8s, namespace, "routermeshes", name)
     status = obj.get("status") or {}
     statuses = status.get("routerStatus") or []
     if history is not None:

@@ -196,3 +196,25 @@ def port_forwards(kubeconfig: Path, namespace: str, pods: List[str]) -> Iterator
     finally:
         forward.close()
 
+
+
+_FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+)")
+
+
+@contextmanager
+def http_forward(kubeconfig: Path, namespace: str, target: str, port: int) -> Iterator[str]:
+    """``kubectl port-forward TARGET :PORT`` (``svc/NAME`` or ``pod/NAME``); yields the local
+    base URL, http://127.0.0.1:LOCAL."""
+    command = [kubectl_binary(), "port-forward", target, f":{port}", "--address", "127.0.0.1",
+               "-n", namespace, "--kubeconfig", str(kubeconfig)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # kubectl's first line names the local port (or the error)
+        match = _FORWARDING.search(line)
+        assert match, f"kubectl port-forward {target}: {line}"
+        yield f"http://127.0.0.1:{match.group(1)}"
+    finally:
+        proc.terminate()
+        proc.wait(10)

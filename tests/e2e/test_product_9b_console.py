@@ -6,13 +6,10 @@ a router, and goes away when turned off."""
 from __future__ import annotations
 
 import json
-import re
-import subprocess
 import time
 import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Iterator
+from typing import Any, Dict
 
 from kubernetes import client
 
@@ -21,28 +18,9 @@ from tests.prerequisites import require
 
 from .kube import describe_namespace, eventually
 from .mesh_fixtures import MESH, MeshState, Timing, mesh_whole
-from .product import deployment_ready, kubectl_binary, patch_resource, read_resource, router_pods
+from .product import deployment_ready, http_forward, patch_resource, read_resource, router_pods
 
 CONSOLE = f"{MESH}-console"
-_FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+)")
-
-
-@contextmanager
-def service_forward(kubeconfig: Path, namespace: str, service: str, port: int) -> Iterator[str]:
-    """``kubectl port-forward svc/SERVICE :PORT``; yields the local base URL."""
-    command = [kubectl_binary(), "port-forward", f"svc/{service}", f":{port}", "--address", "127.0.0.1",
-               "-n", namespace, "--kubeconfig", str(kubeconfig)]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # kubectl's first line names the local port (or the error)
-        match = _FORWARDING.search(line)
-        assert match, f"kubectl port-forward svc/{service}: {line}"
-        yield f"http://127.0.0.1:{match.group(1)}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def get_json(url: str) -> Dict[str, Any]:
@@ -75,7 +53,7 @@ def test_operator_serves_the_mesh_console(mesh: MeshState, k8s: Any, core: Any, 
         eventually(lambda: mesh_whole(k8s, ns, mesh.size), 60, "the mesh Ready with its console",
                    describe=lambda: str(read_resource(k8s, ns, "routermeshes", MESH).get("status")))
         full_mesh_links = mesh.size * (mesh.size - 1) // 2
-        with service_forward(e2e_kubeconfig, ns, CONSOLE, 8080) as url:
+        with http_forward(e2e_kubeconfig, ns, f"svc/{CONSOLE}", 8080) as url:
             def everything_shown() -> bool:
                 view = get_json(url + "/api/mesh")
                 shown = sorted(r["id"] for r in view["routers"])

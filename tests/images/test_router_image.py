@@ -39,24 +39,35 @@ listener {
 """
 
 
-@pytest.fixture(scope="module")
-def router_image() -> str:
+# Each router image, and the interpreter it runs the router on.
+IMAGES = {"router": "cpython", "router-pypy": "pypy"}
+
+
+@pytest.fixture(scope="module", params=sorted(IMAGES))
+def image_name(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
     require(docker_running(), "a running Docker daemon (docker.io; images/build.sh starts it)")
-    require(ensure_image("router"), "the router image (images/build.sh; CI: .ci/setup.d/35-images.sh)")
-    return f"qdmesh/router:{package_version()}"
+    require(ensure_image(name), f"the {name} image (images/build.sh {name}; CI: .ci/setup.d/35-images.sh)")
+    return name
 
 
-def test_version(router_image: str) -> None:
-    result = docker(*run_args("router", "--version"))
+@pytest.fixture(scope="module")
+def router_image(image_name: str) -> str:
+    return f"qdmesh/{image_name}:{package_version()}"
+
+
+def test_version(image_name: str) -> None:
+    result = docker(*run_args(image_name, "--version"))
     assert result.stdout.strip() == f"qdrouterd (qdmesh) {package_version()}"
 
 
-def test_proton_has_cyrus_sasl_and_tls_and_runs_as_non_root(router_image: str) -> None:
-    probe = ("import json, os, proton; "
-             "print(json.dumps([proton.SASL.extended(), proton.SSL.present(), os.getuid()]))")
+def test_proton_has_cyrus_sasl_and_tls_and_runs_as_non_root(image_name: str, router_image: str) -> None:
+    # python3 on the image's PATH is the interpreter qdrouterd runs on.
+    probe = ("import json, os, sys, proton; print(json.dumps([proton.SASL.extended(), proton.SSL.present(), "
+             "os.getuid(), sys.implementation.name]))")
     result = docker("run", "--rm", "--network", "none", "--read-only", "--entrypoint", "python3",
                     router_image, "-c", probe)
-    assert json.loads(result.stdout) == [True, True, 10001]
+    assert json.loads(result.stdout) == [True, True, 10001, IMAGES[image_name]]
 
 
 @pytest.fixture
@@ -90,9 +101,14 @@ def _healthz(port: int) -> int:
             time.sleep(0.3)
 
 
-def test_router_answers_amqp_and_health_in_a_read_only_container(running_router: Tuple[int, int]) -> None:
+def test_router_answers_amqp_and_health_in_a_read_only_container(running_router: Tuple[int, int],
+                                                                  image_name: str) -> None:
     amqp, http = running_router
     assert _healthz(http) == 200
+    with urllib.request.urlopen(f"http://127.0.0.1:{http}/metrics", timeout=5) as reply:
+        metrics = reply.read().decode()
+    expected = {"cpython": 'python="CPython 3.', "pypy": 'python="PyPy 3.'}[IMAGES[image_name]]
+    assert expected in metrics, "qdmesh_router_info names the interpreter the router runs on"
     conn = BlockingConnection(f"127.0.0.1:{amqp}", timeout=30)
     try:
         receiver = conn.create_receiver("examples", credit=5)

@@ -14,6 +14,7 @@ from typing import Dict
 import pytest
 
 from tests.prerequisites import require
+from tests.router_http.scrape import interpreter, scrape
 
 from .amqpclient import Net, msg, send_and_settle
 from .routerproc import Router, RouterFactory
@@ -84,3 +85,8 @@ def test_a_nursery_chosen_by_the_user_is_kept(pypy_router: RouterFactory,
     monkeypatch.setenv("PYPY_GC_NURSERY", "8MB")
     router = pypy_router()
     assert process_environment(router).get("PYPY_GC_NURSERY") == "8MB"
+
+
+def test_metrics_say_the_router_runs_on_pypy(pypy_router: RouterFactory) -> None:
+    router = pypy_router(extra_listeners={"http": {"http": "true"}})
+    assert interpreter(scrape(router.ports["http"])).startswith("PyPy 3.")

@@ -81,3 +81,10 @@ def scrape(port: int) -> Dict[Sample, float]:
 
 def value(samples: Dict[Sample, float], name: str, **labels: str) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def interpreter(samples: Dict[Sample, float]) -> str:
+    """The ``python`` label of qdmesh_router_info: which interpreter runs the router."""
+    infos = [dict(labels) for name, labels in samples if name == "qdmesh_router_info"]
+    assert len(infos) == 1, infos
+    return infos[0]["python"]

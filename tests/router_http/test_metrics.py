@@ -3,6 +3,7 @@ what the clients sent and settled."""
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from qdrouter.tools.management_client import ManagementClient
 from tests.router.amqpclient import REJECTED, RELEASED, Net, msg, send_and_settle
 from tests.router.routerproc import Router, RouterFactory, run_qdrouter
 
-from .scrape import get, scrape, value
+from .scrape import get, interpreter, scrape, value
 
 HTTP = {"http": {"http": "true"}}
 
@@ -154,3 +155,10 @@ def test_a_bad_address_bound_is_a_clear_startup_error(tmp_path: Path, written: s
     assert result.returncode != 0
     assert says in result.stderr and "bound.conf:8" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_info_names_the_interpreter_running_the_router(router_factory: RouterFactory) -> None:
+    # The router runs under the test's own interpreter here (tests/router/test_pypy.py: PyPy).
+    router = start(router_factory)
+    expected = f"{platform.python_implementation()} {platform.python_version()}"
+    assert interpreter(scrape(router.ports["http"])) == expected

@@ -5,6 +5,7 @@ agrees with qdstat at the same instant."""
 from __future__ import annotations
 
 import os
+import platform
 import resource
 from typing import Any, Dict, List, Tuple
 
@@ -29,6 +30,9 @@ _OUTCOMES = (
     ("modified", "modifiedDeliveries"),
 )
 DEFAULT_MAX_ADDRESSES = 100
+# Which interpreter runs the router ("PyPy 3.9.16", "CPython 3.11.7"): the two images differ
+# in it, and throughput with it (bench/README.md).
+_PYTHON = f"{platform.python_implementation()} {platform.python_version()}"
 
 
 def _rows(router: Any, short_name: str) -> List[Dict[str, Any]]:
@@ -48,8 +52,9 @@ def metrics_text(router: Any, max_addresses: int = DEFAULT_MAX_ADDRESSES) -> str
         families.append(made)
         return made
 
-    family("qdmesh_router_info", "gauge", "Constant 1, labelled with the router's mode and version.").add(
-        {**base, "mode": str(info.get("mode")), "version": str(info.get("version"))}, 1)
+    family("qdmesh_router_info", "gauge",
+           "Constant 1, labelled with the router's mode, version and Python interpreter.").add(
+        {**base, "mode": str(info.get("mode")), "version": str(info.get("version")), "python": _PYTHON}, 1)
     _connections(router, base, family)
     links = _links(router, base, family)
     family("qdmesh_addresses", "gauge", "Addresses known to the router (all classes).").add(
