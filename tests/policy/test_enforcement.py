@@ -103,12 +103,14 @@ def test_global_limit_refuses_with_an_amqp_error_and_counts(policy_router: Polic
     router = policy_router("policy {\n    maxConnections: 3\n}\n")
     clients = [login(net, router.url) for _ in range(3)]
     assert "maxConnections (3)" in refusal(net, router.url)
+    # The router counts a connection gone when it closes the socket: the client's transport
+    # closing is the sign (waiting for the close frame alone would be too early).
     clients[0].close()
-    net.pump(0.3)
+    net.wait(lambda: clients[0].transport_closed, 10, "the router to close the first connection")
     login(net, router.url)
     with_management_room = clients[1]
     with_management_room.close()
-    net.pump(0.3)
+    net.wait(lambda: with_management_room.transport_closed, 10, "the router to close the second connection")
     with ManagementClient(router.url) as client:
         policy = client.query("policy")[0]
     assert policy["connectionsDenied"] == 1 and policy["totalDenials"] == 1
@@ -221,7 +223,8 @@ def test_attach_rules(policy_router: PolicyRouter, net: Net) -> None:
     assert not home.remote_closed
     refused(client.receiver("in.x"), "maxReceivers (1) reached")
     home.close()
-    net.pump(0.3)
+    # The router frees the receiver's place as it handles the detach it answers.
+    net.wait(lambda: home.remote_closed, 10, "the router's detach of the closed receiver")
     assert not client.receiver("in.x").remote_closed
     row = stats(router)
     assert row["senderDenied"] == 4 and row["receiverDenied"] == 3
