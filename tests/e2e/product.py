@@ -197,7 +197,6 @@ def port_forwards(kubeconfig: Path, namespace: str, pods: List[str]) -> Iterator
         forward.close()
 
 
-
 _FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+)")
 
 
