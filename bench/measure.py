@@ -106,6 +106,23 @@ def router_argv(args: argparse.Namespace, config: Path, port: int) -> List[str]:
 # Load generators
 
 
+def proton_shim(python: str) -> str:
+    """Builds the router's compiled proton shim in this checkout for ``python`` (routers run
+    from the checkout: PYTHONPATH), so the figures are those of an installed router.
+    Returns "compiled", or "fallback" when QDROUTER_PROTON_SHIM=off asks to measure that."""
+    if os.environ.get("QDROUTER_PROTON_SHIM", "").lower() in ("off", "0", "no", "false"):
+        return "fallback"
+    builder = REPO_DIR / "router" / "qdrouter" / "amqp" / "proton_shim_build.py"
+    try:
+        proc = subprocess.run([python, str(builder)], capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise BenchError(f"building the proton shim with {python} failed: {e}") from e
+    if proc.returncode != 0:
+        raise BenchError(f"the router's proton shim does not build with {python} (set "
+                         f"QDROUTER_PROTON_SHIM=off to measure its fallback):\n{proc.stderr[-3000:]}")
+    return "compiled"
+
+
 def ensure_built(force: bool) -> None:
     sources = [*list(LOADGEN_DIR.glob("*.[ch]")), LOADGEN_DIR / "build.sh"]
     newest = max(p.stat().st_mtime for p in sources)

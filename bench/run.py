@@ -27,7 +27,7 @@ from typing import Dict, List, Sequence
 import mesh
 from measure import RECV as RECV
 from measure import SEND as SEND
-from measure import ensure_built, measure_direct, measure_router, router_argv
+from measure import ensure_built, measure_direct, measure_router, proton_shim, router_argv
 from processes import BenchError
 from processes import free_port as free_port
 from report import fmt_cpu, fmt_us, machine_info, markdown_table, scenario_summary
@@ -110,6 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         ensure_built(args.rebuild)
+        shim = "none" if args.direct_only else proton_shim(args.python)
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -119,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{started:%Y-%m-%d %H:%M %Z}; {machine_info()}; messages={args.messages} size={args.size}B "
         f"repeat={args.repeat}; router: "
         + ("none (--direct-only)" if args.direct_only else shlex.join(router_argv(args, Path("CONFIG"), 0)))
+        + f"; proton shim: {shim}"
     )
     print(f"# {header}", file=sys.stderr)
 

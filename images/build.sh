@@ -112,10 +112,14 @@ if [ -z "$base" ]; then
 fi
 log "base image: $base, engine: $engine, version: $version"
 
-# -- context: the qdmesh wheel, and every dependency for the base's Python ----------------------
+# -- context: the qdmesh source distribution, and every dependency for the base's Python -------
 py=$(run_in "$base" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 rm -rf "$context"; mkdir -p "$context/wheels/qdmesh"
-python3 -m pip wheel --quiet --no-deps -w "$context/wheels/qdmesh" "$repo"
+# A source distribution, not a wheel: each image builds qdmesh with its own interpreter
+# (CPython or PyPy), compiling the router's proton shim for it (setup.py).
+tar -C "$repo" --exclude=__pycache__ --exclude='*.pyc' --exclude='*.so' --exclude='*.egg-info' \
+    --transform "s,^,qdmesh-$version/," -czf "$context/wheels/qdmesh/qdmesh-$version.tar.gz" \
+    pyproject.toml setup.py README.md router operator telemetry kubectl
 # The dependencies change rarely: download them once per requirement set and Python, and copy
 # them from the cache (same bytes, so the image layers built from them stay cached too).
 # cffi below 2 as pyproject.toml pins it on CPython (its call path is faster).

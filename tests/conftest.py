@@ -12,3 +12,10 @@ if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
 
 from tests.kube.apiserver import kube_apiserver, kube_control_plane  # noqa: E402, F401 (shared fixtures)
+from tests.router.routerproc import build_proton_shim  # noqa: E402
+
+
+def pytest_sessionstart(session: object) -> None:
+    # Every folder starts routers from this checkout with this interpreter: give them the
+    # compiled proton shim, as an installed router has.
+    build_proton_shim()

@@ -9,8 +9,8 @@ cd "$(dirname "$0")/../.."
 version=$(sed -n 's/^version *= *"\(.*\)"/\1/p' pyproject.toml | head -1)
 cache=${QDMESH_IMAGE_CACHE:-$HOME/.cache/qdmesh-images}
 # The images hold the package (its sources and metadata) and the Containerfiles.
-key=$( (git ls-files -s pyproject.toml README.md images router operator telemetry kubectl 2>/dev/null ||
-        find pyproject.toml README.md images router operator telemetry kubectl -type f -print0 |
+key=$( (git ls-files -s pyproject.toml setup.py README.md images router operator telemetry kubectl 2>/dev/null ||
+        find pyproject.toml setup.py README.md images router operator telemetry kubectl -type f -print0 |
         sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16)
 stash=$cache/archives/$version-$key
 mkdir -p build/images

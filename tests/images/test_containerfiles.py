@@ -54,6 +54,13 @@ def test_router_builds_proton_with_cyrus_sasl_and_keeps_the_runtime_libraries() 
     assert "8672/healthz" in final
 
 
+def test_router_image_compiles_the_proton_shim_for_its_interpreter() -> None:
+    # qdmesh arrives as a source distribution (images/build.sh): pip compiles the router's
+    # proton shim in the build stage, and the build fails if that did not happen.
+    build, _ = stages("router")
+    assert "s.COMPILED, s.NOT_COMPILED_BECAUSE" in build
+
+
 def test_operator_entrypoint() -> None:
     assert 'ENTRYPOINT ["qdmesh-operator"]' in stages("operator")[-1]
 

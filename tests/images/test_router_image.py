@@ -108,6 +108,7 @@ def test_router_answers_amqp_and_health_in_a_read_only_container(running_router:
     with urllib.request.urlopen(f"http://127.0.0.1:{http}/metrics", timeout=5) as reply:
         metrics = reply.read().decode()
     assert f'python="{IMAGES[image_name]} 3.' in metrics, "qdmesh_router_info names the router's interpreter"
+    assert 'proton_shim="compiled"' in metrics, "the image's router runs on the compiled proton shim"
     conn = BlockingConnection(f"127.0.0.1:{amqp}", timeout=30)
     try:
         receiver = conn.create_receiver("examples", credit=5)

@@ -6,8 +6,10 @@ from typing import List
 
 import pytest
 
+from tests.prerequisites import require
+
 from .fixtures import net, router_factory  # noqa: F401 (shared fixtures)
-from .routerproc import Router, RouterFactory
+from .routerproc import Router, RouterFactory, build_proton_shim
 
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
@@ -17,6 +19,31 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(60))
 
 
+
+
+# Modules whose tests run twice: routers on the compiled proton shim, and on its Python
+# fallback (QDROUTER_PROTON_SHIM=off; amqp/proton_shim.py). Between them they take every
+# branch where the two differ: each outcome, settled and unsettled, sizes around the 64 KiB
+# single read, streamed and aborted messages, every distribution.
+BOTH_PROTON_SHIMS = {"test_outcomes.py", "test_message_sizes.py", "test_settle_modes.py",
+                     "test_distribution.py", "test_proton_shim.py"}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "proton_shim" in metafunc.fixturenames and metafunc.definition.path.name in BOTH_PROTON_SHIMS:
+        metafunc.parametrize("proton_shim", ["compiled", "fallback"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def proton_shim(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which proton shim the test's routers use: "compiled" unless parametrized."""
+    mode: str = getattr(request, "param", "compiled")
+    if mode == "fallback":
+        monkeypatch.setenv("QDROUTER_PROTON_SHIM", "off")
+    elif hasattr(request, "param"):
+        require(build_proton_shim().returncode == 0,
+                "the router's proton shim, built (a C compiler and Python's headers)")
+    return mode
 
 
 @pytest.fixture

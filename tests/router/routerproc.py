@@ -38,6 +38,23 @@ def router_command() -> List[str]:
     return shlex.split(override) if override else [sys.executable, "-m", "qdrouter"]
 
 
+SHIM_BUILDER = ROUTER_SRC / "qdrouter" / "amqp" / "proton_shim_build.py"
+_shim_builds: Dict[str, subprocess.CompletedProcess] = {}
+
+
+def build_proton_shim(python: str = sys.executable) -> subprocess.CompletedProcess:
+    """Routers under test run from this checkout (router_env), not from the installed
+    package: build the compiled proton shim there for ``python`` (once per test run), so they
+    use it as installed routers do. A failed build is reported, not raised: routers then run
+    on the shim's fallback, and test_proton_shim.py fails saying why."""
+    if python not in _shim_builds:
+        result = subprocess.run([python, str(SHIM_BUILDER)], capture_output=True, text=True, timeout=300)
+        if result.returncode != 0:
+            print(f"could not build the proton shim for {python}:\n{result.stderr[-3000:]}", file=sys.stderr)
+        _shim_builds[python] = result
+    return _shim_builds[python]
+
+
 def router_env() -> Dict[str, str]:
     """Environment for a router subprocess: the working tree's package first on the path."""
     env = dict(os.environ)

@@ -14,10 +14,10 @@ from typing import Dict
 import pytest
 
 from tests.prerequisites import require
-from tests.router_http.scrape import interpreter, scrape
+from tests.router_http.scrape import interpreter, router_info, scrape
 
 from .amqpclient import Net, msg, send_and_settle
-from .routerproc import Router, RouterFactory
+from .routerproc import Router, RouterFactory, build_proton_shim
 
 PYPY_VENV = Path(os.environ.get("QDMESH_PYPY_VENV")
                  or Path(os.environ.get("QDMESH_CACHE") or Path.home() / ".cache/qdmesh") / "pypy-venv")
@@ -28,6 +28,8 @@ PYPY = PYPY_VENV / "bin" / "python"
 def pypy_router(router_factory: RouterFactory, monkeypatch: pytest.MonkeyPatch) -> RouterFactory:
     """``router_factory``, with routers started by PyPy's ``qdrouterd`` entry point."""
     require(PYPY.exists(), f"a PyPy venv with python-qpid-proton at {PYPY_VENV} (.ci/setup.d/15-pypy.sh)")
+    build = build_proton_shim(str(PYPY))
+    assert build.returncode == 0, f"the proton shim does not build for PyPy:\n{build.stderr[-3000:]}"
     monkeypatch.setenv("QDROUTER_TEST_CMD", f"{PYPY} -m qdrouter")
     monkeypatch.delenv("PYPY_GC_NURSERY", raising=False)
     return router_factory
@@ -89,4 +91,6 @@ def test_a_nursery_chosen_by_the_user_is_kept(pypy_router: RouterFactory,
 
 def test_metrics_say_the_router_runs_on_pypy(pypy_router: RouterFactory) -> None:
     router = pypy_router(extra_listeners={"http": {"http": "true"}})
-    assert interpreter(scrape(router.ports["http"])).startswith("PyPy 3.")
+    samples = scrape(router.ports["http"])
+    assert interpreter(samples).startswith("PyPy 3.")
+    assert router_info(samples)["proton_shim"] == "compiled"

@@ -83,8 +83,13 @@ def value(samples: Dict[Sample, float], name: str, **labels: str) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
-def interpreter(samples: Dict[Sample, float]) -> str:
-    """The ``python`` label of qdmesh_router_info: which interpreter runs the router."""
+def router_info(samples: Dict[Sample, float]) -> Dict[str, str]:
+    """The labels of qdmesh_router_info."""
     infos = [dict(labels) for name, labels in samples if name == "qdmesh_router_info"]
     assert len(infos) == 1, infos
-    return infos[0]["python"]
+    return infos[0]
+
+
+def interpreter(samples: Dict[Sample, float]) -> str:
+    """The ``python`` label of qdmesh_router_info: which interpreter runs the router."""
+    return router_info(samples)["python"]

@@ -12,7 +12,7 @@ from qdrouter.tools.management_client import ManagementClient
 from tests.router.amqpclient import REJECTED, RELEASED, Net, msg, send_and_settle
 from tests.router.routerproc import Router, RouterFactory, run_qdrouter
 
-from .scrape import get, interpreter, scrape, value
+from .scrape import get, interpreter, router_info, scrape, value
 
 HTTP = {"http": {"http": "true"}}
 
@@ -162,3 +162,12 @@ def test_info_names_the_interpreter_running_the_router(router_factory: RouterFac
     router = start(router_factory)
     expected = f"{platform.python_implementation()} {platform.python_version()}"
     assert interpreter(scrape(router.ports["http"])) == expected
+
+
+def test_info_says_whether_the_proton_shim_is_compiled(router_factory: RouterFactory,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = start(router_factory)
+    assert router_info(scrape(compiled.ports["http"]))["proton_shim"] == "compiled"
+    monkeypatch.setenv("QDROUTER_PROTON_SHIM", "off")
+    fallback = start(router_factory)
+    assert router_info(scrape(fallback.ports["http"]))["proton_shim"] == "fallback"

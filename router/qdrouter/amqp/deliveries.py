@@ -18,6 +18,7 @@ from .local_multicast import local_multicast
 from .mesh_handoff import mesh_handoff
 from .message_sections import MessageFormatError
 from .proton_ffi import ffi, lib
+from .proton_shim import QD_EMPTY, QD_LARGE, take
 from .send_queue import sends_flusher
 
 _QD_PREFIX = b"x-opt-qd."
@@ -72,7 +73,7 @@ class DeliveryAdaptor:
         self.on_link_refused: Callable[[CoreLink], None] | None = None
 
     # ---- events ------------------------------------------------------------------------
-    def delivery_handler(self) -> Callable[[Any], None]:
+    def delivery_handler(self) -> Callable[[Any, Any], None]:
         """The PN_DELIVERY handler for deliveries not in ``self.outgoing`` (the event loop
         gives those to ``self.consumer_disposition``). A closure over local names, because
         at hundreds of thousands of calls a second attribute and global lookups are a real
@@ -80,12 +81,7 @@ class DeliveryAdaptor:
         annotations, an anycast consumer with credit) is handled inline; everything else
         goes through the general methods below."""
         links_get = self.links.get
-        delivery_link = lib.pn_delivery_link
         readable = lib.pn_delivery_readable
-        partial = lib.pn_delivery_partial
-        pending = lib.pn_delivery_pending
-        recv = lib.pn_link_recv
-        advance = lib.pn_link_advance
         is_settled = lib.pn_delivery_settled
         settle = lib.pn_delivery_settle
         forwarder = self.forwarder
@@ -108,8 +104,8 @@ class DeliveryAdaptor:
         plain_head_after_header = _PLAIN_HEAD_AFTER_HEADER
         plain_head = _PLAIN_HEAD
 
-        def on_delivery(delivery: Any) -> None:
-            link = links_get(delivery_link(delivery))
+        def on_delivery(delivery: Any, pn_link: Any) -> None:
+            link = links_get(pn_link)
             if link is None:
                 if state.link_router is not None:
                     state.link_router.on_delivery(delivery)
@@ -132,51 +128,34 @@ class DeliveryAdaptor:
                 if raw is None:
                     return
                 read_here = False  # policy read it, and advanced the link
-            elif partial(delivery):
-                # More to come. A producer that settles a message while still sending it
-                # (pre-settled, as a rule) has it read and forwarded once it is whole:
-                # settling here would discard the rest of it.
-                return
             else:
-                size = pending(delivery)
-                if size <= 0:
-                    # Nothing buffered: an update of a delivery already read (the producer
-                    # settled first), or an empty or aborted message (current on its link).
-                    if readable(delivery):
-                        general_receive(link, delivery)
-                    elif is_settled(delivery):
-                        producer_settled(link, delivery)
-                    return
                 # Bytes are buffered only in the link's current delivery: every complete
-                # message is read and the link advanced as its event is handled, so this one
-                # is current and complete without asking proton (pn_delivery_readable).
+                # message is read and the link advanced as its event is handled, so a
+                # delivery with bytes pending is the current one (take reads the link's).
+                count = take(pn_link, delivery, fast_pointer, 65536)
+                if count < 0:
+                    if count == QD_EMPTY:
+                        # Nothing buffered: an update of a delivery already read (the producer
+                        # settled first), or an empty or aborted message (current on its link).
+                        if readable(delivery):
+                            general_receive(link, delivery)
+                        elif is_settled(delivery):
+                            producer_settled(link, delivery)
+                    elif count == QD_LARGE:
+                        general_receive(link, delivery)
+                    # QD_PARTIAL: more to come. A producer that settles a message while still
+                    # sending it (pre-settled, as a rule) has it read and forwarded once it is
+                    # whole: settling here would discard the rest of it.
+                    # QD_ABORTED: the producer gave up on it; read past, and settled.
+                    return
+                raw = fast_bytes[0:count]
+                read_here = True
             address = link.address
             # "unavailable" also when nobody consumes here: the general path decides then.
             distribution = address.distribution if address is not None and address.consumers else unavailable
-            if raw is None:
-                if size > 65536:
-                    general_receive(link, delivery)
-                    return
-                handle = link.handle
-                count = recv(handle, fast_pointer, size)
-                if count < 0:
-                    # PN_ABORTED (the producer gave up on a partial message) or PN_EOS.
-                    advance(handle)
-                    settle(delivery)
-                    return
-                raw = fast_bytes[0:count]
-                if distribution is unavailable or (
-                    distribution is multicast and address.remote
-                ):
-                    # Read here all the same (inter-router and anonymous links, mostly): the
-                    # general path would ask proton again whether it was aborted, and its size.
-                    advance(handle)
-                    general_receive(link, delivery, raw)
-                    return
-                # The link advances below; settling a pre-settled delivery advances it too
-                # (pn_delivery_settle advances past the current delivery), one call fewer.
-                read_here = True
-            elif distribution is unavailable or distribution is multicast:
+            if distribution is unavailable or (
+                distribution is multicast and (address.remote or not read_here)
+            ):
                 general_receive(link, delivery, raw)
                 return
             link.counters.delivered += 1
@@ -189,8 +168,6 @@ class DeliveryAdaptor:
                 not (raw.startswith(plain_head_after_header) or raw.startswith(plain_head))
                 and raw.find(qd_prefix) >= 0  # (bytes.find is twice as fast as "in" here)
             ):
-                if read_here:
-                    advance(link.handle)
                 general_receive(link, delivery, raw)
                 return
             presettled = link.sends_settled
@@ -200,8 +177,6 @@ class DeliveryAdaptor:
                 settle(delivery)
                 message = None
             else:
-                if read_here:
-                    advance(link.handle)
                 message = InFlight(raw, raw, link, delivery, False)
                 link.unsettled[delivery] = message
             if distribution is multicast and message is None and multicast_here(link, address, raw):

@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, List, Set, Tuple
 from ..core.links import CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED, RELEASED
 from .proton_ffi import lib
+from .proton_shim import QD_SETTLED, STATE_MASK, consumer_update
 
 
 def disposition_handler(outgoing: Dict[Any, InFlight], dirty: Set[Any],
@@ -17,27 +18,38 @@ def disposition_handler(outgoing: Dict[Any, InFlight], dirty: Set[Any],
     tracks in ``outgoing`` (it carries ``message``). The outcome is copied to the producer's
     delivery; settling that is deferred to the flush (send_queue.sends_flusher) so both
     connections' work is batched."""
-    remote_state = lib.pn_delivery_remote_state
-    is_settled = lib.pn_delivery_settled
     settle = lib.pn_delivery_settle
     update = lib.pn_delivery_update
     outcomes_append = pending_outcomes.append
     dirty_add = dirty.add
     accepted = ACCEPTED
+    accepted_settled = ACCEPTED | QD_SETTLED
 
     def consumer_disposition(message: InFlight, delivery: Any) -> None:
-        state = remote_state(delivery)
+        result = consumer_update(delivery, accepted)
         in_delivery = message.delivery
+        if result == accepted_settled:
+            # Settled and accepted, the common case: the shim settled it.
+            del outgoing[delivery]
+            link: CoreLink = message.out_link  # type: ignore[assignment]
+            del link.unsettled[delivery]
+            message.out_delivery = None
+            link.outstanding -= 1
+            link.counters.accepted += 1
+            if in_delivery is not None:
+                outcomes_append((message, accepted))
+            return
+        state = result & STATE_MASK
         if state and state != accepted and in_delivery is not None:
             copy_disposition(delivery, in_delivery, state)
-        if not is_settled(delivery):
+        if not result & QD_SETTLED:
             if state and in_delivery is not None:
                 update(in_delivery, state)
                 dirty_add(message.in_link.connection)
             return
         settle(delivery)
         del outgoing[delivery]
-        link: CoreLink = message.out_link  # type: ignore[assignment]
+        link = message.out_link  # type: ignore[assignment]
         del link.unsettled[delivery]
         message.out_delivery = None
         link.outstanding -= 1

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..core.outcomes import ACCEPTED, RELEASED
 from .dispositions import count_outcome
-from .proton_ffi import ffi, lib
+from .proton_shim import finish, send, send_settled
 
 if TYPE_CHECKING:
     from .deliveries import DeliveryAdaptor
@@ -22,28 +22,15 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
     event loop flushes before any event other than a delivery, so the core's view and
     proton's never disagree when credit, detach or close events are handled."""
     pending = adaptor.pending_sends
-    new_delivery = lib.pn_delivery
-    send = lib.pn_link_send
-    advance = lib.pn_link_advance
-    settle = lib.pn_delivery_settle
-    # Unsettled deliveries get 8-byte tags from a counter, written in place: the tag's 8
-    # bytes as one integer cost less to store than struct packing.
-    tag_buffer = ffi.new("char[]", 8)
-    tag_word = ffi.cast("uint64_t *", tag_buffer)
-    tag = ffi.new("pn_bytes_t *", (8, tag_buffer))[0]
-    settled_tag_buffer = ffi.new("char[]", b"s")
-    settled_tag = ffi.new("pn_bytes_t *", (1, settled_tag_buffer))[0]
+    # Unsettled deliveries are tagged with a counter's 8 bytes.
     tag_count = 0
     dirty_add = adaptor.dirty.add
     outgoing = adaptor.outgoing
     finish_incoming = adaptor.finish_incoming
     outcomes = adaptor.pending_outcomes
-    update = lib.pn_delivery_update
     accepted = ACCEPTED
 
-    # The tag buffers are default arguments so that they live as long as the function:
-    # the cast and the pn_bytes_t structs point into them without owning them.
-    def flush_sends(_buffers: tuple = (tag_buffer, settled_tag_buffer)) -> None:
+    def flush_sends() -> None:
         nonlocal tag_count
         if len(pending) > 1 and pending[0][0] is not pending[-1][0]:
             # Sends to several links (multicast copies, balanced turns) are made link by
@@ -62,16 +49,10 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
                     finish_incoming(message, RELEASED)
                 continue
             if message is None:
-                # Tags need only be unique among unsettled deliveries.
-                delivery = new_delivery(handle, settled_tag)
-                send(handle, payload, len(payload))
-                settle(delivery)  # also advances: the new delivery is the current one
+                send_settled(handle, payload, len(payload))
             else:
                 count += 1
-                tag_word[0] = count
-                delivery = new_delivery(handle, tag)
-                send(handle, payload, len(payload))
-                advance(handle)
+                delivery = send(handle, count, payload, len(payload))
                 message.out_link = link
                 message.out_delivery = delivery
                 link.unsettled[delivery] = message
@@ -89,8 +70,7 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
             message.delivery = None
             in_link = message.in_link
             del in_link.unsettled[delivery]
-            update(delivery, outcome)
-            settle(delivery)
+            finish(delivery, outcome)
             if outcome == accepted:
                 in_link.counters.accepted += 1
             else:

@@ -19,6 +19,7 @@ from .connection import AmqpConnection, ListenerSettings
 from .deliveries import DeliveryAdaptor
 from .endpoints import EndpointHandler
 from .proton_ffi import lib
+from .proton_shim import event_batches
 from .timers import Timers
 
 log = logging.getLogger("qdrouter.SERVER")
@@ -53,6 +54,7 @@ class AmqpServer:
         self._on_delivery = self.adaptor.delivery_handler()
         self._flush_sends = self.adaptor.flush_pending
         self._next_tick = 0.0
+        self._next_events = event_batches(self.collector)
         self._handlers: Dict[int, Callable[[Any], None]] = {
             pn.CONNECTION_REMOTE_OPEN: lambda e: self.endpoints.connection_opened(lib.pn_event_connection(e)),
             pn.CONNECTION_REMOTE_CLOSE: lambda e: self.endpoints.connection_closed(
@@ -201,52 +203,45 @@ class AmqpServer:
 
     def _process_events(self) -> None:
         collector = self.collector
-        peek = lib.pn_collector_peek
-        pop = lib.pn_collector_pop
-        event_type = lib.pn_event_type
-        event_delivery = lib.pn_event_delivery
+        next_events = self._next_events
+        delivery_type = pn.DELIVERY
         flow_type = pn.LINK_FLOW
         adaptor = self.adaptor
         on_delivery = self._on_delivery
         outgoing_get = adaptor.outgoing.get
         consumer_disposition = adaptor.consumer_disposition
-        transport_type = pn.TRANSPORT
         links = adaptor.links
         handlers = self._handlers
         pending_sends = adaptor.pending_sends
         pending_outcomes = adaptor.pending_outcomes
         flush_sends = self._flush_sends
         while True:
-            event = peek(collector)
-            while event:
-                # Only PN_DELIVERY events carry a delivery (NULL for all others): asking for
-                # it first saves pn_event_type on the two delivery events of every message.
-                delivery = event_delivery(event)
-                if delivery:
-                    message = outgoing_get(delivery)
-                    if message is not None:
-                        # A consumer's disposition on a delivery of ours: its link is known.
-                        consumer_disposition(message, delivery)
-                    else:
-                        on_delivery(delivery)
-                else:
-                    kind = event_type(event)
-                    if kind != transport_type:
-                        if pending_sends or pending_outcomes:
-                            flush_sends()
-                        if kind == flow_type:
-                            pn_link = lib.pn_event_link(event)
-                            link = links.get(pn_link)
-                            if link is not None:
-                                adaptor.on_flow(link)
-                            elif adaptor.link_router is not None:
-                                adaptor.link_router.on_flow(pn_link)
+            events = next_events()
+            if events is not None:
+                # (type, delivery and its link for delivery events, or the event and NULL)
+                for kind, item, pn_link in events:
+                    if kind == delivery_type:
+                        message = outgoing_get(item)
+                        if message is not None:
+                            # A consumer's disposition on a delivery of ours: its link is known.
+                            consumer_disposition(message, item)
                         else:
-                            handler = handlers.get(kind)
-                            if handler is not None:
-                                handler(event)
-                pop(collector)
-                event = peek(collector)
+                            on_delivery(item, pn_link)
+                        continue
+                    if pending_sends or pending_outcomes:
+                        flush_sends()
+                    if kind == flow_type:
+                        pn_link = lib.pn_event_link(item)
+                        link = links.get(pn_link)
+                        if link is not None:
+                            adaptor.on_flow(link)
+                        elif adaptor.link_router is not None:
+                            adaptor.link_router.on_flow(pn_link)
+                    else:
+                        handler = handlers.get(kind)
+                        if handler is not None:
+                            handler(item)
+                continue
             if pending_sends or pending_outcomes:
                 flush_sends()
             adaptor.flush_credit()
@@ -345,7 +340,7 @@ class AmqpServer:
             if message is not None:
                 adaptor.consumer_disposition(message, delivery)
             else:
-                self._on_delivery(delivery)
+                self._on_delivery(delivery, lib.pn_delivery_link(delivery))
             return
         if adaptor.pending_sends or adaptor.pending_outcomes:
             self._flush_sends()

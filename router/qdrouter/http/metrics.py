@@ -9,6 +9,7 @@ import platform
 import resource
 from typing import Any, Dict, List, Tuple
 
+from ..amqp import proton_shim
 from ..schema import entity_type
 from ..tools.qdstat_views import address_parts
 from .exposition import Family, render
@@ -33,6 +34,8 @@ DEFAULT_MAX_ADDRESSES = 100
 # Which interpreter runs the router ("PyPy 3.9.16", "CPython 3.11.7"): the two images differ
 # in it, and throughput with it (bench/README.md).
 _PYTHON = f"{platform.python_implementation()} {platform.python_version()}"
+# Whether the data path runs on the compiled proton shim or its slower Python fallback.
+_PROTON_SHIM = "compiled" if proton_shim.COMPILED else "fallback"
 
 
 def _rows(router: Any, short_name: str) -> List[Dict[str, Any]]:
@@ -53,8 +56,10 @@ def metrics_text(router: Any, max_addresses: int = DEFAULT_MAX_ADDRESSES) -> str
         return made
 
     family("qdmesh_router_info", "gauge",
-           "Constant 1, labelled with the router's mode, version and Python interpreter.").add(
-        {**base, "mode": str(info.get("mode")), "version": str(info.get("version")), "python": _PYTHON}, 1)
+           "Constant 1, labelled with the router's mode, version, Python interpreter and "
+           "proton shim (compiled or fallback).").add(
+        {**base, "mode": str(info.get("mode")), "version": str(info.get("version")), "python": _PYTHON,
+         "proton_shim": _PROTON_SHIM}, 1)
     _connections(router, base, family)
     links = _links(router, base, family)
     family("qdmesh_addresses", "gauge", "Addresses known to the router (all classes).").add(

@@ -1,0 +1,161 @@
+/* The router's proton shim: the data path's proton calls, several per cffi call.
+ *
+ * Every call from Python into proton through cffi releases and re-takes the GIL and saves
+ * errno; at about twenty calls per routed message that was a fifth of the router's CPU
+ * (callgrind, bench/README.md "Session 12"). These functions make the same proton calls
+ * as the router's Python code did, in the same order, a message's worth at a time.
+ *
+ * Proton is the instance python-qpid-proton loaded (its cffi module exports every pn_*
+ * symbol): qd_shim_init finds the functions there with dlsym, so this module links against
+ * no proton library of its own and cannot end up with a second copy.
+ *
+ * QD_* result codes and QD_SETTLED are #defined by proton_shim_build.py, from the Python
+ * module that the fallback shares (proton_shim.py). */
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct { size_t size; const char *start; } qd_bytes_t;  /* pn_bytes_t */
+
+static void *(*p_collector_peek)(void *);
+static int (*p_collector_pop)(void *);
+static int (*p_event_type)(void *);
+static void *(*p_event_delivery)(void *);
+static void *(*p_incref)(void *);
+static int (*p_decref)(void *);
+static void *(*p_delivery_link)(void *);
+static _Bool (*p_delivery_partial)(void *);
+static size_t (*p_delivery_pending)(void *);
+static ssize_t (*p_link_recv)(void *, char *, size_t);
+static ssize_t (*p_link_send)(void *, const char *, size_t);
+static _Bool (*p_link_advance)(void *);
+static void *(*p_delivery)(void *, qd_bytes_t);
+static void (*p_delivery_settle)(void *);
+static _Bool (*p_delivery_settled)(void *);
+static uint64_t (*p_delivery_remote_state)(void *);
+static void (*p_delivery_update)(void *, uint64_t);
+
+static int delivery_event = -1;
+static int transport_event = -1;
+
+#define FIND(var, name) \
+    do { *(void **)(&var) = dlsym(proton, name); if (!var) return -1; } while (0)
+
+/* 0 when every function was found in the already loaded library at path; -1 for a missing
+ * symbol, -2 when that library is not loaded. */
+int qd_shim_init(const char *path, int delivery_type, int transport_type)
+{
+    void *proton = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (!proton) return -2;
+    FIND(p_collector_peek, "pn_collector_peek");
+    FIND(p_collector_pop, "pn_collector_pop");
+    FIND(p_event_type, "pn_event_type");
+    FIND(p_event_delivery, "pn_event_delivery");
+    FIND(p_incref, "pn_incref");
+    FIND(p_decref, "pn_decref");
+    FIND(p_delivery_link, "pn_delivery_link");
+    FIND(p_delivery_partial, "pn_delivery_partial");
+    FIND(p_delivery_pending, "pn_delivery_pending");
+    FIND(p_link_recv, "pn_link_recv");
+    FIND(p_link_send, "pn_link_send");
+    FIND(p_link_advance, "pn_link_advance");
+    FIND(p_delivery, "pn_delivery");
+    FIND(p_delivery_settle, "pn_delivery_settle");
+    FIND(p_delivery_settled, "pn_delivery_settled");
+    FIND(p_delivery_remote_state, "pn_delivery_remote_state");
+    FIND(p_delivery_update, "pn_delivery_update");
+    delivery_event = delivery_type;
+    transport_event = transport_type;
+    return 0;
+}
+
+/* Releases the held events of the previous batch, then takes up to max events off the
+ * collector. Each taken event is held (a reference, so its delivery, link or connection
+ * stays valid, as it would at the head of the collector) until the next call. Transport
+ * events are dropped: the router does nothing with them. For delivery events, objects[i]
+ * is the delivery and links[i] its link; for the others, objects[i] is the event. */
+int qd_collect(void *collector, void **held, int held_count, int *kinds, void **objects,
+               void **links, int max)
+{
+    for (int i = 0; i < held_count; i++) p_decref(held[i]);
+    int count = 0;
+    void *event;
+    while (count < max && (event = p_collector_peek(collector)) != NULL) {
+        int kind = p_event_type(event);
+        if (kind == transport_event) {
+            p_collector_pop(collector);
+            continue;
+        }
+        p_incref(event);
+        p_collector_pop(collector);
+        held[count] = event;
+        kinds[count] = kind;
+        if (kind == delivery_event) {
+            void *delivery = p_event_delivery(event);
+            objects[count] = delivery;
+            links[count] = p_delivery_link(delivery);
+        } else {
+            objects[count] = event;
+            links[count] = NULL;
+        }
+        count++;
+    }
+    return count;
+}
+
+/* Reads a complete incoming message of at most capacity bytes into buffer and advances
+ * the link: its size, or QD_PARTIAL (more to come), QD_EMPTY (nothing buffered),
+ * QD_LARGE (over capacity; nothing read), QD_ABORTED (the producer aborted it: read past
+ * and settled). */
+ssize_t qd_take(void *link, void *delivery, char *buffer, size_t capacity)
+{
+    if (p_delivery_partial(delivery)) return QD_PARTIAL;
+    size_t size = p_delivery_pending(delivery);
+    if (size == 0) return QD_EMPTY;
+    if (size > capacity) return QD_LARGE;
+    ssize_t count = p_link_recv(link, buffer, size);
+    p_link_advance(link);
+    if (count < 0) {
+        p_delivery_settle(delivery);
+        return QD_ABORTED;
+    }
+    return count;
+}
+
+/* Sends one unsettled message on link, tagged with tag's 8 bytes; its new delivery. */
+void *qd_send(void *link, uint64_t tag, const char *payload, size_t size)
+{
+    qd_bytes_t bytes = {sizeof tag, (const char *)&tag};
+    void *delivery = p_delivery(link, bytes);  /* proton copies the tag */
+    p_link_send(link, payload, size);
+    p_link_advance(link);
+    return delivery;
+}
+
+/* Sends one message pre-settled. Tags need be unique only among unsettled deliveries. */
+void qd_send_settled(void *link, const char *payload, size_t size)
+{
+    qd_bytes_t bytes = {1, "s"};
+    void *delivery = p_delivery(link, bytes);
+    p_link_send(link, payload, size);
+    p_delivery_settle(delivery);  /* also advances: the new delivery is the current one */
+}
+
+/* A consumer's update of an outgoing delivery: its outcome, plus QD_SETTLED when the
+ * consumer settled. An accepted and settled delivery is settled here too (the common
+ * case); any other is left to the caller, who may need its outcome's details first. */
+uint64_t qd_consumer_update(void *delivery, uint64_t accepted)
+{
+    uint64_t state = p_delivery_remote_state(delivery);
+    if (!p_delivery_settled(delivery)) return state;
+    if (state == accepted) p_delivery_settle(delivery);
+    return state | QD_SETTLED;
+}
+
+/* Gives an incoming delivery its outcome and settles it. */
+void qd_finish(void *delivery, uint64_t outcome)
+{
+    p_delivery_update(delivery, outcome);
+    p_delivery_settle(delivery);
+}
