@@ -1,0 +1,128 @@
+"""The proton shim's functions in Python, for when the compiled shim (proton_shim.c) was not
+built: the same proton calls, one cffi call each. proton_shim.py chooses between the two.
+
+Proton's functions are bound as closure variables: on this path every lookup counts."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Iterator, Tuple
+
+from .proton_ffi import ffi, lib
+from .proton_shim_codes import QD_ABORTED, QD_EMPTY, QD_LARGE, QD_PARTIAL, QD_SETTLED
+
+Event = Tuple[int, Any, Any]
+
+
+def event_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
+    """The collector's events as a generator that pops each one only when asked for the
+    next: while the router handles an event it is still at the head of the collector,
+    which keeps its delivery, link or connection valid (no reference counting needed)."""
+    peek = lib.pn_collector_peek
+    pop = lib.pn_collector_pop
+    event_type = lib.pn_event_type
+    event_delivery = lib.pn_event_delivery
+    delivery_link = lib.pn_delivery_link
+    delivery_type = lib.PN_DELIVERY
+    transport_type = lib.PN_TRANSPORT
+
+    def events(event: Any) -> Iterator[Event]:
+        while event:
+            # Only delivery events carry a delivery: asking for it first saves
+            # pn_event_type on the two delivery events of every message.
+            delivery = event_delivery(event)
+            if delivery:
+                yield delivery_type, delivery, delivery_link(delivery)
+            else:
+                kind = event_type(event)
+                if kind != transport_type:
+                    yield kind, event, None
+            pop(collector)
+            event = peek(collector)
+
+    def next_batch() -> Iterable[Event] | None:
+        event = peek(collector)
+        return events(event) if event else None
+
+    return next_batch
+
+
+def take_function() -> Callable[[Any, Any, Any, int], int]:
+    partial = lib.pn_delivery_partial
+    pending = lib.pn_delivery_pending
+    recv = lib.pn_link_recv
+    advance = lib.pn_link_advance
+    settle = lib.pn_delivery_settle
+
+    def take(link: Any, delivery: Any, buffer: Any, capacity: int) -> int:
+        if partial(delivery):
+            return QD_PARTIAL
+        size = pending(delivery)
+        if size <= 0:
+            return QD_EMPTY
+        if size > capacity:
+            return QD_LARGE
+        count: int = recv(link, buffer, size)
+        advance(link)
+        if count < 0:
+            settle(delivery)
+            return QD_ABORTED
+        return count
+
+    return take
+
+
+def send_functions() -> Tuple[Callable[[Any, int, bytes, int], Any], Callable[[Any, bytes, int], None]]:
+    tag_buffer = ffi.new("char[]", 8)
+    tag_word = ffi.cast("uint64_t *", tag_buffer)
+    tag = ffi.new("pn_bytes_t *", (8, tag_buffer))[0]
+    settled_tag_buffer = ffi.new("char[]", b"s")
+    settled_tag = ffi.new("pn_bytes_t *", (1, settled_tag_buffer))[0]
+    new_delivery = lib.pn_delivery
+    link_send = lib.pn_link_send
+    advance = lib.pn_link_advance
+    settle = lib.pn_delivery_settle
+
+    # The tag buffers are default arguments so that they live as long as the functions:
+    # the cast and the pn_bytes_t structs point into them without owning them.
+    def send(link: Any, tag_value: int, payload: bytes, size: int,
+             _buffers: tuple = (tag_buffer, settled_tag_buffer)) -> Any:
+        tag_word[0] = tag_value
+        delivery = new_delivery(link, tag)
+        link_send(link, payload, size)
+        advance(link)
+        return delivery
+
+    def send_settled(link: Any, payload: bytes, size: int,
+                     _buffers: tuple = (tag_buffer, settled_tag_buffer)) -> None:
+        delivery = new_delivery(link, settled_tag)
+        link_send(link, payload, size)
+        settle(delivery)  # also advances: the new delivery is the current one
+
+    return send, send_settled
+
+
+def consumer_update_function() -> Callable[[Any, int], int]:
+    remote_state = lib.pn_delivery_remote_state
+    is_settled = lib.pn_delivery_settled
+    settle = lib.pn_delivery_settle
+
+    def consumer_update(delivery: Any, accepted: int) -> int:
+        state: int = remote_state(delivery)
+        if not is_settled(delivery):
+            return state
+        if state == accepted:
+            settle(delivery)
+        return state | QD_SETTLED
+
+    return consumer_update
+
+
+def finish_function() -> Callable[[Any, int], None]:
+    update = lib.pn_delivery_update
+    settle = lib.pn_delivery_settle
+
+    def finish(delivery: Any, outcome: int) -> None:
+        update(delivery, outcome)
+        settle(delivery)
+
+    return finish
