@@ -121,6 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"repeat={args.repeat}; router: "
         + ("none (--direct-only)" if args.direct_only else shlex.join(router_argv(args, Path("CONFIG"), 0)))
         + f"; proton shim: {shim}"
+        + (" (built in this checkout; the router is --router-cmd's)" if args.router_cmd else "")
     )
     print(f"# {header}", file=sys.stderr)
 

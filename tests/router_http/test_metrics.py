@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from qdrouter.tools.management_client import ManagementClient
+from tests.prerequisites import require
 from tests.router.amqpclient import REJECTED, RELEASED, Net, msg, send_and_settle
-from tests.router.routerproc import Router, RouterFactory, run_qdrouter
+from tests.router.routerproc import Router, RouterFactory, build_proton_shim, run_qdrouter
 
 from .scrape import get, interpreter, router_info, scrape, value
 
@@ -166,6 +167,7 @@ def test_info_names_the_interpreter_running_the_router(router_factory: RouterFac
 
 def test_info_says_whether_the_proton_shim_is_compiled(router_factory: RouterFactory,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    require(build_proton_shim().returncode == 0, "the proton shim, built (a C compiler, Python headers)")
     compiled = start(router_factory)
     assert router_info(scrape(compiled.ports["http"]))["proton_shim"] == "compiled"
     monkeypatch.setenv("QDROUTER_PROTON_SHIM", "off")
