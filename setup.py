@@ -2,7 +2,7 @@
 
 Everything else about the package is in pyproject.toml. The shim is optional: without a C
 compiler or Python's headers the package installs without it, and the router runs on the
-shim's pure-Python fallback (about a fifth slower; it says so when it starts)."""
+shim's pure-Python fallback (20-30% slower; it says so when it starts)."""
 
 import importlib.util
 import os

@@ -226,7 +226,7 @@ class Router:
         if proton_shim.COMPILED:
             log.info("Data path: proton shim (compiled)")
         else:
-            log.warning("Data path: the proton shim's Python fallback (%s), about 20%% more CPU "
+            log.warning("Data path: the proton shim's Python fallback (%s), 20-30%% more CPU "
                         "per message; reinstall with a C compiler and Python headers to build it",
                         proton_shim.NOT_COMPILED_BECAUSE)
         self.server.run()
