@@ -29,27 +29,19 @@ def disposition_handler(outgoing: Dict[Any, InFlight], dirty: Set[Any],
         result = consumer_update(delivery, accepted)
         in_delivery = message.delivery
         if result == accepted_settled:
-            # Settled and accepted, the common case: the shim settled it.
-            del outgoing[delivery]
-            link: CoreLink = message.out_link  # type: ignore[assignment]
-            del link.unsettled[delivery]
-            message.out_delivery = None
-            link.outstanding -= 1
-            link.counters.accepted += 1
-            if in_delivery is not None:
-                outcomes_append((message, accepted))
-            return
-        state = result & STATE_MASK
-        if state and state != accepted and in_delivery is not None:
-            copy_disposition(delivery, in_delivery, state)
-        if not result & QD_SETTLED:
-            if state and in_delivery is not None:
-                update(in_delivery, state)
-                dirty_add(message.in_link.connection)
-            return
-        settle(delivery)
+            state = accepted  # the common case: the shim settled it already
+        else:
+            state = result & STATE_MASK
+            if state and state != accepted and in_delivery is not None:
+                copy_disposition(delivery, in_delivery, state)
+            if not result & QD_SETTLED:
+                if state and in_delivery is not None:
+                    update(in_delivery, state)
+                    dirty_add(message.in_link.connection)
+                return
+            settle(delivery)
         del outgoing[delivery]
-        link = message.out_link  # type: ignore[assignment]
+        link: CoreLink = message.out_link  # type: ignore[assignment]
         del link.unsettled[delivery]
         message.out_delivery = None
         link.outstanding -= 1

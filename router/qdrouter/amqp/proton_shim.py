@@ -18,6 +18,7 @@ import cproton_ffi
 from . import proton_shim_fallback as fallback
 from .proton_ffi import lib
 from .proton_shim_codes import QD_ABORTED, QD_EMPTY, QD_LARGE, QD_PARTIAL, QD_SETTLED
+from .proton_shim_fallback import Event
 
 __all__ = ["BATCH", "COMPILED", "NOT_COMPILED_BECAUSE", "QD_ABORTED", "QD_EMPTY", "QD_LARGE",
            "QD_PARTIAL", "QD_SETTLED", "STATE_MASK", "consumer_update", "event_batches", "finish",
@@ -28,7 +29,6 @@ BATCH = 256
 # The outcome bits of consumer_update's result.
 STATE_MASK = QD_SETTLED - 1
 
-Event = Tuple[int, Any, Any]
 
 
 def _load() -> Tuple[Any, Any, str | None]:
@@ -56,10 +56,9 @@ def _compiled_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
     kinds = _shim_ffi.new("int[]", BATCH)
     objects = _shim_ffi.new("void *[]", BATCH)
     links = _shim_ffi.new("void *[]", BATCH)
-    # The array objects are default arguments so that they live as long as the function.
     held_count = 0
 
-    def next_batch(_arrays: tuple = (held, kinds, objects, links)) -> Iterable[Event] | None:
+    def next_batch() -> Iterable[Event] | None:
         nonlocal held_count
         count = collect(collector, held, held_count, kinds, objects, links, BATCH)
         held_count = count
