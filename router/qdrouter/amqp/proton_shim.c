@@ -25,6 +25,7 @@ static void *(*p_event_delivery)(void *);
 static void *(*p_incref)(void *);
 static int (*p_decref)(void *);
 static void *(*p_delivery_link)(void *);
+static _Bool (*p_link_is_sender)(void *);
 static _Bool (*p_delivery_partial)(void *);
 static size_t (*p_delivery_pending)(void *);
 static ssize_t (*p_link_recv)(void *, char *, size_t);
@@ -55,6 +56,7 @@ int qd_shim_init(const char *path, int delivery_type, int transport_type)
     FIND(p_incref, "pn_incref");
     FIND(p_decref, "pn_decref");
     FIND(p_delivery_link, "pn_delivery_link");
+    FIND(p_link_is_sender, "pn_link_is_sender");
     FIND(p_delivery_partial, "pn_delivery_partial");
     FIND(p_delivery_pending, "pn_delivery_pending");
     FIND(p_link_recv, "pn_link_recv");
@@ -74,7 +76,10 @@ int qd_shim_init(const char *path, int delivery_type, int transport_type)
  * collector. Each taken event is held (a reference, so its delivery, link or connection
  * stays valid, as it would at the head of the collector) until the next call. Transport
  * events are dropped: the router does nothing with them. For delivery events, objects[i]
- * is the delivery and links[i] its link; for the others, objects[i] is the event. */
+ * is the delivery and links[i] its link, and kinds[i] is QD_INCOMING_DELIVERY when the
+ * link receives (a message or a producer's update), so that only the others, updates of
+ * what the router sent, are looked up among its outgoing deliveries; for the other events,
+ * objects[i] is the event. */
 int qd_collect(void *collector, void **held, int held_count, int *kinds, void **objects,
                void **links, int max)
 {
@@ -93,8 +98,10 @@ int qd_collect(void *collector, void **held, int held_count, int *kinds, void **
         kinds[count] = kind;
         if (kind == delivery_event) {
             void *delivery = p_event_delivery(event);
+            void *link = p_delivery_link(delivery);
             objects[count] = delivery;
-            links[count] = p_delivery_link(delivery);
+            links[count] = link;
+            if (!p_link_is_sender(link)) kinds[count] = QD_INCOMING_DELIVERY;
         } else {
             objects[count] = event;
             links[count] = NULL;

@@ -11,23 +11,28 @@ fallback even when the shim is built (the tests run both).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Tuple
+import sys
+from typing import Any, Callable, Iterable, Iterator, Tuple
 
 import cproton_ffi
 
 from . import proton_shim_fallback as fallback
 from .proton_ffi import lib
-from .proton_shim_codes import QD_ABORTED, QD_EMPTY, QD_LARGE, QD_PARTIAL, QD_SETTLED
+from .proton_shim_codes import QD_ABORTED, QD_EMPTY, QD_INCOMING_DELIVERY, QD_LARGE, QD_PARTIAL, QD_SETTLED
 from .proton_shim_fallback import Event
 
-__all__ = ["BATCH", "COMPILED", "NOT_COMPILED_BECAUSE", "QD_ABORTED", "QD_EMPTY", "QD_LARGE",
-           "QD_PARTIAL", "QD_SETTLED", "STATE_MASK", "consumer_update", "event_batches", "finish",
-           "send", "send_settled", "take"]
+__all__ = ["BATCH", "COMPILED", "NOT_COMPILED_BECAUSE", "QD_ABORTED", "QD_EMPTY",
+           "QD_INCOMING_DELIVERY", "QD_LARGE", "QD_PARTIAL", "QD_SETTLED", "STATE_MASK",
+           "consumer_update", "event_batches", "finish", "send", "send_settled", "take"]
 
 # Events taken from the collector per call.
 BATCH = 256
 # The outcome bits of consumer_update's result.
 STATE_MASK = QD_SETTLED - 1
+# How a batch's arrays are cheapest to walk differs (per event: PyPy 76 ns with
+# ffi.unpack and zip, 4.5 with a generator indexing them; CPython 54, 114 and 38 ns with zip
+# over slices of the arrays).
+ON_PYPY = sys.implementation.name == "pypy"
 
 
 
@@ -51,12 +56,15 @@ COMPILED = _shim is not None
 
 def _compiled_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
     collect = _shim.qd_collect
-    unpack = _shim_ffi.unpack
     held = _shim_ffi.new("void *[]", BATCH)
     kinds = _shim_ffi.new("int[]", BATCH)
     objects = _shim_ffi.new("void *[]", BATCH)
     links = _shim_ffi.new("void *[]", BATCH)
     held_count = 0
+
+    def events(count: int) -> Iterator[Event]:
+        for index in range(count):
+            yield kinds[index], objects[index], links[index]
 
     def next_batch() -> Iterable[Event] | None:
         nonlocal held_count
@@ -64,7 +72,9 @@ def _compiled_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
         held_count = count
         if not count:
             return None
-        return zip(unpack(kinds, count), unpack(objects, count), unpack(links, count))
+        if ON_PYPY:
+            return events(count)
+        return zip(kinds[0:count], objects[0:count], links[0:count])
 
     return next_batch
 
@@ -72,7 +82,9 @@ def _compiled_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
 def event_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
     """A function returning the collector's next events as (type, delivery or event, link or
     NULL), or None when it has none. Each event's objects stay valid until the batch is done
-    (the next call); transport events are left out."""
+    (the next call); transport events are left out. A delivery event's type is
+    QD_INCOMING_DELIVERY when its link is known to receive (the compiled shim tells),
+    PN_DELIVERY otherwise."""
     return _compiled_batches(collector) if COMPILED else fallback.event_batches(collector)
 
 

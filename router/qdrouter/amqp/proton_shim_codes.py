@@ -10,5 +10,8 @@ QD_EMPTY = -2
 QD_LARGE = -3
 # qd_take: the producer aborted the message; it was read past and settled.
 QD_ABORTED = -4
+# qd_collect: the event kind of a delivery event on a receiving link (proton's event types
+# are not negative).
+QD_INCOMING_DELIVERY = -100
 # qd_consumer_update: added to the outcome when the consumer settled.
 QD_SETTLED = 1 << 32

@@ -19,7 +19,7 @@ from .connection import AmqpConnection, ListenerSettings
 from .deliveries import DeliveryAdaptor
 from .endpoints import EndpointHandler
 from .proton_ffi import lib
-from .proton_shim import event_batches
+from .proton_shim import QD_INCOMING_DELIVERY, event_batches
 from .timers import Timers
 
 log = logging.getLogger("qdrouter.SERVER")
@@ -205,6 +205,7 @@ class AmqpServer:
         collector = self.collector
         next_events = self._next_events
         delivery_type = pn.DELIVERY
+        incoming_type = QD_INCOMING_DELIVERY
         flow_type = pn.LINK_FLOW
         adaptor = self.adaptor
         on_delivery = self._on_delivery
@@ -220,6 +221,9 @@ class AmqpServer:
             if events is not None:
                 # (type, delivery and its link for delivery events, or the event and NULL)
                 for kind, item, pn_link in events:
+                    if kind == incoming_type:
+                        on_delivery(item, pn_link)
+                        continue
                     if kind == delivery_type:
                         message = outgoing_get(item)
                         if message is not None:
