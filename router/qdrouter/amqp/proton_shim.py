@@ -35,7 +35,6 @@ STATE_MASK = QD_SETTLED - 1
 ON_PYPY = sys.implementation.name == "pypy"
 
 
-
 def _load() -> Tuple[Any, Any, str | None]:
     """The compiled module's (ffi, lib), or why it cannot be used."""
     if os.environ.get("QDROUTER_PROTON_SHIM", "").lower() in ("off", "0", "no", "false"):
