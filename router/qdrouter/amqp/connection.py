@@ -10,9 +10,9 @@ from typing import Any, Callable, Dict
 
 from ..core.links import DEFAULT_LINK_CAPACITY
 from .proton_ffi import c_string, ffi, lib
+from .proton_shim import QD_INPUT_OVER, QD_WOULD_BLOCK, read_socket, write_socket
 from .tls import certificate_uid
 
-IO_BUFFER_SIZE = 256 * 1024
 # Bytes read from one connection per loop turn, so one busy peer cannot starve the others.
 READ_BUDGET = 256 * 1024
 
@@ -96,14 +96,6 @@ class ListenerSettings:
 
 class AmqpConnection:
     """Socket <-> proton transport. The transport's events land in the shared collector."""
-
-    # Shared by all connections of the process: one event loop thread, used one at a time.
-    _read_buffer = bytearray(IO_BUFFER_SIZE)
-    _read_view = memoryview(_read_buffer)
-    _read_pointer = ffi.from_buffer(_read_buffer)
-    _write_buffer = bytearray(IO_BUFFER_SIZE)
-    _write_view = memoryview(_write_buffer)
-    _write_pointer = ffi.from_buffer(_write_buffer)
 
     def __init__(
         self,
@@ -217,64 +209,14 @@ class AmqpConnection:
         Proton's input buffer holds only a frame or two, and each push processes what it
         got; so read until the socket is empty (within a budget), making each loop turn
         handle a large batch of messages with one write per peer."""
-        transport = self.transport
-        view = self._read_view
-        pointer = self._read_pointer
-        recv_into = self.sock.recv_into
-        budget = READ_BUDGET
-        while budget > 0:
-            capacity = lib.pn_transport_capacity(transport)
-            if capacity < 0:
-                self.input_closed = True
-                return False
-            if capacity == 0:
-                return True
-            if capacity > IO_BUFFER_SIZE:
-                capacity = IO_BUFFER_SIZE
-            try:
-                count = recv_into(view[:capacity])
-            except (BlockingIOError, InterruptedError):
-                return True
-            except OSError:
-                count = 0
-            if count == 0:
-                self.input_closed = True
-                lib.pn_transport_close_tail(transport)
-                return False
-            lib.pn_transport_push(transport, pointer, count)
-            if count < capacity:
-                return True
-            budget -= count
+        if read_socket(self.transport, self.fileno, READ_BUDGET) == QD_INPUT_OVER:
+            self.input_closed = True
+            return False
         return True
 
     def write(self) -> None:
         """Send what the transport has to say; remembers whether the socket pushed back."""
-        transport = self.transport
-        while True:
-            pending = lib.pn_transport_pending(transport)
-            if pending <= 0:
-                self.want_write = False
-                return
-            if pending > IO_BUFFER_SIZE:
-                pending = IO_BUFFER_SIZE
-            count = lib.pn_transport_peek(transport, self._write_pointer, pending)
-            if count <= 0:
-                self.want_write = False
-                return
-            try:
-                sent = self.sock.send(self._write_view[:count])
-            except (BlockingIOError, InterruptedError):
-                self.want_write = True
-                return
-            except OSError:
-                lib.pn_transport_close_head(transport)
-                lib.pn_transport_close_tail(transport)
-                self.want_write = False
-                return
-            lib.pn_transport_pop(transport, sent)
-            if sent < count:
-                self.want_write = True
-                return
+        self.want_write = write_socket(self.transport, self.fileno) == QD_WOULD_BLOCK
 
     def finished(self) -> bool:
         """True once the peer can hear nothing more from us or we from it. After the socket's

@@ -14,7 +14,15 @@ from .connection import COST_PROPERTY, AmqpConnection, read_int_property
 from .deliveries import DeliveryAdaptor
 from .inter_router import INTER_ROUTER, attach_links, link_kind, make_link
 from .link_routing import ROUTE_CONTAINER
-from .proton_ffi import LOCAL_CLOSED, LOCAL_UNINIT, c_string, lib, set_condition, terminus_address
+from .proton_ffi import (
+    LOCAL_CLOSED,
+    LOCAL_UNINIT,
+    c_string,
+    lib,
+    pointer_key,
+    set_condition,
+    terminus_address,
+)
 
 log = logging.getLogger("qdrouter.ROUTER")
 
@@ -264,6 +272,7 @@ class EndpointHandler:
     def _register(self, connection: AmqpConnection, link: CoreLink) -> None:
         connection.links[link.handle] = link
         self.adaptor.links[link.handle] = link
+        self.adaptor.links_by_key[pointer_key(link.handle)] = link
 
     def _forget(self, link: CoreLink, error: str = "connection closed") -> None:
         handle = link.handle
@@ -273,6 +282,7 @@ class EndpointHandler:
         if watcher is not None:
             watcher(False, error)
         self.adaptor.links.pop(handle, None)
+        self.adaptor.links_by_key.pop(pointer_key(handle), None)
         if self.policer is not None:
             self.policer.forget(handle)
         link.connection.links.pop(handle, None)

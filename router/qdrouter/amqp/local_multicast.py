@@ -24,7 +24,7 @@ def local_multicast(adaptor: DeliveryAdaptor) -> Callable[[CoreLink, Address, by
     """``multicast(producer, address, raw)``: True when a copy of ``raw`` (a pre-settled
     message without router annotations) was queued for each of ``address``'s consumers."""
     pending_append = adaptor.pending_sends.append
-    credit_dirty_add = adaptor.forwarder.credit_dirty.add
+    credit_dirty_append = adaptor.forwarder.credit_dirty.append
 
     def multicast(producer: CoreLink, address: Address, raw: bytes) -> bool:
         consumers = address.consumers
@@ -44,7 +44,9 @@ def local_multicast(adaptor: DeliveryAdaptor) -> Callable[[CoreLink, Address, by
         address_counters.deliveries_egress += len(consumers)
         # Every copy has left the router: the producer's credit comes back.
         producer.owed_credit += 1
-        credit_dirty_add(producer)
+        if not producer.credit_queued:
+            producer.credit_queued = True
+            credit_dirty_append(producer)
         return True
 
     return multicast

@@ -30,7 +30,7 @@ def mesh_handoff(adaptor: DeliveryAdaptor) -> Callable[[InFlight, str], bool]:
     table_find = adaptor.table.find
     pending_append = adaptor.pending_sends.append
     forwarder = adaptor.forwarder
-    credit_dirty_add = forwarder.credit_dirty.add
+    credit_dirty_append = forwarder.credit_dirty.append
     node = adaptor.node
     closest = CLOSEST
     multicast = MULTICAST
@@ -79,7 +79,9 @@ def mesh_handoff(adaptor: DeliveryAdaptor) -> Callable[[InFlight, str], bool]:
         # _release_credit gives it back: the link's own count is unchanged.)
         in_link = message.in_link
         in_link.owed_credit += 1
-        credit_dirty_add(in_link)
+        if not in_link.credit_queued:
+            in_link.credit_queued = True
+            credit_dirty_append(in_link)
         return True
 
     return handoff

@@ -12,8 +12,11 @@
  * QD_* result codes and QD_SETTLED are #defined by proton_shim_build.py, from the Python
  * module that the fallback shares (proton_shim.py). */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 typedef struct { size_t size; const char *start; } qd_bytes_t;  /* pn_bytes_t */
@@ -36,6 +39,14 @@ static void (*p_delivery_settle)(void *);
 static _Bool (*p_delivery_settled)(void *);
 static uint64_t (*p_delivery_remote_state)(void *);
 static void (*p_delivery_update)(void *, uint64_t);
+static ssize_t (*p_transport_capacity)(void *);
+static char *(*p_transport_tail)(void *);
+static int (*p_transport_process)(void *, size_t);
+static int (*p_transport_close_tail)(void *);
+static ssize_t (*p_transport_pending)(void *);
+static const char *(*p_transport_head)(void *);
+static void (*p_transport_pop)(void *, size_t);
+static int (*p_transport_close_head)(void *);
 
 static int delivery_event = -1;
 static int transport_event = -1;
@@ -67,6 +78,14 @@ int qd_shim_init(const char *path, int delivery_type, int transport_type)
     FIND(p_delivery_settled, "pn_delivery_settled");
     FIND(p_delivery_remote_state, "pn_delivery_remote_state");
     FIND(p_delivery_update, "pn_delivery_update");
+    FIND(p_transport_capacity, "pn_transport_capacity");
+    FIND(p_transport_tail, "pn_transport_tail");
+    FIND(p_transport_process, "pn_transport_process");
+    FIND(p_transport_close_tail, "pn_transport_close_tail");
+    FIND(p_transport_pending, "pn_transport_pending");
+    FIND(p_transport_head, "pn_transport_head");
+    FIND(p_transport_pop, "pn_transport_pop");
+    FIND(p_transport_close_head, "pn_transport_close_head");
     delivery_event = delivery_type;
     transport_event = transport_type;
     return 0;
@@ -76,12 +95,13 @@ int qd_shim_init(const char *path, int delivery_type, int transport_type)
  * collector. Each taken event is held (a reference, so its delivery, link or connection
  * stays valid, as it would at the head of the collector) until the next call. Transport
  * events are dropped: the router does nothing with them. For delivery events, objects[i]
- * is the delivery and links[i] its link, and kinds[i] is QD_INCOMING_DELIVERY when the
- * link receives (a message or a producer's update), so that only the others, updates of
- * what the router sent, are looked up among its outgoing deliveries; for the other events,
- * objects[i] is the event. */
+ * is the delivery, links[i] its link's address (the router's key for the link:
+ * pointer_key), and kinds[i] is QD_INCOMING_DELIVERY when the link receives (a message or a
+ * producer's update), so that only the others, updates of what the router sent, are looked
+ * up among its outgoing deliveries; for the other events, objects[i] is the event and
+ * links[i] 0. */
 int qd_collect(void *collector, void **held, int held_count, int *kinds, void **objects,
-               void **links, int max)
+               intptr_t *links, int max)
 {
     for (int i = 0; i < held_count; i++) p_decref(held[i]);
     int count = 0;
@@ -100,22 +120,31 @@ int qd_collect(void *collector, void **held, int held_count, int *kinds, void **
             void *delivery = p_event_delivery(event);
             void *link = p_delivery_link(delivery);
             objects[count] = delivery;
-            links[count] = link;
+            links[count] = (intptr_t)link;
             if (!p_link_is_sender(link)) kinds[count] = QD_INCOMING_DELIVERY;
         } else {
             objects[count] = event;
-            links[count] = NULL;
+            links[count] = 0;
         }
         count++;
     }
     return count;
 }
 
+/* Whether a message starts the way one without a message-annotations section (so without
+ * router annotations) does: with its properties, or an empty header and then its properties.
+ * Most messages start so, and the router then needs no search for its annotations. */
+static int starts_without_annotations(const char *message, ssize_t size)
+{
+    if (size >= 3 && memcmp(message, "\0Ss", 3) == 0) return 1;
+    return size >= 7 && memcmp(message, "\0SpE\0Ss", 7) == 0;
+}
+
 /* Reads a complete incoming message of at most capacity bytes into buffer and advances
- * the link: its size, or QD_PARTIAL (more to come), QD_EMPTY (nothing buffered),
- * QD_LARGE (over capacity; nothing read), QD_ABORTED (the producer aborted it: read past
- * and settled). */
-ssize_t qd_take(void *link, void *delivery, char *buffer, size_t capacity)
+ * the link: its size, plus QD_NO_ANNOTATIONS when it starts without a message-annotations
+ * section; or QD_PARTIAL (more to come), QD_EMPTY (nothing buffered), QD_LARGE (over
+ * capacity; nothing read), QD_ABORTED (the producer aborted it: read past and settled). */
+int64_t qd_take(void *link, void *delivery, char *buffer, size_t capacity)
 {
     if (p_delivery_partial(delivery)) return QD_PARTIAL;
     size_t size = p_delivery_pending(delivery);
@@ -127,6 +156,7 @@ ssize_t qd_take(void *link, void *delivery, char *buffer, size_t capacity)
         p_delivery_settle(delivery);
         return QD_ABORTED;
     }
+    if (starts_without_annotations(buffer, count)) return (int64_t)(count | QD_NO_ANNOTATIONS);
     return count;
 }
 
@@ -165,4 +195,53 @@ void qd_finish(void *delivery, uint64_t outcome)
 {
     p_delivery_update(delivery, outcome);
     p_delivery_settle(delivery);
+}
+
+/* Moves what the (non-blocking) socket fd has into the transport, straight into proton's
+ * input buffer, until the socket is empty or budget bytes were read: QD_IO_OPEN, or
+ * QD_INPUT_OVER once the socket's input ended or failed (the transport's tail is closed
+ * then) or the transport takes no more input. Reading in place saves a copy of every byte
+ * received (pn_transport_push copies). */
+int qd_read(void *transport, int fd, size_t budget)
+{
+    while (budget > 0) {
+        ssize_t capacity = p_transport_capacity(transport);
+        if (capacity < 0) return QD_INPUT_OVER;
+        if (capacity == 0) return QD_IO_OPEN;
+        ssize_t count = recv(fd, p_transport_tail(transport), (size_t)capacity, MSG_DONTWAIT);
+        if (count < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return QD_IO_OPEN;
+            count = 0;  /* a reset or other failure ends the input like an orderly close */
+        }
+        if (count == 0) {
+            p_transport_close_tail(transport);
+            return QD_INPUT_OVER;
+        }
+        p_transport_process(transport, (size_t)count);
+        if (count < capacity) return QD_IO_OPEN;
+        budget = (size_t)count < budget ? budget - (size_t)count : 0;
+    }
+    return QD_IO_OPEN;
+}
+
+/* Sends what the transport has to say to the (non-blocking) socket fd, straight from
+ * proton's output buffer (pn_transport_peek would copy it first): QD_IO_OPEN when all of it
+ * went, QD_WOULD_BLOCK when the socket pushed back, QD_OUTPUT_FAILED when sending failed
+ * (the transport is closed both ways then: nothing more can pass). */
+int qd_write(void *transport, int fd)
+{
+    for (;;) {
+        ssize_t pending = p_transport_pending(transport);
+        if (pending <= 0) return QD_IO_OPEN;
+        ssize_t sent = send(fd, p_transport_head(transport), (size_t)pending,
+                            MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (sent < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return QD_WOULD_BLOCK;
+            p_transport_close_head(transport);
+            p_transport_close_tail(transport);
+            return QD_OUTPUT_FAILED;
+        }
+        p_transport_pop(transport, (size_t)sent);
+        if (sent < pending) return QD_WOULD_BLOCK;
+    }
 }

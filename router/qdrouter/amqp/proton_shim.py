@@ -18,12 +18,26 @@ import cproton_ffi
 
 from . import proton_shim_fallback as fallback
 from .proton_ffi import lib
-from .proton_shim_codes import QD_ABORTED, QD_EMPTY, QD_INCOMING_DELIVERY, QD_LARGE, QD_PARTIAL, QD_SETTLED
+from .proton_shim_codes import (
+    QD_ABORTED,
+    QD_EMPTY,
+    QD_INCOMING_DELIVERY,
+    QD_INPUT_OVER,
+    QD_IO_OPEN,
+    QD_LARGE,
+    QD_NO_ANNOTATIONS,
+    QD_OUTPUT_FAILED,
+    QD_PARTIAL,
+    QD_SETTLED,
+    QD_WOULD_BLOCK,
+)
 from .proton_shim_fallback import Event
 
-__all__ = ["BATCH", "COMPILED", "NOT_COMPILED_BECAUSE", "QD_ABORTED", "QD_EMPTY",
-           "QD_INCOMING_DELIVERY", "QD_LARGE", "QD_PARTIAL", "QD_SETTLED", "STATE_MASK",
-           "consumer_update", "event_batches", "finish", "send", "send_settled", "take"]
+__all__ = ["BATCH", "COMPILED", "NOT_COMPILED_BECAUSE", "ON_PYPY", "QD_ABORTED", "QD_EMPTY",
+           "QD_INCOMING_DELIVERY", "QD_INPUT_OVER", "QD_IO_OPEN", "QD_LARGE", "QD_NO_ANNOTATIONS",
+           "QD_OUTPUT_FAILED", "QD_PARTIAL", "QD_SETTLED", "QD_WOULD_BLOCK", "STATE_MASK",
+           "consumer_update", "event_batches", "finish", "read_socket", "send", "send_settled",
+           "take", "write_socket"]
 
 # Events taken from the collector per call.
 BATCH = 256
@@ -58,7 +72,7 @@ def _compiled_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
     held = _shim_ffi.new("void *[]", BATCH)
     kinds = _shim_ffi.new("int[]", BATCH)
     objects = _shim_ffi.new("void *[]", BATCH)
-    links = _shim_ffi.new("void *[]", BATCH)
+    links = _shim_ffi.new("intptr_t[]", BATCH)
     held_count = 0
 
     def events(count: int) -> Iterator[Event]:
@@ -79,32 +93,40 @@ def _compiled_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
 
 
 def event_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
-    """A function returning the collector's next events as (type, delivery or event, link or
-    NULL), or None when it has none. Each event's objects stay valid until the batch is done
-    (the next call); transport events are left out. A delivery event's type is
-    QD_INCOMING_DELIVERY when its link is known to receive (the compiled shim tells),
-    PN_DELIVERY otherwise."""
+    """A function returning the collector's next events as (type, delivery or event, the
+    link's pointer_key or 0), or None when it has none. Each event's objects stay valid
+    until the batch is done (the next call); transport events are left out. A delivery
+    event's type is QD_INCOMING_DELIVERY when its link is known to receive (the compiled
+    shim tells), PN_DELIVERY otherwise."""
     return _compiled_batches(collector) if COMPILED else fallback.event_batches(collector)
 
 
 # take(link, delivery, buffer, capacity): a complete message's size, read and the link
-# advanced, or a QD_* code. send(link, tag, payload, size): a new unsettled delivery.
+# advanced (+ QD_NO_ANNOTATIONS when it starts without message annotations), or a QD_*
+# code. send(link, tag, payload, size): a new unsettled delivery.
 # send_settled(link, payload, size). consumer_update(delivery, accepted): the consumer's
 # outcome, | QD_SETTLED when settled (then settled here too if accepted).
 # finish(delivery, outcome): the outcome given and the delivery settled.
+# read_socket(transport, fd, budget): QD_IO_OPEN or QD_INPUT_OVER (see qd_read).
+# write_socket(transport, fd): QD_IO_OPEN, QD_WOULD_BLOCK or QD_OUTPUT_FAILED (qd_write).
 take: Callable[[Any, Any, Any, int], int]
 send: Callable[[Any, int, bytes, int], Any]
 send_settled: Callable[[Any, bytes, int], None]
 consumer_update: Callable[[Any, int], int]
 finish: Callable[[Any, int], None]
+read_socket: Callable[[Any, int, int], int]
+write_socket: Callable[[Any, int], int]
 if COMPILED:
     take = _shim.qd_take
     send = _shim.qd_send
     send_settled = _shim.qd_send_settled
     consumer_update = _shim.qd_consumer_update
     finish = _shim.qd_finish
+    read_socket = _shim.qd_read
+    write_socket = _shim.qd_write
 else:
     take = fallback.take_function()
     send, send_settled = fallback.send_functions()
     consumer_update = fallback.consumer_update_function()
     finish = fallback.finish_function()
+    read_socket, write_socket = fallback.socket_io_functions()

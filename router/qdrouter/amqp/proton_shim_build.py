@@ -26,12 +26,14 @@ MODULE = "qdrouter.amqp._proton_shim"
 CDEF = """
 int qd_shim_init(const char *path, int delivery_type, int transport_type);
 int qd_collect(void *collector, void **held, int held_count, int *kinds, void **objects,
-               void **links, int max);
-ssize_t qd_take(void *link, void *delivery, char *buffer, size_t capacity);
+               intptr_t *links, int max);
+int64_t qd_take(void *link, void *delivery, char *buffer, size_t capacity);
 void *qd_send(void *link, uint64_t tag, const char *payload, size_t size);
 void qd_send_settled(void *link, const char *payload, size_t size);
 uint64_t qd_consumer_update(void *delivery, uint64_t accepted);
 void qd_finish(void *delivery, uint64_t outcome);
+int qd_read(void *transport, int fd, size_t budget);
+int qd_write(void *transport, int fd);
 """
 
 

@@ -10,8 +10,18 @@ QD_EMPTY = -2
 QD_LARGE = -3
 # qd_take: the producer aborted the message; it was read past and settled.
 QD_ABORTED = -4
+# qd_take: added to a message's size when it starts without a message-annotations section.
+QD_NO_ANNOTATIONS = 1 << 32
 # qd_collect: the event kind of a delivery event on a receiving link (proton's event types
 # are not negative).
 QD_INCOMING_DELIVERY = -100
 # qd_consumer_update: added to the outcome when the consumer settled.
 QD_SETTLED = 1 << 32
+# qd_read and qd_write: the socket is still open (for qd_write: all pending output went).
+QD_IO_OPEN = 0
+# qd_read: the socket's input is over (or the transport takes no more); its tail is closed.
+QD_INPUT_OVER = -1
+# qd_write: the socket pushed back; output is left pending.
+QD_WOULD_BLOCK = 1
+# qd_write: sending failed; the transport is closed both ways.
+QD_OUTPUT_FAILED = -2

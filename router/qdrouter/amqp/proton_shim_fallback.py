@@ -5,10 +5,22 @@ Proton's functions are bound as closure variables: on this path every lookup cou
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Iterable, Iterator, Tuple
 
 from .proton_ffi import ffi, lib
-from .proton_shim_codes import QD_ABORTED, QD_EMPTY, QD_LARGE, QD_PARTIAL, QD_SETTLED
+from .proton_shim_codes import (
+    QD_ABORTED,
+    QD_EMPTY,
+    QD_INPUT_OVER,
+    QD_IO_OPEN,
+    QD_LARGE,
+    QD_NO_ANNOTATIONS,
+    QD_OUTPUT_FAILED,
+    QD_PARTIAL,
+    QD_SETTLED,
+    QD_WOULD_BLOCK,
+)
 
 Event = Tuple[int, Any, Any]
 
@@ -24,6 +36,7 @@ def event_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
     delivery_link = lib.pn_delivery_link
     delivery_type = lib.PN_DELIVERY
     transport_type = lib.PN_TRANSPORT
+    cast = ffi.cast
 
     def events(event: Any) -> Iterator[Event]:
         while event:
@@ -31,11 +44,11 @@ def event_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
             # pn_event_type on the two delivery events of every message.
             delivery = event_delivery(event)
             if delivery:
-                yield delivery_type, delivery, delivery_link(delivery)
+                yield delivery_type, delivery, int(cast("intptr_t", delivery_link(delivery)))
             else:
                 kind = event_type(event)
                 if kind != transport_type:
-                    yield kind, event, None
+                    yield kind, event, 0
             pop(collector)
             event = peek(collector)
 
@@ -46,12 +59,18 @@ def event_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
     return next_batch
 
 
+# How a message without a message-annotations section starts (qd_take tells these).
+_PROPERTIES_FIRST = b"\x00Ss"
+_EMPTY_HEADER_THEN_PROPERTIES = b"\x00SpE\x00Ss"
+
+
 def take_function() -> Callable[[Any, Any, Any, int], int]:
     partial = lib.pn_delivery_partial
     pending = lib.pn_delivery_pending
     recv = lib.pn_link_recv
     advance = lib.pn_link_advance
     settle = lib.pn_delivery_settle
+    unpack = ffi.unpack
 
     def take(link: Any, delivery: Any, buffer: Any, capacity: int) -> int:
         if partial(delivery):
@@ -66,6 +85,9 @@ def take_function() -> Callable[[Any, Any, Any, int], int]:
         if count < 0:
             settle(delivery)
             return QD_ABORTED
+        head = unpack(buffer, min(count, 7))
+        if head.startswith(_PROPERTIES_FIRST) or head == _EMPTY_HEADER_THEN_PROPERTIES:
+            return count | QD_NO_ANNOTATIONS
         return count
 
     return take
@@ -126,3 +148,76 @@ def finish_function() -> Callable[[Any, int], None]:
         settle(delivery)
 
     return finish
+
+
+# The most either function moves between a socket and a transport per system call.
+IO_CHUNK = 256 * 1024
+
+
+def socket_io_functions() -> Tuple[Callable[[Any, int, int], int], Callable[[Any, int], int]]:
+    """read(transport, fd, budget) and write(transport, fd), as qd_read and qd_write, through
+    buffers of our own: python-qpid-proton's cffi module does not declare the calls that
+    reach proton's buffers in place, so every byte is copied once more than compiled."""
+    read_buffer = bytearray(IO_CHUNK)
+    read_view = memoryview(read_buffer)
+    read_pointer = ffi.from_buffer(read_buffer)
+    write_buffer = bytearray(IO_CHUNK)
+    write_view = memoryview(write_buffer)
+    write_pointer = ffi.from_buffer(write_buffer)
+    capacity_of = lib.pn_transport_capacity
+    push = lib.pn_transport_push
+    close_tail = lib.pn_transport_close_tail
+    pending_of = lib.pn_transport_pending
+    peek = lib.pn_transport_peek
+    pop = lib.pn_transport_pop
+    close_head = lib.pn_transport_close_head
+    readv = os.readv
+    write_fd = os.write
+
+    def read(transport: Any, fd: int, budget: int) -> int:
+        while budget > 0:
+            capacity = capacity_of(transport)
+            if capacity < 0:
+                return QD_INPUT_OVER
+            if capacity == 0:
+                return QD_IO_OPEN
+            if capacity > IO_CHUNK:
+                capacity = IO_CHUNK
+            try:
+                count = readv(fd, [read_view[:capacity]])
+            except (BlockingIOError, InterruptedError):
+                return QD_IO_OPEN
+            except OSError:
+                count = 0  # a reset or other failure ends the input like an orderly close
+            if count == 0:
+                close_tail(transport)
+                return QD_INPUT_OVER
+            push(transport, read_pointer, count)
+            if count < capacity:
+                return QD_IO_OPEN
+            budget -= count
+        return QD_IO_OPEN
+
+    def write(transport: Any, fd: int) -> int:
+        while True:
+            pending = pending_of(transport)
+            if pending <= 0:
+                return QD_IO_OPEN
+            if pending > IO_CHUNK:
+                pending = IO_CHUNK
+            count = peek(transport, write_pointer, pending)
+            if count <= 0:
+                return QD_IO_OPEN
+            try:
+                sent = write_fd(fd, write_view[:count])
+            except (BlockingIOError, InterruptedError):
+                return QD_WOULD_BLOCK
+            except OSError:
+                close_head(transport)
+                close_tail(transport)
+                return QD_OUTPUT_FAILED
+            pop(transport, sent)
+            if sent < count:
+                return QD_WOULD_BLOCK
+
+    return read, write

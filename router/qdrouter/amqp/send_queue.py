@@ -62,6 +62,8 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
                 last_link = link
         tag_count = count
         pending.clear()
+        # Every payload taken from the fast path's arena (PyPy) has been sent: proton copied it.
+        adaptor.arena_used = 0
         last_link = None
         for message, outcome in outcomes:
             delivery = message.delivery

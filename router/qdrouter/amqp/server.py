@@ -18,7 +18,7 @@ from . import proton_ffi as pn
 from .connection import AmqpConnection, ListenerSettings
 from .deliveries import DeliveryAdaptor
 from .endpoints import EndpointHandler
-from .proton_ffi import lib
+from .proton_ffi import lib, pointer_key
 from .proton_shim import QD_INCOMING_DELIVERY, event_batches
 from .timers import Timers
 
@@ -219,10 +219,10 @@ class AmqpServer:
         while True:
             events = next_events()
             if events is not None:
-                # (type, delivery and its link for delivery events, or the event and NULL)
-                for kind, item, pn_link in events:
+                # (type, delivery and its link's key for delivery events, or the event and 0)
+                for kind, item, link_key in events:
                     if kind == incoming_type:
-                        on_delivery(item, pn_link)
+                        on_delivery(item, link_key)
                         continue
                     if kind == delivery_type:
                         message = outgoing_get(item)
@@ -230,7 +230,7 @@ class AmqpServer:
                             # A consumer's disposition on a delivery of ours: its link is known.
                             consumer_disposition(message, item)
                         else:
-                            on_delivery(item, pn_link)
+                            on_delivery(item, link_key)
                         continue
                     if pending_sends or pending_outcomes:
                         flush_sends()
@@ -344,7 +344,7 @@ class AmqpServer:
             if message is not None:
                 adaptor.consumer_disposition(message, delivery)
             else:
-                self._on_delivery(delivery, lib.pn_delivery_link(delivery))
+                self._on_delivery(delivery, pointer_key(lib.pn_delivery_link(delivery)))
             return
         if adaptor.pending_sends or adaptor.pending_outcomes:
             self._flush_sends()

@@ -36,8 +36,9 @@ class Forwarder:
         self.table = table
         self.io = io
         self.mesh = mesh
-        # Incoming links owed credit since the adaptor last flushed.
-        self.credit_dirty: Set[CoreLink] = set()
+        # Incoming links owed credit since the adaptor last flushed, each once (its
+        # credit_queued flag): queue_credit, or inline on the hot paths.
+        self.credit_dirty: List[CoreLink] = []
         # Links the adaptor held back, owing less than a batch while their producer still
         # has plenty: looked at again when owed more, or at the next tick (recheck_held).
         self.credit_held: Set[CoreLink] = set()
@@ -65,7 +66,9 @@ class Forwarder:
             message.delivery = None
         link.unsettled.clear()
         link.handle = None
-        self.credit_dirty.discard(link)
+        if link.credit_queued:
+            self.credit_dirty.remove(link)
+            link.credit_queued = False
         self.credit_held.discard(link)
 
     def consumer_attached(self, link: CoreLink) -> None:
@@ -400,28 +403,38 @@ class Forwarder:
         if link.anonymous or self._routable(link.address):
             link.owed_credit += 1
             link.credit += 1
-            self.credit_dirty.add(link)
+            self.queue_credit(link)
 
     def _open_window(self, link: CoreLink) -> None:
         grant = link.capacity - link.credit
         if grant > 0 and link.handle is not None:
             link.owed_credit += grant
             link.credit += grant
-            self.credit_dirty.add(link)
+            self.queue_credit(link)
+
+    def queue_credit(self, link: CoreLink) -> None:
+        """Have the adaptor look at ``link``'s owed credit at its next flush."""
+        if not link.credit_queued:
+            link.credit_queued = True
+            self.credit_dirty.append(link)
 
     def recheck_held(self) -> None:
         """Held-back links get another look (a producer whose messages wait here uses up
         its credit without being owed more)."""
         if self.credit_held:
-            self.credit_dirty |= self.credit_held
+            for link in self.credit_held:
+                self.queue_credit(link)
             self.credit_held.clear()
 
     def take_credit(self) -> List[CoreLink]:
         """Incoming links with credit to flush; the adaptor calls pn_link_flow for each."""
-        if not self.credit_dirty:
+        dirty = self.credit_dirty
+        if not dirty:
             return _EMPTY
-        links = list(self.credit_dirty)
-        self.credit_dirty.clear()
+        links = list(dirty)
+        dirty.clear()  # cleared, not replaced: the hot paths hold its append method
+        for link in links:
+            link.credit_queued = False
         return links
 
 

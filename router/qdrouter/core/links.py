@@ -94,6 +94,7 @@ class CoreLink:
         "connection",
         "counters",
         "credit",
+        "credit_queued",
         "handle",
         "identity",
         "incoming",
@@ -141,6 +142,9 @@ class CoreLink:
         self.backlog: Deque[InFlight] = deque()
         # Incoming links: credit to give back to the producer at the next flush.
         self.owed_credit = 0
+        # Incoming links: in the forwarder's credit_dirty list (a flag, not a set: the hot
+        # path queues a link per message, and a set insertion costs it three calls on PyPy).
+        self.credit_queued = False
         # Incoming links: True (False) when the producer's snd-settle-mode says all its
         # deliveries arrive settled (unsettled), so the adaptor need not ask per message;
         # None when they may be either.
