@@ -48,8 +48,9 @@ class DeliveryAdaptor:
         self.table = table
         self.forwarder = Forwarder(table, self)
         self.links: Dict[Any, CoreLink] = {}
-        # The same links by pointer_key, for the hot path (the event loop gives it those).
-        self.links_by_key: Dict[int, CoreLink] = {}
+        # The same links by proton_shim.pointer_key, for the hot path (the event loop gives
+        # it those).
+        self.links_by_key: Dict[Any, CoreLink] = {}
         # Connections with output to flush at the end of this loop turn.
         self.dirty: Set[Any] = set()
         # (consumer link, payload, InFlight or None when pre-settled), in decision order.
@@ -117,7 +118,7 @@ class DeliveryAdaptor:
         plain_head_after_header = _PLAIN_HEAD_AFTER_HEADER
         plain_head = _PLAIN_HEAD
 
-        def on_delivery(delivery: Any, link_key: int) -> None:
+        def on_delivery(delivery: Any, link_key: Any) -> None:
             link = links_get(link_key)
             if link is None:
                 if state.link_router is not None:

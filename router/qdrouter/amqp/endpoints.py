@@ -19,10 +19,10 @@ from .proton_ffi import (
     LOCAL_UNINIT,
     c_string,
     lib,
-    pointer_key,
     set_condition,
     terminus_address,
 )
+from .proton_shim import pointer_key
 
 log = logging.getLogger("qdrouter.ROUTER")
 

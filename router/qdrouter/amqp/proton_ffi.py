@@ -11,7 +11,7 @@ from typing import Any
 
 from cproton_ffi import ffi, lib
 
-__all__ = ["NULL", "c_string", "ffi", "lib", "pointer_key", "terminus_address"]
+__all__ = ["NULL", "c_string", "ffi", "lib", "terminus_address"]
 
 NULL: Any = ffi.NULL
 
@@ -43,13 +43,6 @@ LOCAL_UNINIT: int = lib.PN_LOCAL_UNINIT
 LOCAL_ACTIVE: int = lib.PN_LOCAL_ACTIVE
 LOCAL_CLOSED: int = lib.PN_LOCAL_CLOSED
 EOS: int = lib.PN_EOS
-
-
-def pointer_key(pointer: Any) -> int:
-    """A proton object's address as an int: the data path's key for links. An int key
-    costs PyPy neither the pointer object nor a call to compare keys (a pointer key needs
-    both), and CPython less hashing."""
-    return int(ffi.cast("intptr_t", pointer))
 
 
 def c_string(pointer: Any) -> str | None:

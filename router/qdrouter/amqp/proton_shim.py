@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Iterator, Tuple
 import cproton_ffi
 
 from . import proton_shim_fallback as fallback
-from .proton_ffi import lib
+from .proton_ffi import ffi, lib
 from .proton_shim_codes import (
     QD_ABORTED,
     QD_EMPTY,
@@ -36,7 +36,7 @@ from .proton_shim_fallback import Event
 __all__ = ["BATCH", "COMPILED", "NOT_COMPILED_BECAUSE", "ON_PYPY", "QD_ABORTED", "QD_EMPTY",
            "QD_INCOMING_DELIVERY", "QD_INPUT_OVER", "QD_IO_OPEN", "QD_LARGE", "QD_NO_ANNOTATIONS",
            "QD_OUTPUT_FAILED", "QD_PARTIAL", "QD_SETTLED", "QD_WOULD_BLOCK", "STATE_MASK",
-           "consumer_update", "event_batches", "finish", "read_socket", "send", "send_settled",
+           "consumer_update", "event_batches", "finish", "pointer_key", "read_socket", "send", "send_settled",
            "take", "write_socket"]
 
 # Events taken from the collector per call.
@@ -92,9 +92,24 @@ def _compiled_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
     return next_batch
 
 
+def _address(pointer: Any) -> int:
+    return int(ffi.cast("intptr_t", pointer))
+
+
+def _itself(pointer: Any) -> Any:
+    return pointer
+
+
+# pointer_key(link): the key the event loop gives a delivery's link by. Compiled, the link's
+# address as an int: an int key costs PyPy neither a pointer object nor a call to compare
+# keys. The fallback gives the pointer itself: an int made of it in Python would cost more
+# than the dict saves.
+pointer_key: Callable[[Any], Any] = _address if COMPILED else _itself
+
+
 def event_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
     """A function returning the collector's next events as (type, delivery or event, the
-    link's pointer_key or 0), or None when it has none. Each event's objects stay valid
+    link's pointer_key, or 0 or None), or None when it has none. Each event's objects stay valid
     until the batch is done (the next call); transport events are left out. A delivery
     event's type is QD_INCOMING_DELIVERY when its link is known to receive (the compiled
     shim tells), PN_DELIVERY otherwise."""

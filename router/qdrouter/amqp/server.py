@@ -18,8 +18,8 @@ from . import proton_ffi as pn
 from .connection import AmqpConnection, ListenerSettings
 from .deliveries import DeliveryAdaptor
 from .endpoints import EndpointHandler
-from .proton_ffi import lib, pointer_key
-from .proton_shim import QD_INCOMING_DELIVERY, event_batches
+from .proton_ffi import lib
+from .proton_shim import QD_INCOMING_DELIVERY, event_batches, pointer_key
 from .timers import Timers
 
 log = logging.getLogger("qdrouter.SERVER")
