@@ -19,7 +19,7 @@ from .connection import AmqpConnection, ListenerSettings
 from .deliveries import DeliveryAdaptor
 from .endpoints import EndpointHandler
 from .proton_ffi import lib
-from .proton_shim import QD_INCOMING_DELIVERY, event_batches, pointer_key
+from .proton_shim import QD_INCOMING_DELIVERY, event_arrays, event_batches, pointer_key
 from .timers import Timers
 
 log = logging.getLogger("qdrouter.SERVER")
@@ -55,6 +55,7 @@ class AmqpServer:
         self._flush_sends = self.adaptor.flush_pending
         self._next_tick = 0.0
         self._next_events = event_batches(self.collector)
+        self._event_arrays = event_arrays(self.collector)
         self._handlers: Dict[int, Callable[[Any], None]] = {
             pn.CONNECTION_REMOTE_OPEN: lambda e: self.endpoints.connection_opened(lib.pn_event_connection(e)),
             pn.CONNECTION_REMOTE_CLOSE: lambda e: self.endpoints.connection_closed(
@@ -203,49 +204,56 @@ class AmqpServer:
 
     def _process_events(self) -> None:
         collector = self.collector
-        next_events = self._next_events
         delivery_type = pn.DELIVERY
         incoming_type = QD_INCOMING_DELIVERY
-        flow_type = pn.LINK_FLOW
         adaptor = self.adaptor
         on_delivery = self._on_delivery
         outgoing_get = adaptor.outgoing.get
         consumer_disposition = adaptor.consumer_disposition
-        links = adaptor.links
-        handlers = self._handlers
+        other_event = self._other_event
         pending_sends = adaptor.pending_sends
         pending_outcomes = adaptor.pending_outcomes
         flush_sends = self._flush_sends
+        # Events come as (type, delivery and its link's key, or the event and 0 or None). The
+        # two walks below are the same but for how they get them: on PyPy by index from the
+        # shim's arrays, elsewhere from an iterable (amqp/proton_shim.py says why).
+        arrays = self._event_arrays
+        next_events = self._next_events
         while True:
-            events = next_events()
-            if events is not None:
-                # (type, delivery and its link's key for delivery events, or the event and 0)
-                for kind, item, link_key in events:
-                    if kind == incoming_type:
-                        on_delivery(item, link_key)
-                        continue
-                    if kind == delivery_type:
-                        message = outgoing_get(item)
-                        if message is not None:
-                            # A consumer's disposition on a delivery of ours: its link is known.
-                            consumer_disposition(message, item)
+            if arrays is not None:
+                count = arrays.next_count()
+                if count:
+                    kinds, objects, links = arrays.kinds, arrays.objects, arrays.links
+                    for index in range(count):
+                        kind = kinds[index]
+                        if kind == incoming_type:
+                            on_delivery(objects[index], links[index])
+                        elif kind == delivery_type:
+                            item = objects[index]
+                            message = outgoing_get(item)
+                            if message is not None:
+                                consumer_disposition(message, item)
+                            else:
+                                on_delivery(item, links[index])
                         else:
+                            other_event(kind, objects[index])
+                    continue
+            else:
+                events = next_events()
+                if events is not None:
+                    for kind, item, link_key in events:
+                        if kind == incoming_type:
                             on_delivery(item, link_key)
-                        continue
-                    if pending_sends or pending_outcomes:
-                        flush_sends()
-                    if kind == flow_type:
-                        pn_link = lib.pn_event_link(item)
-                        link = links.get(pn_link)
-                        if link is not None:
-                            adaptor.on_flow(link)
-                        elif adaptor.link_router is not None:
-                            adaptor.link_router.on_flow(pn_link)
-                    else:
-                        handler = handlers.get(kind)
-                        if handler is not None:
-                            handler(item)
-                continue
+                        elif kind == delivery_type:
+                            message = outgoing_get(item)
+                            if message is not None:
+                                # A consumer's disposition on a delivery of ours: its link is known.
+                                consumer_disposition(message, item)
+                            else:
+                                on_delivery(item, link_key)
+                        else:
+                            other_event(kind, item)
+                    continue
             if pending_sends or pending_outcomes:
                 flush_sends()
             adaptor.flush_credit()
@@ -256,6 +264,24 @@ class AmqpServer:
             if not lib.pn_collector_peek(collector):
                 break
         self._release_finished()
+
+    def _other_event(self, kind: int, event: Any) -> None:
+        """An event other than a delivery's, in the middle of a batch. The sends decided so
+        far go first, so the core's view and proton's agree when it is handled."""
+        adaptor = self.adaptor
+        if adaptor.pending_sends or adaptor.pending_outcomes:
+            self._flush_sends()
+        if kind == pn.LINK_FLOW:
+            pn_link = lib.pn_event_link(event)
+            link = adaptor.links.get(pn_link)
+            if link is not None:
+                adaptor.on_flow(link)
+            elif adaptor.link_router is not None:
+                adaptor.link_router.on_flow(pn_link)
+            return
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            handler(event)
 
     def _flush_output(self) -> None:
         dirty: Set[AmqpConnection] = self.adaptor.dirty
@@ -346,19 +372,7 @@ class AmqpServer:
             else:
                 self._on_delivery(delivery, pointer_key(lib.pn_delivery_link(delivery)))
             return
-        if adaptor.pending_sends or adaptor.pending_outcomes:
-            self._flush_sends()
-        if kind == pn.LINK_FLOW:
-            pn_link = lib.pn_event_link(event)
-            link = adaptor.links.get(pn_link)
-            if link is not None:
-                adaptor.on_flow(link)
-            elif adaptor.link_router is not None:
-                adaptor.link_router.on_flow(pn_link)
-            return
-        handler = self._handlers.get(kind)
-        if handler is not None:
-            handler(event)
+        self._other_event(kind, event)
 
     def _transport_error(self, event: Any) -> None:
         transport = lib.pn_event_transport(event)
