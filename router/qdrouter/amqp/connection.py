@@ -206,9 +206,9 @@ class AmqpConnection:
     def read(self) -> bool:
         """Move what the socket has into the transport. False once input is over.
 
-        Proton's input buffer holds only a frame or two, and each push processes what it
-        got; so read until the socket is empty (within a budget), making each loop turn
-        handle a large batch of messages with one write per peer."""
+        Proton's input buffer holds only a frame or two, and proton processes each read as
+        it lands; so read_socket reads until the socket is empty (within a budget), making
+        each loop turn handle a large batch of messages with one write per peer."""
         if read_socket(self.transport, self.fileno, READ_BUDGET) == QD_INPUT_OVER:
             self.input_closed = True
             return False
