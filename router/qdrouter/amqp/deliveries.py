@@ -47,10 +47,9 @@ class DeliveryAdaptor:
         self.control_handler: Callable[[CoreLink, bytes], None] | None = None
         self.table = table
         self.forwarder = Forwarder(table, self)
+        # By proton_shim.pointer_key of their handle: the key the event loop gives the hot
+        # path with each delivery.
         self.links: Dict[Any, CoreLink] = {}
-        # The same links by proton_shim.pointer_key, for the hot path (the event loop gives
-        # it those).
-        self.links_by_key: Dict[Any, CoreLink] = {}
         # Connections with output to flush at the end of this loop turn.
         self.dirty: Set[Any] = set()
         # (consumer link, payload, InFlight or None when pre-settled), in decision order.
@@ -92,7 +91,7 @@ class DeliveryAdaptor:
         share of the cost. The common case (addressed link, complete message without router
         annotations, an anycast consumer with credit) is handled inline; everything else
         goes through the general methods below."""
-        links_get = self.links_by_key.get
+        links_get = self.links.get
         readable = lib.pn_delivery_readable
         is_settled = lib.pn_delivery_settled
         settle = lib.pn_delivery_settle

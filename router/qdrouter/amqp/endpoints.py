@@ -252,7 +252,7 @@ class EndpointHandler:
         watcher = self.link_watchers.pop(pn_link, None)
         if watcher is not None:
             watcher(False, _remote_error(lib.pn_link_remote_condition(pn_link)))
-        link = self.adaptor.links.get(pn_link)
+        link = self.adaptor.links.get(pointer_key(pn_link))
         if link is not None:
             self._forget(link)
             self.adaptor.dirty.add(link.connection)
@@ -271,8 +271,7 @@ class EndpointHandler:
 
     def _register(self, connection: AmqpConnection, link: CoreLink) -> None:
         connection.links[link.handle] = link
-        self.adaptor.links[link.handle] = link
-        self.adaptor.links_by_key[pointer_key(link.handle)] = link
+        self.adaptor.links[pointer_key(link.handle)] = link
 
     def _forget(self, link: CoreLink, error: str = "connection closed") -> None:
         handle = link.handle
@@ -281,8 +280,7 @@ class EndpointHandler:
         watcher = self.link_watchers.pop(handle, None)
         if watcher is not None:
             watcher(False, error)
-        self.adaptor.links.pop(handle, None)
-        self.adaptor.links_by_key.pop(pointer_key(handle), None)
+        self.adaptor.links.pop(pointer_key(handle), None)
         if self.policer is not None:
             self.policer.forget(handle)
         link.connection.links.pop(handle, None)

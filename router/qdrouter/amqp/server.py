@@ -273,7 +273,7 @@ class AmqpServer:
             self._flush_sends()
         if kind == pn.LINK_FLOW:
             pn_link = lib.pn_event_link(event)
-            link = adaptor.links.get(pn_link)
+            link = adaptor.links.get(pointer_key(pn_link))
             if link is not None:
                 adaptor.on_flow(link)
             elif adaptor.link_router is not None:
