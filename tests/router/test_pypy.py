@@ -98,6 +98,21 @@ def test_metrics_say_the_router_runs_on_pypy(pypy_router: RouterFactory) -> None
     assert router_info(samples)["proton_shim"] == "compiled"
 
 
+def test_router_on_pypy_without_the_compiled_shim_routes(pypy_router: RouterFactory, net: Net,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the compiled shim the router reads its sockets in Python, and PyPy 3.9 has no
+    os.readv: it must start and route all the same, large messages (several reads) too."""
+    monkeypatch.setenv("QDROUTER_PROTON_SHIM", "off")
+    router = pypy_router(extra_listeners={"http": {"http": "true"}})
+    assert router_info(scrape(router.ports["http"]))["proton_shim"] == "fallback"
+    receiver = net.connect(router.url).receiver("closest.fallback")
+    sender = net.connect(router.url).sender("closest.fallback")
+    bodies = [f"m{i}" for i in range(100)] + ["x" * 700_000]
+    outcomes = send_and_settle(net, sender, [msg(body) for body in bodies], timeout=30)
+    assert [o.name for o in outcomes] == ["accepted"] * 101
+    assert receiver.bodies() == bodies
+
+
 # On PyPy the fast path keeps a pre-settled message without router annotations in its read
 # arena until the send, instead of in bytes (amqp/deliveries.py); these cover what differs.
 

@@ -6,7 +6,7 @@ Proton's functions are bound as closure variables: on this path every lookup cou
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Iterator, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, Tuple
 
 from .proton_ffi import ffi, lib
 from .proton_shim_codes import (
@@ -162,8 +162,16 @@ def socket_io_functions() -> Tuple[Callable[[Any, int, int], int], Callable[[Any
     peek = lib.pn_transport_peek
     pop = lib.pn_transport_pop
     close_head = lib.pn_transport_close_head
-    readv = os.readv
     write_fd = os.write
+    readv = getattr(os, "readv", None)
+    if readv is None:
+        # PyPy 3.9 has no os.readv: read into a new bytes object, and copy that in.
+        read_fd = os.read
+
+        def readv(fd: int, views: List[memoryview]) -> int:
+            data = read_fd(fd, len(views[0]))
+            views[0][:len(data)] = data
+            return len(data)
 
     def read(transport: Any, fd: int, budget: int) -> int:
         while budget > 0:
