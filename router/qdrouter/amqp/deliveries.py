@@ -18,7 +18,7 @@ from .local_multicast import local_multicast
 from .mesh_handoff import mesh_handoff
 from .message_sections import MessageFormatError
 from .proton_ffi import ffi, lib
-from .proton_shim import ON_PYPY, QD_EMPTY, QD_LARGE, QD_NO_ANNOTATIONS, take
+from .proton_shim import ON_PYPY, QD_EMPTY, QD_LARGE, QD_NO_ANNOTATIONS, delivery_key, delivery_of, take
 from .send_queue import sends_flusher
 
 _QD_PREFIX = b"x-opt-qd."
@@ -56,7 +56,7 @@ class DeliveryAdaptor:
         self.pending_sends: list[tuple[CoreLink, bytes, InFlight | None]] = []
         # (message, outcome) to give to producers' deliveries, settling them.
         self.pending_outcomes: list[tuple[InFlight, int]] = []
-        # Unsettled outgoing deliveries of all links, by proton pointer (each link's
+        # Unsettled outgoing deliveries of all links, by delivery_key (each link's
         # ``unsettled`` holds its own too). A consumer's disposition is found here without
         # asking proton which link the delivery is on; entries leave as the deliveries are
         # settled or their link goes (drop_outgoing), before proton may reuse the pointer.
@@ -84,7 +84,7 @@ class DeliveryAdaptor:
         self.on_link_refused: Callable[[CoreLink], None] | None = None
 
     # ---- events ------------------------------------------------------------------------
-    def delivery_handler(self) -> Callable[[Any, Any], None]:
+    def delivery_handler(self) -> Callable[[Any, Any, Any], None]:
         """The PN_DELIVERY handler for deliveries not in ``self.outgoing`` (the event loop
         gives those to ``self.consumer_disposition``). A closure over local names, because
         at hundreds of thousands of calls a second attribute and global lookups are a real
@@ -117,7 +117,7 @@ class DeliveryAdaptor:
         plain_head_after_header = _PLAIN_HEAD_AFTER_HEADER
         plain_head = _PLAIN_HEAD
 
-        def on_delivery(delivery: Any, link_key: Any) -> None:
+        def on_delivery(delivery: Any, link_key: Any, key: Any) -> None:
             link = links_get(link_key)
             if link is None:
                 if state.link_router is not None:
@@ -130,11 +130,11 @@ class DeliveryAdaptor:
                 return
             raw = None
             if policed and link.handle in policed:
-                if delivery in link.unsettled:
+                if key in link.unsettled:
                     # An update of a message already read (the producer settled first):
                     # nothing for policy to read.
                     if is_settled(delivery):
-                        producer_settled(link, delivery)
+                        producer_settled(link, delivery, key)
                     return
                 # Policy reads the message (size, user-id); what passes takes the paths below.
                 raw = state.policer.message(link, delivery)
@@ -161,11 +161,11 @@ class DeliveryAdaptor:
                         # Nothing buffered: an update of a delivery already read (the producer
                         # settled first), or an empty or aborted message (current on its link).
                         if readable(delivery):
-                            general_receive(link, delivery)
+                            general_receive(link, delivery, key)
                         elif is_settled(delivery):
-                            producer_settled(link, delivery)
+                            producer_settled(link, delivery, key)
                     elif count == QD_LARGE:
-                        general_receive(link, delivery)
+                        general_receive(link, delivery, key)
                     # QD_PARTIAL: more to come. A producer that settles a message while still
                     # sending it (pre-settled, as a rule) has it read and forwarded once it is
                     # whole: settling here would discard the rest of it.
@@ -188,13 +188,15 @@ class DeliveryAdaptor:
             if distribution is unavailable or (
                 distribution is multicast and (address.remote or not read_here)
             ):
-                general_receive(link, delivery, raw if raw is not None else fast_bytes[start:start + count])
+                if raw is None:
+                    raw = fast_bytes[start:start + count]
+                general_receive(link, delivery, key, raw)
                 return
             link.counters.delivered += 1
             # Any other start is searched for the router's annotation prefix (bytes.find is
             # twice as fast as "in" here); such a message was made into bytes.
             if not plain and raw is not None and raw.find(qd_prefix) >= 0:
-                general_receive(link, delivery, raw)
+                general_receive(link, delivery, key, raw)
                 return
             presettled = link.sends_settled
             if presettled is None:
@@ -205,8 +207,8 @@ class DeliveryAdaptor:
             else:
                 if raw is None:
                     raw = fast_bytes[start:start + count]
-                message = InFlight(raw, raw, link, delivery, False)
-                link.unsettled[delivery] = message
+                message = InFlight(raw, raw, link, delivery, False, key)
+                link.unsettled[key] = message
             if raw is None:
                 # Pre-settled, in the arena: sent from there, so it stays until flush_sends.
                 payload = fast_pointer[start:start + count]
@@ -269,13 +271,13 @@ class DeliveryAdaptor:
         connection.write()
         self.dirty.add(connection)
 
-    def _receive(self, link: CoreLink, delivery: Any, raw: bytes | None = None) -> None:
+    def _receive(self, link: CoreLink, delivery: Any, key: Any, raw: bytes | None = None) -> None:
         """Any complete incoming message; ``raw`` when the fast path already read it."""
-        self._receive_one(link, delivery, raw)
+        self._receive_one(link, delivery, key, raw)
         if link.owed_credit * 2 >= link.capacity:
             self.return_credit_now(link)
 
-    def _receive_one(self, link: CoreLink, delivery: Any, raw: bytes | None) -> None:
+    def _receive_one(self, link: CoreLink, delivery: Any, key: Any, raw: bytes | None) -> None:
         handle = link.handle
         if raw is None:
             if lib.pn_delivery_aborted(delivery):
@@ -293,8 +295,8 @@ class DeliveryAdaptor:
             lib.pn_delivery_settle(delivery)
             message = InFlight(raw, raw, link, None, True)
         else:
-            message = InFlight(raw, raw, link, delivery, False)
-            link.unsettled[delivery] = message
+            message = InFlight(raw, raw, link, delivery, False, key)
+            link.unsettled[key] = message
         if link.kind == CONTROL:
             if self.control_handler is not None:
                 self.control_handler(link, raw)
@@ -319,20 +321,20 @@ class DeliveryAdaptor:
                 return
         self.forwarder.forward(message, link.address)
 
-    def _producer_settled(self, link: CoreLink, delivery: Any) -> None:
+    def _producer_settled(self, link: CoreLink, delivery: Any, key: Any) -> None:
         """The producer settled first (it no longer cares): settle downstream too."""
-        message = link.unsettled.pop(delivery, None)
+        message = link.unsettled.pop(key, None)
         lib.pn_delivery_settle(delivery)
         if message is None:
             return
         message.delivery = None
         out_link = message.out_link
-        out_delivery = message.out_delivery
-        if out_link is not None and out_delivery is not None:
-            if out_link.unsettled.pop(out_delivery, None) is not None:
-                del self.outgoing[out_delivery]
+        out_key = message.out_delivery
+        if out_link is not None and out_key is not None:
+            if out_link.unsettled.pop(out_key, None) is not None:
+                del self.outgoing[out_key]
                 self.forwarder.consumer_settled(out_link)
-                lib.pn_delivery_settle(out_delivery)
+                lib.pn_delivery_settle(delivery_of(out_key))
                 self.dirty.add(out_link.connection)
             message.out_delivery = None
 
@@ -351,8 +353,8 @@ class DeliveryAdaptor:
     def drop_outgoing(self, link: CoreLink) -> None:
         """An outgoing link is going (its deliveries with it): forget its deliveries."""
         outgoing = self.outgoing
-        for delivery in link.unsettled:
-            outgoing.pop(delivery, None)
+        for key in link.unsettled:
+            outgoing.pop(key, None)
 
     # ---- DeliveryIO --------------------------------------------------------------------
     def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
@@ -370,7 +372,7 @@ class DeliveryAdaptor:
             return
         message.delivery = None
         in_link = message.in_link
-        in_link.unsettled.pop(delivery, None)
+        in_link.unsettled.pop(message.delivery_key, None)
         if outcome == MODIFIED:
             lib.pn_disposition_set_failed(lib.pn_delivery_local(delivery), True)
         lib.pn_delivery_update(delivery, outcome)
@@ -394,8 +396,9 @@ class DeliveryAdaptor:
             lib.pn_delivery_settle(delivery)
             self.forwarder._release_credit(link)
             return
-        message = InFlight(b"", b"", link, delivery, False)
-        link.unsettled[delivery] = message
+        key = delivery_key(delivery)
+        message = InFlight(b"", b"", link, delivery, False, key)
+        link.unsettled[key] = message
         self._reject_malformed(message, reason, condition)
 
     def _reject_malformed(self, message: InFlight, reason: str, name: str = "amqp:decode-error") -> None:

@@ -40,9 +40,10 @@ def disposition_handler(outgoing: Dict[Any, InFlight], dirty: Set[Any],
                     dirty_add(message.in_link.connection)
                 return
             settle(delivery)
-        del outgoing[delivery]
+        key = message.out_delivery
+        del outgoing[key]
         link: CoreLink = message.out_link  # type: ignore[assignment]
-        del link.unsettled[delivery]
+        del link.unsettled[key]
         message.out_delivery = None
         link.outstanding -= 1
         if state == accepted:

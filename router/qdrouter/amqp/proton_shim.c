@@ -170,6 +170,12 @@ void *qd_send(void *link, uint64_t tag, const char *payload, size_t size)
     return delivery;
 }
 
+/* qd_send, the delivery as its address: PyPy keys deliveries by int (proton_shim.py). */
+intptr_t qd_send_keyed(void *link, uint64_t tag, const char *payload, size_t size)
+{
+    return (intptr_t)qd_send(link, tag, payload, size);
+}
+
 /* Sends one message pre-settled. Tags need be unique only among unsettled deliveries. */
 void qd_send_settled(void *link, const char *payload, size_t size)
 {

@@ -36,8 +36,9 @@ from .proton_shim_fallback import Event
 __all__ = ["BATCH", "COMPILED", "NOT_COMPILED_BECAUSE", "ON_PYPY", "QD_ABORTED", "QD_EMPTY",
            "QD_INCOMING_DELIVERY", "QD_INPUT_OVER", "QD_IO_OPEN", "QD_LARGE", "QD_NO_ANNOTATIONS",
            "QD_OUTPUT_FAILED", "QD_PARTIAL", "QD_SETTLED", "QD_WOULD_BLOCK", "STATE_MASK",
-           "EventArrays", "consumer_update", "event_arrays", "event_batches", "finish",
-           "pointer_key", "read_socket", "send", "send_settled", "take", "write_socket"]
+           "EventArrays", "consumer_update", "delivery_key", "delivery_of", "event_arrays",
+           "event_batches", "finish", "pointer_key", "read_socket", "send", "send_settled", "take",
+           "write_socket"]
 
 # Events taken from the collector per call.
 BATCH = 256
@@ -70,12 +71,14 @@ COMPILED = _shim is not None
 class EventArrays:
     """A batch of events as the compiled shim leaves them: ``next_count()`` takes the next
     batch (releasing the previous one) and returns how many events it holds, 0 for none;
-    event i is (kinds[i], objects[i], links[i]), as ``event_batches`` would give it."""
+    event i is (kinds[i], objects[i], links[i]), as ``event_batches`` would give it, and
+    keys[i] is objects[i]'s address as an int (its delivery_key, for a delivery event)."""
 
     def __init__(self, collector: Any) -> None:
         self.kinds = _shim_ffi.new("int[]", BATCH)
         self.objects = _shim_ffi.new("void *[]", BATCH)
         self.links = _shim_ffi.new("intptr_t[]", BATCH)
+        self.keys = _shim_ffi.cast("intptr_t *", self.objects)
         self._held = _shim_ffi.new("void *[]", BATCH)
         self._held_count = 0
         self._collector = collector
@@ -114,6 +117,10 @@ def _address(pointer: Any) -> int:
     return int(ffi.cast("intptr_t", pointer))
 
 
+def _pointer(address: int) -> Any:
+    return ffi.cast("void *", address)
+
+
 def _itself(pointer: Any) -> Any:
     return pointer
 
@@ -123,6 +130,17 @@ def _itself(pointer: Any) -> Any:
 # keys. The fallback gives the pointer itself: an int made of it in Python would cost more
 # than the dict saves.
 pointer_key: Callable[[Any], Any] = _address if COMPILED else _itself
+
+# delivery_key(delivery): the key of a delivery in link.unsettled and the adaptor's outgoing
+# dict; delivery_of(key) is the delivery again. On PyPy with the compiled shim, its address
+# as an int, which the event arrays (EventArrays.keys) and send give as such: PyPy's dict
+# operations on pointer objects call out to hash and compare them (about 150 ns for a
+# message's five, against 55 with ints). Elsewhere the pointer itself: CPython hashes
+# pointers in C, and an int made of one would cost it more than it saves. Making a key from
+# a pointer costs PyPy an allocation: only the paths off the hot one do (delivery_key).
+INT_DELIVERY_KEYS = COMPILED and ON_PYPY
+delivery_key: Callable[[Any], Any] = _address if INT_DELIVERY_KEYS else _itself
+delivery_of: Callable[[Any], Any] = _pointer if INT_DELIVERY_KEYS else _itself
 
 
 def event_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
@@ -136,7 +154,7 @@ def event_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
 
 # take(link, delivery, buffer, capacity): a complete message's size, read and the link
 # advanced (+ QD_NO_ANNOTATIONS when it starts without message annotations), or a QD_*
-# code. send(link, tag, payload, size): a new unsettled delivery.
+# code. send(link, tag, payload, size): a new unsettled delivery's delivery_key.
 # send_settled(link, payload, size). consumer_update(delivery, accepted): the consumer's
 # outcome, | QD_SETTLED when settled (then settled here too if accepted).
 # finish(delivery, outcome): the outcome given and the delivery settled.
@@ -151,7 +169,7 @@ read_socket: Callable[[Any, int, int], int]
 write_socket: Callable[[Any, int], int]
 if COMPILED:
     take = _shim.qd_take
-    send = _shim.qd_send
+    send = _shim.qd_send_keyed if INT_DELIVERY_KEYS else _shim.qd_send
     send_settled = _shim.qd_send_settled
     consumer_update = _shim.qd_consumer_update
     finish = _shim.qd_finish

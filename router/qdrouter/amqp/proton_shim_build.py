@@ -29,6 +29,7 @@ int qd_collect(void *collector, void **held, int held_count, int *kinds, void **
                intptr_t *links, int max);
 int64_t qd_take(void *link, void *delivery, char *buffer, size_t capacity);
 void *qd_send(void *link, uint64_t tag, const char *payload, size_t size);
+intptr_t qd_send_keyed(void *link, uint64_t tag, const char *payload, size_t size);
 void qd_send_settled(void *link, const char *payload, size_t size);
 uint64_t qd_consumer_update(void *delivery, uint64_t accepted);
 void qd_finish(void *delivery, uint64_t outcome);

@@ -52,11 +52,11 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
                 send_settled(handle, payload, len(payload))
             else:
                 count += 1
-                delivery = send(handle, count, payload, len(payload))
+                key = send(handle, count, payload, len(payload))
                 message.out_link = link
-                message.out_delivery = delivery
-                link.unsettled[delivery] = message
-                outgoing[delivery] = message
+                message.out_delivery = key
+                link.unsettled[key] = message
+                outgoing[key] = message
             if link is not last_link:
                 dirty_add(link.connection)
                 last_link = link
@@ -71,7 +71,7 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
                 continue  # the producer settled first, or left
             message.delivery = None
             in_link = message.in_link
-            del in_link.unsettled[delivery]
+            del in_link.unsettled[message.delivery_key]
             finish(delivery, outcome)
             if outcome == accepted:
                 in_link.counters.accepted += 1

@@ -19,7 +19,7 @@ from .connection import AmqpConnection, ListenerSettings
 from .deliveries import DeliveryAdaptor
 from .endpoints import EndpointHandler
 from .proton_ffi import lib
-from .proton_shim import QD_INCOMING_DELIVERY, event_arrays, event_batches, pointer_key
+from .proton_shim import QD_INCOMING_DELIVERY, delivery_key, event_arrays, event_batches, pointer_key
 from .timers import Timers
 
 log = logging.getLogger("qdrouter.SERVER")
@@ -216,25 +216,27 @@ class AmqpServer:
         flush_sends = self._flush_sends
         # Events come as (type, delivery and its link's key, or the event and 0 or None). The
         # two walks below are the same but for how they get them: on PyPy by index from the
-        # shim's arrays, elsewhere from an iterable (amqp/proton_shim.py says why).
+        # shim's arrays, elsewhere from an iterable (amqp/proton_shim.py says why), and a
+        # delivery's key (proton_shim.delivery_key): on PyPy the arrays give it as an int,
+        # elsewhere a delivery is its own key.
         arrays = self._event_arrays
         next_events = self._next_events
         while True:
             if arrays is not None:
                 count = arrays.next_count()
                 if count:
-                    kinds, objects, links = arrays.kinds, arrays.objects, arrays.links
+                    kinds, objects, links, keys = arrays.kinds, arrays.objects, arrays.links, arrays.keys
                     for index in range(count):
                         kind = kinds[index]
                         if kind == incoming_type:
-                            on_delivery(objects[index], links[index])
+                            on_delivery(objects[index], links[index], keys[index])
                         elif kind == delivery_type:
-                            item = objects[index]
-                            message = outgoing_get(item)
+                            key = keys[index]
+                            message = outgoing_get(key)
                             if message is not None:
-                                consumer_disposition(message, item)
+                                consumer_disposition(message, objects[index])
                             else:
-                                on_delivery(item, links[index])
+                                on_delivery(objects[index], links[index], key)
                         else:
                             other_event(kind, objects[index])
                     continue
@@ -243,14 +245,14 @@ class AmqpServer:
                 if events is not None:
                     for kind, item, link_key in events:
                         if kind == incoming_type:
-                            on_delivery(item, link_key)
+                            on_delivery(item, link_key, item)
                         elif kind == delivery_type:
                             message = outgoing_get(item)
                             if message is not None:
                                 # A consumer's disposition on a delivery of ours: its link is known.
                                 consumer_disposition(message, item)
                             else:
-                                on_delivery(item, link_key)
+                                on_delivery(item, link_key, item)
                         else:
                             other_event(kind, item)
                     continue
@@ -366,11 +368,12 @@ class AmqpServer:
             return
         if kind == pn.DELIVERY:
             delivery = lib.pn_event_delivery(event)
-            message = adaptor.outgoing.get(delivery)
+            key = delivery_key(delivery)
+            message = adaptor.outgoing.get(key)
             if message is not None:
                 adaptor.consumer_disposition(message, delivery)
             else:
-                self._on_delivery(delivery, pointer_key(lib.pn_delivery_link(delivery)))
+                self._on_delivery(delivery, pointer_key(lib.pn_delivery_link(delivery)), key)
             return
         self._other_event(kind, event)
 

@@ -16,6 +16,7 @@ class InFlight:
     __slots__ = (
         "copies_pending",
         "delivery",
+        "delivery_key",
         "in_link",
         "ingress",
         "key",
@@ -28,7 +29,8 @@ class InFlight:
         "trace",
     )
 
-    def __init__(self, payload: bytes, raw: bytes, in_link: CoreLink, delivery: Any, settled: bool) -> None:
+    def __init__(self, payload: bytes, raw: bytes, in_link: CoreLink, delivery: Any, settled: bool,
+                 delivery_key: Any = None) -> None:
         # What consumers that strip the router's annotations receive (None: not made yet,
         # the adaptor strips the raw message on first need)...
         self.payload: bytes | None = payload
@@ -37,8 +39,11 @@ class InFlight:
         self.in_link = in_link
         # The incoming proton delivery, or None once settled upstream or its link is gone.
         self.delivery = delivery
+        # Its key in in_link.unsettled (the adaptor's delivery_key), while unsettled.
+        self.delivery_key = delivery_key
         self.settled = settled
         self.out_link: CoreLink | None = None
+        # The outgoing delivery's key in out_link.unsettled (the adaptor's), once sent.
         self.out_delivery: Any = None
         # Multicast copies still waiting in consumers' backlogs.
         self.copies_pending = 0
@@ -149,7 +154,7 @@ class CoreLink:
         # deliveries arrive settled (unsettled), so the adaptor need not ask per message;
         # None when they may be either.
         self.sends_settled: bool | None = None
-        # Unsettled deliveries by proton pointer: incoming ones (on incoming links) or
-        # outgoing ones (on outgoing links).
+        # Unsettled deliveries by the adaptor's key for them (amqp.proton_shim.delivery_key):
+        # incoming ones (on incoming links) or outgoing ones (on outgoing links).
         self.unsettled: Dict[Any, InFlight] = {}
         self.counters = LinkCounters()
