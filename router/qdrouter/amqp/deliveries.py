@@ -18,7 +18,16 @@ from .local_multicast import local_multicast
 from .mesh_handoff import mesh_handoff
 from .message_sections import MessageFormatError
 from .proton_ffi import ffi, lib
-from .proton_shim import ON_PYPY, QD_EMPTY, QD_LARGE, QD_NO_ANNOTATIONS, delivery_key, delivery_of, take
+from .proton_shim import (
+    ON_PYPY,
+    QD_EMPTY,
+    QD_LARGE,
+    QD_NO_ANNOTATIONS,
+    QD_TAKEN_SETTLED,
+    delivery_key,
+    delivery_of,
+    take,
+)
 from .send_queue import sends_flusher
 
 _QD_PREFIX = b"x-opt-qd."
@@ -111,6 +120,7 @@ class DeliveryAdaptor:
         in_arena = ON_PYPY
         arena_limit = len(self._arena) - _FAST_READ
         no_annotations = QD_NO_ANNOTATIONS
+        taken_settled = QD_TAKEN_SETTLED
         flush_pending = self.flush_pending
         return_credit_now = self.return_credit_now
         multicast_here = local_multicast(self)
@@ -141,6 +151,7 @@ class DeliveryAdaptor:
                 if raw is None:
                     return
                 read_here = False  # policy read it, and advanced the link
+                settled_here = False
                 plain = raw.startswith(plain_head_after_header) or raw.startswith(plain_head)
                 start = count = 0
             else:
@@ -171,8 +182,13 @@ class DeliveryAdaptor:
                     # whole: settling here would discard the rest of it.
                     # QD_ABORTED: the producer gave up on it; read past, and settled.
                     return
-                # The shim tells a message that starts without message annotations, so
-                # without router annotations: most do, and they need no search for them.
+                # The shim settles a message its producer settled (so every path after this
+                # may settle it again, harmlessly), and tells one that starts without
+                # message annotations, so without router annotations: most do, and they need
+                # no search for them.
+                settled_here = count >= taken_settled
+                if settled_here:
+                    count -= taken_settled
                 plain = count >= no_annotations
                 if plain:
                     count -= no_annotations
@@ -198,17 +214,20 @@ class DeliveryAdaptor:
             if not plain and raw is not None and raw.find(qd_prefix) >= 0:
                 general_receive(link, delivery, key, raw)
                 return
-            presettled = link.sends_settled
-            if presettled is None:
-                presettled = is_settled(delivery)
-            if presettled:
-                settle(delivery)
+            if settled_here:
                 message = None
             else:
-                if raw is None:
-                    raw = fast_bytes[start:start + count]
-                message = InFlight(raw, raw, link, delivery, False, key)
-                link.unsettled[key] = message
+                presettled = link.sends_settled
+                if presettled is None:
+                    presettled = is_settled(delivery)
+                if presettled:
+                    settle(delivery)
+                    message = None
+                else:
+                    if raw is None:
+                        raw = fast_bytes[start:start + count]
+                    message = InFlight(raw, raw, link, delivery, False, key)
+                    link.unsettled[key] = message
             if raw is None:
                 # Pre-settled, in the arena: sent from there, so it stays until flush_sends.
                 payload = fast_pointer[start:start + count]

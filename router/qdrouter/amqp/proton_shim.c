@@ -142,8 +142,9 @@ static int starts_without_annotations(const char *message, ssize_t size)
 
 /* Reads a complete incoming message of at most capacity bytes into buffer and advances
  * the link: its size, plus QD_NO_ANNOTATIONS when it starts without a message-annotations
- * section; or QD_PARTIAL (more to come), QD_EMPTY (nothing buffered), QD_LARGE (over
- * capacity; nothing read), QD_ABORTED (the producer aborted it: read past and settled). */
+ * section, plus QD_TAKEN_SETTLED when its producer had settled it (then it is settled here:
+ * one call fewer per pre-settled message; settling again is harmless); or QD_PARTIAL (more
+ * to come), QD_EMPTY (nothing buffered), QD_LARGE (over capacity; nothing read), QD_ABORTED (the producer aborted it: read past and settled). */
 int64_t qd_take(void *link, void *delivery, char *buffer, size_t capacity)
 {
     if (p_delivery_partial(delivery)) return QD_PARTIAL;
@@ -156,8 +157,13 @@ int64_t qd_take(void *link, void *delivery, char *buffer, size_t capacity)
         p_delivery_settle(delivery);
         return QD_ABORTED;
     }
-    if (starts_without_annotations(buffer, count)) return (int64_t)(count | QD_NO_ANNOTATIONS);
-    return count;
+    int64_t result = count;
+    if (starts_without_annotations(buffer, count)) result |= QD_NO_ANNOTATIONS;
+    if (p_delivery_settled(delivery)) {
+        p_delivery_settle(delivery);
+        result |= QD_TAKEN_SETTLED;
+    }
+    return result;
 }
 
 /* Sends one unsettled message on link, tagged with tag's 8 bytes; its new delivery. */

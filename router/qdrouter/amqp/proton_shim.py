@@ -29,13 +29,15 @@ from .proton_shim_codes import (
     QD_OUTPUT_FAILED,
     QD_PARTIAL,
     QD_SETTLED,
+    QD_TAKEN_SETTLED,
     QD_WOULD_BLOCK,
 )
 from .proton_shim_fallback import Event
 
 __all__ = ["BATCH", "COMPILED", "NOT_COMPILED_BECAUSE", "ON_PYPY", "QD_ABORTED", "QD_EMPTY",
            "QD_INCOMING_DELIVERY", "QD_INPUT_OVER", "QD_IO_OPEN", "QD_LARGE", "QD_NO_ANNOTATIONS",
-           "QD_OUTPUT_FAILED", "QD_PARTIAL", "QD_SETTLED", "QD_WOULD_BLOCK", "STATE_MASK",
+           "QD_OUTPUT_FAILED", "QD_PARTIAL", "QD_SETTLED", "QD_TAKEN_SETTLED",
+           "QD_WOULD_BLOCK", "STATE_MASK",
            "EventArrays", "consumer_update", "delivery_key", "delivery_of", "event_arrays",
            "event_batches", "finish", "pointer_key", "read_socket", "send", "send_settled", "take",
            "write_socket"]
@@ -153,7 +155,8 @@ def event_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
 
 
 # take(link, delivery, buffer, capacity): a complete message's size, read and the link
-# advanced (+ QD_NO_ANNOTATIONS when it starts without message annotations), or a QD_*
+# advanced (+ QD_NO_ANNOTATIONS when it starts without message annotations, + QD_TAKEN_SETTLED
+# when its producer settled it and the shim did too), or a QD_*
 # code. send(link, tag, payload, size): a new unsettled delivery's delivery_key.
 # send_settled(link, payload, size). consumer_update(delivery, accepted): the consumer's
 # outcome, | QD_SETTLED when settled (then settled here too if accepted).

@@ -12,6 +12,9 @@ QD_LARGE = -3
 QD_ABORTED = -4
 # qd_take: added to a message's size when it starts without a message-annotations section.
 QD_NO_ANNOTATIONS = 1 << 32
+# qd_take: added to a message's size when its producer had settled it: it is settled here
+# too (whole, read and advanced past; the batch's event keeps it valid until the next).
+QD_TAKEN_SETTLED = 1 << 33
 # qd_collect: the event kind of a delivery event on a receiving link (proton's event types
 # are not negative).
 QD_INCOMING_DELIVERY = -100

@@ -79,7 +79,9 @@ def take_function() -> Callable[[Any, Any, Any, int], int]:
         if count < 0:
             settle(delivery)
             return QD_ABORTED
-        return count  # never with QD_NO_ANNOTATIONS: the caller's search costs less here
+        # Never with QD_NO_ANNOTATIONS (the caller's search costs less here) nor with
+        # QD_TAKEN_SETTLED (the caller asks and settles; the same calls).
+        return count
 
     return take
 
