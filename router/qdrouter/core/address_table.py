@@ -14,6 +14,7 @@ MULTICAST = "multicast"
 UNAVAILABLE = "unavailable"
 DISTRIBUTIONS = (CLOSEST, BALANCED, MULTICAST, UNAVAILABLE)
 DEFAULT_DISTRIBUTION = BALANCED
+_CANONICAL = {distribution: distribution for distribution in DISTRIBUTIONS}
 
 _SEPARATORS = "./"
 
@@ -65,7 +66,8 @@ class Address:
 
     def __init__(self, key: str, distribution: str) -> None:
         self.key = key
-        self.distribution = distribution
+        # The constant itself: the forwarder and the adaptor compare distributions by identity.
+        self.distribution = _CANONICAL.get(distribution, distribution)
         self.consumers: List[CoreLink] = []
         self.producers: List[CoreLink] = []
         # Anycast messages waiting for a consumer with credit.
@@ -84,7 +86,7 @@ class Address:
                 and self.handler is None and not self.remote)
 
     def routable(self) -> bool:
-        if self.distribution == UNAVAILABLE:
+        if self.distribution is UNAVAILABLE:
             return False
         return bool(self.consumers) or self.handler is not None or bool(self.remote)
 

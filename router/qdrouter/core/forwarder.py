@@ -158,7 +158,7 @@ class Forwarder:
         # the same trace goes too while that link has credit: nothing else gained credit
         # meanwhile. In a busy mesh nearly every message waits once for the next router's
         # credit, so this saves routing each in full a second time.
-        repeatable = not address.consumers and (address.distribution == CLOSEST or len(address.remote) == 1)
+        repeatable = not address.consumers and (address.distribution is CLOSEST or len(address.remote) == 1)
         last: CoreLink | None = None
         last_trace: Any = _UNSET
         for message in queue:
@@ -247,7 +247,7 @@ class Forwarder:
         if address is not None and address.handler is not None:
             self._to_handler(address, message)
             return None
-        if (address is None or address.distribution == UNAVAILABLE
+        if (address is None or address.distribution is UNAVAILABLE
                 or not (address.consumers or address.remote)):
             link = self._topological_link(address.key, message) if address is not None else None
             if link is not None:
@@ -262,7 +262,7 @@ class Forwarder:
             # As qdrouterd: ingress counts deliveries entering the network here, not those
             # arriving from other routers (those show as transit where they were passed on).
             address.counters.deliveries_ingress += 1
-        if address.distribution == MULTICAST:
+        if address.distribution is MULTICAST:
             self._multicast(address, message)
             return None
         undelivered = address.undelivered
@@ -316,7 +316,7 @@ class Forwarder:
         count = len(consumers)
         if count:
             start = address.next_index % count
-            closest = address.distribution == CLOSEST
+            closest = address.distribution is CLOSEST
             for offset in range(count):
                 candidate = consumers[(start + offset) % count]
                 if candidate.credit > 0 and (least < 0 or candidate.outstanding < least):
@@ -328,13 +328,13 @@ class Forwarder:
                 address.next_index = start + 1
         mesh = self.mesh
         if address.remote and mesh is not None and (
-                (best is None and not consumers) or (address.distribution == BALANCED and least > 0)):
+                (best is None and not consumers) or (address.distribution is BALANCED and least > 0)):
             trace = message.trace
             for router in address.remote:
                 link = mesh.link_avoiding(router, trace)
                 if link is None or link.credit <= 0:
                     continue  # the next router grants credit as it passes messages on
-                score = mesh.cost(router) + (link.outstanding if address.distribution == BALANCED else 0)
+                score = mesh.cost(router) + (link.outstanding if address.distribution is BALANCED else 0)
                 if least < 0 or score < least:
                     best, least = link, score
         return best
