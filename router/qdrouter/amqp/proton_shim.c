@@ -144,7 +144,8 @@ static int starts_without_annotations(const char *message, ssize_t size)
  * the link: its size, plus QD_NO_ANNOTATIONS when it starts without a message-annotations
  * section, plus QD_TAKEN_SETTLED when its producer had settled it (then it is settled here:
  * one call fewer per pre-settled message; settling again is harmless); or QD_PARTIAL (more
- * to come), QD_EMPTY (nothing buffered), QD_LARGE (over capacity; nothing read), QD_ABORTED (the producer aborted it: read past and settled). */
+ * to come), QD_EMPTY (nothing buffered), QD_LARGE (over capacity; nothing read),
+ * QD_ABORTED (the producer aborted it: read past and settled). */
 int64_t qd_take(void *link, void *delivery, char *buffer, size_t capacity)
 {
     if (p_delivery_partial(delivery)) return QD_PARTIAL;

@@ -155,9 +155,9 @@ def event_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
 
 
 # take(link, delivery, buffer, capacity): a complete message's size, read and the link
-# advanced (+ QD_NO_ANNOTATIONS when it starts without message annotations, + QD_TAKEN_SETTLED
-# when its producer settled it and the shim did too), or a QD_*
-# code. send(link, tag, payload, size): a new unsettled delivery's delivery_key.
+# advanced (+ QD_NO_ANNOTATIONS when it starts without message annotations, +
+# QD_TAKEN_SETTLED when its producer settled it and the shim did too), or a QD_* code.
+# send(link, tag, payload, size): a new unsettled delivery's delivery_key.
 # send_settled(link, payload, size). consumer_update(delivery, accepted): the consumer's
 # outcome, | QD_SETTLED when settled (then settled here too if accepted).
 # finish(delivery, outcome): the outcome given and the delivery settled.

@@ -1,6 +1,7 @@
 """The core's view of links and the messages that cross them (no proton here).
 
-``handle`` and ``delivery`` fields hold the adaptor's opaque references (proton pointers);
+``handle``, ``delivery``, ``delivery_key`` and ``out_delivery`` fields, and the keys of
+``unsettled``, hold the adaptor's opaque references (proton pointers, or their addresses);
 the core only stores them and hands them back.
 """
 
