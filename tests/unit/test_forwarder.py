@@ -26,7 +26,7 @@ class RecordingIO:
         if not presettled:
             self._next += 1
             message.out_link = link
-            message.out_delivery = self._next
+            message.out_key = self._next
             link.unsettled[self._next] = message
 
     def finish_incoming(self, message: InFlight, outcome: int) -> None:

@@ -214,20 +214,18 @@ class DeliveryAdaptor:
             if not plain and raw is not None and raw.find(qd_prefix) >= 0:
                 general_receive(link, delivery, key, raw)
                 return
-            if settled_here:
+            presettled = settled_here or link.sends_settled
+            if presettled is None:
+                presettled = is_settled(delivery)
+            if presettled:
+                if not settled_here:
+                    settle(delivery)
                 message = None
             else:
-                presettled = link.sends_settled
-                if presettled is None:
-                    presettled = is_settled(delivery)
-                if presettled:
-                    settle(delivery)
-                    message = None
-                else:
-                    if raw is None:
-                        raw = fast_bytes[start:start + count]
-                    message = InFlight(raw, raw, link, delivery, False, key)
-                    link.unsettled[key] = message
+                if raw is None:
+                    raw = fast_bytes[start:start + count]
+                message = InFlight(raw, raw, link, delivery, False, key)
+                link.unsettled[key] = message
             if raw is None:
                 # Pre-settled, in the arena: sent from there, so it stays until flush_sends.
                 payload = fast_pointer[start:start + count]
@@ -348,14 +346,14 @@ class DeliveryAdaptor:
             return
         message.delivery = None
         out_link = message.out_link
-        out_key = message.out_delivery
+        out_key = message.out_key
         if out_link is not None and out_key is not None:
             if out_link.unsettled.pop(out_key, None) is not None:
                 del self.outgoing[out_key]
                 self.forwarder.consumer_settled(out_link)
                 lib.pn_delivery_settle(delivery_of(out_key))
                 self.dirty.add(out_link.connection)
-            message.out_delivery = None
+            message.out_key = None
 
     def on_flow(self, link: CoreLink) -> None:
         if link.incoming:

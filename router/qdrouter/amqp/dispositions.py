@@ -40,11 +40,11 @@ def disposition_handler(outgoing: Dict[Any, InFlight], dirty: Set[Any],
                     dirty_add(message.in_link.connection)
                 return
             settle(delivery)
-        key = message.out_delivery
+        key = message.out_key
         del outgoing[key]
         link: CoreLink = message.out_link  # type: ignore[assignment]
         del link.unsettled[key]
-        message.out_delivery = None
+        message.out_key = None
         link.outstanding -= 1
         if state == accepted:
             link.counters.accepted += 1

@@ -106,7 +106,7 @@ class EndpointHandler:
         credit or a route) go back to their senders as released: nobody has seen them."""
         for link in list(connection.links.values()):
             if link.incoming:
-                for message in [m for m in link.unsettled.values() if m.out_delivery is None]:
+                for message in [m for m in link.unsettled.values() if m.out_key is None]:
                     self.adaptor.finish_incoming(message, RELEASED)
 
     def detach_all(self, connection: AmqpConnection) -> None:

@@ -54,7 +54,7 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
                 count += 1
                 key = send(handle, count, payload, len(payload))
                 message.out_link = link
-                message.out_delivery = key
+                message.out_key = key
                 link.unsettled[key] = message
                 outgoing[key] = message
             if link is not last_link:

@@ -139,7 +139,7 @@ class AddressTable:
             # As qdrouterd: a second entity would be shadowed and shown but never applied.
             raise ValueError(f"attribute 'prefix': {prefix!r} conflicts with an existing address entity")
         # The constant itself, so hot-path comparisons can be identity checks.
-        distribution = DISTRIBUTIONS[DISTRIBUTIONS.index(distribution)]
+        distribution = _CANONICAL[distribution]
         self._prefixes.append((prefix, distribution))
         # Longest prefix first, so the first match is the most specific.
         self._prefixes.sort(key=lambda entry: len(entry[0]), reverse=True)

@@ -25,7 +25,7 @@ class DeliveryIO(Protocol):
 
     def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
         """Send ``message`` on ``link``; for unsettled sends record the outgoing delivery in
-        ``message.out_delivery`` and ``link.unsettled``."""
+        ``message.out_key`` and ``link.unsettled``."""
 
     def finish_incoming(self, message: InFlight, outcome: int) -> None:
         """Give the incoming delivery ``outcome`` and settle it (no-op if already gone)."""
@@ -130,7 +130,7 @@ class Forwarder:
         while link.backlog:
             self._copy_done(link.backlog.popleft())
         for message in list(link.unsettled.values()):
-            message.out_delivery = None
+            message.out_key = None
             message.out_link = None
             link.counters.modified += 1
             self.io.finish_incoming(message, MODIFIED)

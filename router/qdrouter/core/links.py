@@ -1,6 +1,6 @@
 """The core's view of links and the messages that cross them (no proton here).
 
-``handle``, ``delivery``, ``delivery_key`` and ``out_delivery`` fields, and the keys of
+``handle``, ``delivery``, ``delivery_key`` and ``out_key`` fields, and the keys of
 ``unsettled``, hold the adaptor's opaque references (proton pointers, or their addresses);
 the core only stores them and hands them back.
 """
@@ -22,7 +22,7 @@ class InFlight:
         "ingress",
         "key",
         "ma_span",
-        "out_delivery",
+        "out_key",
         "out_link",
         "payload",
         "raw",
@@ -45,7 +45,7 @@ class InFlight:
         self.settled = settled
         self.out_link: CoreLink | None = None
         # The outgoing delivery's key in out_link.unsettled (the adaptor's), once sent.
-        self.out_delivery: Any = None
+        self.out_key: Any = None
         # Multicast copies still waiting in consumers' backlogs.
         self.copies_pending = 0
         # Set for messages that may cross the mesh: the address routed on, and the router
