@@ -29,6 +29,7 @@ from .proton_shim import (
     take,
 )
 from .send_queue import sends_flusher
+from .waiting_producers import WaitingProducers
 
 _QD_PREFIX = b"x-opt-qd."
 # The fast path reads messages of up to this many bytes.
@@ -91,6 +92,11 @@ class DeliveryAdaptor:
         self.policed: Dict[Any, Any] = {}
         self.policer: Any = None
         self.on_link_refused: Callable[[CoreLink], None] | None = None
+        self.waiting = WaitingProducers(self)
+        self.forwarder.on_routes_changed = self.waiting.resume
+        # The delivery handler once made (delivery_handler): waiting producers are read
+        # through it.
+        self.on_delivery: Callable[[Any, Any, Any], None] = _no_handler
 
     # ---- events ------------------------------------------------------------------------
     def delivery_handler(self) -> Callable[[Any, Any, Any], None]:
@@ -126,6 +132,8 @@ class DeliveryAdaptor:
         multicast_here = local_multicast(self)
         plain_head_after_header = _PLAIN_HEAD_AFTER_HEADER
         plain_head = _PLAIN_HEAD
+        wait = self.waiting.wait
+        waiting_event = self.waiting.on_event
 
         def on_delivery(delivery: Any, link_key: Any, key: Any) -> None:
             link = links_get(link_key)
@@ -138,7 +146,13 @@ class DeliveryAdaptor:
                 if is_settled(delivery):
                     settle(delivery)
                 return
+            if link.waiting:
+                waiting_event(link, delivery, key)
+                return
             raw = None
+            address = link.address
+            # "unavailable" also when nobody consumes here: the general path decides then.
+            distribution = address.distribution if address is not None and address.consumers else unavailable
             if policed and link.handle in policed:
                 if key in link.unsettled:
                     # An update of a message already read (the producer settled first):
@@ -155,9 +169,17 @@ class DeliveryAdaptor:
                 plain = raw.startswith(plain_head_after_header) or raw.startswith(plain_head)
                 start = count = 0
             else:
+                if (distribution is not unavailable and address.consumers[0].credit <= 0
+                        and distribution is not multicast and len(address.consumers) == 1
+                        and not address.remote):
+                    # Its one consumer has no credit: the message waits, unread, in proton
+                    # (amqp/waiting_producers.py), and with it every later one on the link.
+                    wait(link, address)
+                    return
                 # Bytes are buffered only in the link's current delivery: every complete
-                # message is read and the link advanced as its event is handled, so a
-                # delivery with bytes pending is the current one (take reads the link's).
+                # message is read and the link advanced as its event is handled (or its
+                # link waits), so a delivery with bytes pending is the current one (take
+                # reads the link's).
                 if in_arena:
                     start = state.arena_used
                     if start > arena_limit:
@@ -198,9 +220,6 @@ class DeliveryAdaptor:
                 else:
                     raw = fast_bytes[start:start + count]
                 read_here = True
-            address = link.address
-            # "unavailable" also when nobody consumes here: the general path decides then.
-            distribution = address.distribution if address is not None and address.consumers else unavailable
             if distribution is unavailable or (
                 distribution is multicast and (address.remote or not read_here)
             ):
@@ -268,6 +287,7 @@ class DeliveryAdaptor:
             if link.owed_credit * 2 >= link.capacity:
                 return_credit_now(link)
 
+        self.on_delivery = on_delivery
         return on_delivery
 
     def return_credit_now(self, link: CoreLink) -> None:
@@ -360,6 +380,8 @@ class DeliveryAdaptor:
             return
         handle = link.handle
         self.forwarder.consumer_credit(link, lib.pn_link_credit(handle))
+        if link.credit > 0 and link.address is not None and self.waiting.by_address:
+            self.waiting.resume(link.address)
         if link.credit > 0 and lib.pn_link_get_drain(handle):
             # Drained means "nothing more to send": the sends just decided must go first.
             self.flush_pending()
@@ -455,3 +477,6 @@ class DeliveryAdaptor:
         self._pointer = ffi.from_buffer(self._buffer)
         self._bytes = ffi.buffer(self._pointer)
 
+
+def _no_handler(delivery: Any, link_key: Any, key: Any) -> None:
+    raise RuntimeError("delivery_handler() was not called")

@@ -106,6 +106,7 @@ class EndpointHandler:
         credit or a route) go back to their senders as released: nobody has seen them."""
         for link in list(connection.links.values()):
             if link.incoming:
+                self.adaptor.waiting.leave(link)  # read now, or never released
                 for message in [m for m in link.unsettled.values() if m.out_key is None]:
                     self.adaptor.finish_incoming(message, RELEASED)
 
@@ -277,6 +278,9 @@ class EndpointHandler:
         handle = link.handle
         if handle is None:
             return
+        if link.incoming:
+            # Messages waiting unread in proton are read while it still has them.
+            self.adaptor.waiting.leave(link)
         watcher = self.link_watchers.pop(handle, None)
         if watcher is not None:
             watcher(False, error)
@@ -304,8 +308,11 @@ class EndpointHandler:
         if link.incoming:
             self.forwarder.producer_detached(link)
         else:
+            address = link.address
             self.adaptor.drop_outgoing(link)
             self.forwarder.consumer_detached(link)
+            if address is not None:
+                self.adaptor.waiting.resume(address)  # to another consumer, or released
         if link.kind != ENDPOINT and self.on_inter_router_link_lost is not None:
             self.on_inter_router_link_lost(link)
 

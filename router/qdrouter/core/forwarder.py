@@ -47,6 +47,9 @@ class Forwarder:
         self.waiting_for_mesh: Dict[Address, float] = {}
         # Told when a mobile address gains its first local consumer (True) or loses its last.
         self.on_local_address: Callable[[str, bool], None] | None = None
+        # Told when an address's remote consumers or the paths to them change: producers
+        # whose messages wait in the adaptor for credit may have somewhere to go now.
+        self.on_routes_changed: Callable[[Address], None] | None = None
 
     # ---- links -------------------------------------------------------------------------
     def producer_attached(self, link: CoreLink) -> None:
@@ -88,11 +91,16 @@ class Forwarder:
     def topology_changed(self) -> None:
         """Routers came or went: producers whose window closed while their destination was
         unreachable (remote consumers, `_topo/0/<router>/...`) may have a route again."""
+        changed = []
         for address in self.table:
             if address.undelivered and address.remote:
                 self._reroute_undelivered(address)
             if address.producers and (address.remote or topological_router(address.key) is not None):
                 self.address_became_routable(address)
+                changed.append(address)
+        if self.on_routes_changed is not None:
+            for address in changed:
+                self.on_routes_changed(address)
 
     def _routable(self, address: Address) -> bool:
         if address.routable():
@@ -117,6 +125,8 @@ class Forwarder:
         self.address_became_routable(address)
         if not address.consumers:
             self._reroute_undelivered(address)
+        if self.on_routes_changed is not None and address.producers:
+            self.on_routes_changed(address)
         self.table.discard_if_unused(address)
 
     def consumer_detached(self, link: CoreLink) -> None:

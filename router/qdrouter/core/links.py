@@ -112,6 +112,7 @@ class CoreLink:
         "strip_in",
         "strip_out",
         "unsettled",
+        "waiting",
     )
 
     def __init__(
@@ -159,3 +160,6 @@ class CoreLink:
         # incoming ones (on incoming links) or outgoing ones (on outgoing links).
         self.unsettled: Dict[Any, InFlight] = {}
         self.counters = LinkCounters()
+        # Incoming links: its messages wait unread in the adaptor for a consumer's credit
+        # (amqp/waiting_producers.py).
+        self.waiting = False

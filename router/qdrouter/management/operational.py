@@ -12,6 +12,7 @@ from typing import Any, Dict, List
 
 from .. import __version__
 from ..amqp.proton_ffi import c_string, ffi, lib
+from ..amqp.waiting_producers import WaitingProducers
 from ..core.address_table import Address, split_phase
 from ..core.links import CoreLink
 from ..schema import entity_type
@@ -83,8 +84,9 @@ def _tls_state(connection: Any) -> Row:
 
 def link_rows(router: Any) -> List[Row]:
     rows = []
-    for link in list(router.server.adaptor.links.values()):
-        rows.append(_link_row(link, router.id))
+    adaptor = router.server.adaptor
+    for link in list(adaptor.links.values()):
+        rows.append(_link_row(link, router.id, adaptor.waiting))
     link_router = router.server.endpoints.link_router
     if link_router is not None:
         for routed in list(link_router.routed.values()):
@@ -120,7 +122,7 @@ def _routed_link_row(routed: Any) -> Row:
     }
 
 
-def _link_row(link: CoreLink, router_id: str) -> Row:
+def _link_row(link: CoreLink, router_id: str, waiting: WaitingProducers) -> Row:
     counters = link.counters
     address = link.address_key
     # The key its address has in router.address (a dynamic reply-to is local there too).
@@ -128,7 +130,8 @@ def _link_row(link: CoreLink, router_id: str) -> Row:
                         else router_id) if address else None
     undelivered = len(link.backlog)
     if not link.incoming and link.address is not None:
-        undelivered += len(link.address.undelivered)
+        # Its address's queue, and messages left unread in producers' links meanwhile.
+        undelivered += len(link.address.undelivered) + waiting.queued(link.address)
     return {
         "identity": str(link.identity),
         "name": link.name,

@@ -1,0 +1,113 @@
+"""Producers whose messages wait in proton, unread, until their consumer has credit.
+
+A message for an address whose one consumer has no credit would have to wait here. Read
+at once, it would be copied out of proton into a bytes object and an InFlight queued on
+the address, routed in full, and routed again when credit comes: on a busy 1->1 link,
+about one message in ten, and the dearest ones (session 16's bench/README.md figures).
+Left unread instead, it waits where proton already holds it, in its link's queue of
+incoming deliveries (bounded by the credit the producer was given, as the address's queue
+would be), and is read when the consumer grants credit, by the same handler and fast path
+as any other arrival. Messages keep their order: a waiting link is read only from its
+oldest unread delivery on, and the address's own queue goes first.
+
+A link waits while it is in ``by_address``, with ``CoreLink.waiting`` set. It stops
+waiting when one of the address's consumers gets credit or leaves, when its routes change
+(remote consumers), or when the producer itself leaves (its messages are then read and
+queued as before, so a producer that sends and detaches at once loses nothing).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Dict, List
+
+from ..core.address_table import Address
+from ..core.links import CoreLink
+from .proton_ffi import ffi, lib
+from .proton_shim import delivery_key, pointer_key
+
+if TYPE_CHECKING:
+    from .deliveries import DeliveryAdaptor
+
+
+class WaitingProducers:
+    def __init__(self, adaptor: DeliveryAdaptor) -> None:
+        self.adaptor = adaptor
+        self.by_address: Dict[Address, List[CoreLink]] = {}
+
+    def wait(self, link: CoreLink, address: Address) -> None:
+        """``link``'s current delivery (and every later one) waits, unread."""
+        link.waiting = True
+        waiting = self.by_address.get(address)
+        if waiting is None:
+            self.by_address[address] = [link]
+        else:
+            waiting.append(link)
+
+    def on_event(self, link: CoreLink, delivery: Any, key: Any) -> None:
+        """A delivery event on a waiting link. An unread message will be read when the
+        link resumes; one read before the link began to wait may have been settled by its
+        producer, which the router passes on as always."""
+        if key in link.unsettled and lib.pn_delivery_settled(delivery):
+            self.adaptor._producer_settled(link, delivery, key)
+
+    def resume(self, address: Address) -> None:
+        """``address``'s waiting producers are read again, as far as credit goes. One that
+        got messages through and must wait again goes behind those that did not, so a busy
+        producer does not starve the others."""
+        waiting = self.by_address.pop(address, None)
+        if not waiting:
+            return
+        served = [link for link in waiting if self._read(link)]
+        again = self.by_address.get(address)
+        if again is not None and served and len(again) > 1:
+            again.sort(key=lambda link: link in served and link.waiting)
+
+    def leave(self, link: CoreLink) -> None:
+        """The producer is leaving: its unread messages are read, and routed or queued as
+        if they had just arrived (the general path, whatever the consumer's credit)."""
+        if not link.waiting:
+            return
+        link.waiting = False
+        address = link.address
+        waiting = self.by_address.get(address)
+        if waiting is not None and link in waiting:
+            waiting.remove(link)
+            if not waiting:
+                del self.by_address[address]
+        handle = link.handle
+        if handle is None:
+            return
+        receive = self.adaptor._receive
+        while True:
+            delivery = lib.pn_link_current(handle)
+            if delivery == ffi.NULL or lib.pn_delivery_partial(delivery):
+                return
+            receive(link, delivery, delivery_key(delivery))
+            if lib.pn_link_current(handle) == delivery:
+                return
+
+    def queued(self, address: Address) -> int:
+        """Messages waiting unread for ``address`` (management's undeliveredCount)."""
+        return sum(lib.pn_link_queued(link.handle) for link in self.by_address.get(address, ())
+                   if link.handle is not None)
+
+    def _read(self, link: CoreLink) -> bool:
+        """Hand ``link``'s unread deliveries to the delivery handler, oldest first, until it
+        must wait again or meets one not yet complete. True if it read any."""
+        handle = link.handle
+        link.waiting = False
+        if handle is None:
+            return False
+        on_delivery: Callable[[Any, Any, Any], None] = self.adaptor.on_delivery
+        link_key = pointer_key(handle)
+        read = False
+        while True:
+            delivery = lib.pn_link_current(handle)
+            if delivery == ffi.NULL:
+                return read
+            on_delivery(delivery, link_key, delivery_key(delivery))
+            if link.waiting:
+                return read
+            if lib.pn_link_current(handle) == delivery:
+                return read  # not complete: its last frame's event carries on from here
+            read = True
