@@ -24,9 +24,9 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
 # Modules whose tests run twice: routers on the compiled proton shim, and on its Python
 # fallback (QDROUTER_PROTON_SHIM=off; amqp/proton_shim.py). Between them they take every
 # branch where the two differ: each outcome, settled and unsettled, sizes around the 64 KiB
-# single read, streamed and aborted messages, every distribution.
+# single read, streamed and aborted messages, every distribution, messages left waiting.
 BOTH_PROTON_SHIMS = {"test_outcomes.py", "test_message_sizes.py", "test_settle_modes.py",
-                     "test_distribution.py", "test_proton_shim.py"}
+                     "test_distribution.py", "test_proton_shim.py", "test_waiting_producers.py"}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -5,10 +5,17 @@ or hidden from management."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from tests.management.mgmt import MgmtClient
 
 from .amqpclient import ACCEPTED, MODIFIED, RELEASED, Net, message_of_size, msg
 from .routerproc import Router
+from .test_robustness import _read_line
+
+CRASH_SENDER = Path(__file__).with_name("crash_sender.py")
 
 
 def test_presettled_messages_of_a_producer_that_left_are_still_delivered(router: Router, net: Net) -> None:
@@ -29,6 +36,29 @@ def test_presettled_messages_of_a_producer_that_left_are_still_delivered(router:
     rcv.flow(100)
     net.wait(lambda: len(rcv.received) == 20, 10, "the 18 that waited")
     assert rcv.bodies() == list(range(20))
+
+
+def test_presettled_messages_of_a_producer_that_crashed_are_still_delivered(router: Router, net: Net) -> None:
+    """The same when the producer's process dies (no AMQP close, no detach)."""
+    rcv = net.connect(router.url).receiver("waiting.crash", credit=1, refill=False)
+    proc = subprocess.Popen([sys.executable, str(CRASH_SENDER), router.url, "waiting.crash", "12"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert _read_line(proc.stdout, net, 20, proc) == "READY"
+        net.wait(lambda: len(rcv.received) == 1, 10, "the first message")
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        if proc.stderr is not None:
+            proc.stderr.close()
+    net.pump(0.5)
+    rcv.flow(20)
+    net.wait(lambda: len(rcv.received) == 12, 10, "the 11 that waited")
+    assert rcv.bodies() == list(range(12))
+    assert router.is_running()
 
 
 def test_waiting_messages_are_released_when_their_consumer_leaves(router: Router, net: Net) -> None:
