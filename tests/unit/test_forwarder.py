@@ -241,3 +241,28 @@ def test_held_messages_never_go_back_toward_a_router_they_passed() -> None:
     assert list(address.undelivered) == [passed]
     forwarder.consumer_credit(far, 1)
     assert io.sent[-1] == ("to-R3", b"via-R2", False)
+
+
+def test_the_adaptor_hears_when_an_address_gains_or_changes_remote_consumers() -> None:
+    # Producers whose messages wait in the adaptor (for a local consumer's credit) must
+    # get another look when other routers start to consume their address, or the paths
+    # to them change: their messages may go there now.
+    table = AddressTable((("closest", "closest"),))
+    mesh = MeshRoutes("R1")
+    forwarder = Forwarder(table, RecordingIO(), mesh)
+    told: List[str] = []
+    forwarder.on_routes_changed = lambda address: told.append(address.key)
+    data = CoreLink(7, "to-R2", False, None, None, object())
+    data.kind = DATA
+    mesh.data_links["R2"] = data
+    consumer(forwarder, "local", "closest/q", 0)
+    producer(forwarder, "closest/q")
+    consumer(forwarder, "other", "closest/unproduced", 0)
+    address = table.get("closest/q")
+    address.remote = ["R2"]
+    forwarder.remote_consumers_changed(address)
+    assert told == ["closest/q"]
+    mesh.update({"R2": ("R2", 1)}, {})
+    table.get("closest/unproduced").remote = ["R2"]
+    forwarder.topology_changed()
+    assert told == ["closest/q", "closest/q"], "only addresses with producers are looked at again"

@@ -113,8 +113,8 @@ class DeliveryAdaptor:
         forwarder = self.forwarder
         forward = forwarder.forward
         credit_dirty_append = forwarder.credit_dirty.append
-        general_receive = self._receive
-        producer_settled = self._producer_settled
+        general_receive = self.receive
+        producer_settled = self.producer_settled
         qd_prefix = _QD_PREFIX
         pending_append = self.pending_sends.append
         multicast = MULTICAST
@@ -308,7 +308,7 @@ class DeliveryAdaptor:
         connection.write()
         self.dirty.add(connection)
 
-    def _receive(self, link: CoreLink, delivery: Any, key: Any, raw: bytes | None = None) -> None:
+    def receive(self, link: CoreLink, delivery: Any, key: Any, raw: bytes | None = None) -> None:
         """Any complete incoming message; ``raw`` when the fast path already read it."""
         self._receive_one(link, delivery, key, raw)
         if link.owed_credit * 2 >= link.capacity:
@@ -358,7 +358,7 @@ class DeliveryAdaptor:
                 return
         self.forwarder.forward(message, link.address)
 
-    def _producer_settled(self, link: CoreLink, delivery: Any, key: Any) -> None:
+    def producer_settled(self, link: CoreLink, delivery: Any, key: Any) -> None:
         """The producer settled first (it no longer cares): settle downstream too."""
         message = link.unsettled.pop(key, None)
         lib.pn_delivery_settle(delivery)

@@ -48,7 +48,7 @@ class WaitingProducers:
         link resumes; one read before the link began to wait may have been settled by its
         producer, which the router passes on as always."""
         if key in link.unsettled and lib.pn_delivery_settled(delivery):
-            self.adaptor._producer_settled(link, delivery, key)
+            self.adaptor.producer_settled(link, delivery, key)
 
     def resume(self, address: Address) -> None:
         """``address``'s waiting producers are read again, as far as credit goes. One that
@@ -77,7 +77,7 @@ class WaitingProducers:
         handle = link.handle
         if handle is None:
             return
-        receive = self.adaptor._receive
+        receive = self.adaptor.receive
         while True:
             delivery = lib.pn_link_current(handle)
             if delivery == ffi.NULL or lib.pn_delivery_partial(delivery):
