@@ -38,6 +38,28 @@ def test_presettled_messages_of_a_producer_that_left_are_still_delivered(router:
     assert rcv.bodies() == list(range(20))
 
 
+def test_a_producer_detaching_its_link_loses_nothing_and_its_connection_carries_on(
+        router: Router, net: Net) -> None:
+    rcv = net.connect(router.url).receiver("waiting.detach", credit=1, refill=False)
+    producer = net.connect(router.url)
+    snd = producer.sender("waiting.detach")
+    net.wait(lambda: snd.credit > 0, 10, "sender credit")
+    for i in range(8):
+        snd.send(msg(i))
+    net.wait(lambda: len(rcv.received) == 1, 10, "the first message")
+    net.pump(0.3)
+    snd.close()
+    net.wait(lambda: snd.remote_closed, 10, "the router's detach")
+    again = producer.sender("waiting.detach")
+    net.wait(lambda: again.credit > 0, 10, "credit on a new link of the same connection")
+    tag = again.send(msg("after"))
+    rcv.flow(20)
+    net.wait(lambda: tag in again.outcomes, 10, "the new link's message accepted")
+    assert again.outcomes[tag].state == ACCEPTED
+    assert rcv.bodies() == [*range(8), "after"]
+    assert producer.alive
+
+
 def test_presettled_messages_of_a_producer_that_crashed_are_still_delivered(router: Router, net: Net) -> None:
     """The same when the producer's process dies (no AMQP close, no detach)."""
     rcv = net.connect(router.url).receiver("waiting.crash", credit=1, refill=False)
