@@ -133,6 +133,10 @@ class DeliveryAdaptor:
         plain_head_after_header = _PLAIN_HEAD_AFTER_HEADER
         plain_head = _PLAIN_HEAD
         wait = self.waiting.wait
+        # Stands for the consumer when there is none: it has credit, so the one test of
+        # whether a message must wait is a test of the consumer's credit.
+        nobody = CoreLink(0, "", False, None, None, None)
+        nobody.credit = 1
         waiting_event = self.waiting.on_event
 
         def on_delivery(delivery: Any, link_key: Any, key: Any) -> None:
@@ -141,18 +145,23 @@ class DeliveryAdaptor:
                 if state.link_router is not None:
                     state.link_router.on_delivery(delivery)
                 return
-            if not link.incoming:
-                # An outgoing delivery the router no longer tracks (settled already).
-                if is_settled(delivery):
+            if not link.read_on_arrival:
+                if link.incoming:
+                    waiting_event(link, delivery, key)
+                elif is_settled(delivery):
+                    # An outgoing delivery the router no longer tracks (settled already).
                     settle(delivery)
-                return
-            if link.waiting:
-                waiting_event(link, delivery, key)
                 return
             raw = None
             address = link.address
-            # "unavailable" also when nobody consumes here: the general path decides then.
-            distribution = address.distribution if address is not None and address.consumers else unavailable
+            if address is not None and address.consumers:
+                distribution = address.distribution
+                consumers = address.consumers
+                out = consumers[0]
+            else:
+                # "unavailable" also when nobody consumes here: the general path decides then.
+                distribution = unavailable
+                out = nobody
             if policed and link.handle in policed:
                 if key in link.unsettled:
                     # An update of a message already read (the producer settled first):
@@ -169,9 +178,8 @@ class DeliveryAdaptor:
                 plain = raw.startswith(plain_head_after_header) or raw.startswith(plain_head)
                 start = count = 0
             else:
-                if (distribution is not unavailable and address.consumers[0].credit <= 0
-                        and distribution is not multicast and len(address.consumers) == 1
-                        and not address.remote):
+                if out.credit <= 0 and (distribution is not multicast and len(consumers) == 1
+                                        and not address.remote):
                     # Its one consumer has no credit: the message waits, unread, in proton
                     # (amqp/waiting_producers.py), and with it every later one on the link.
                     wait(link, address)
@@ -255,8 +263,6 @@ class DeliveryAdaptor:
                 if link.owed_credit * 2 >= link.capacity:
                     return_credit_now(link)
                 return
-            consumers = address.consumers
-            out = consumers[0]
             if distribution is multicast or len(consumers) > 1 or out.credit <= 0 or not out.strip_out:
                 if message is None:
                     if raw is None:

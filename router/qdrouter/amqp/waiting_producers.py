@@ -10,7 +10,7 @@ would be), and is read when the consumer grants credit, by the same handler and 
 as any other arrival. Messages keep their order: a waiting link is read only from its
 oldest unread delivery on, and the address's own queue goes first.
 
-A link waits while it is in ``by_address``, with ``CoreLink.waiting`` set. It stops
+A link waits while it is in ``by_address``, with ``CoreLink.read_on_arrival`` cleared. It stops
 waiting when one of the address's consumers gets credit or leaves, when its routes change
 (remote consumers), or when the producer itself leaves (its messages are then read and
 queued as before, so a producer that sends and detaches at once loses nothing).
@@ -36,7 +36,7 @@ class WaitingProducers:
 
     def wait(self, link: CoreLink, address: Address) -> None:
         """``link``'s current delivery (and every later one) waits, unread."""
-        link.waiting = True
+        link.read_on_arrival = False
         waiting = self.by_address.get(address)
         if waiting is None:
             self.by_address[address] = [link]
@@ -60,14 +60,14 @@ class WaitingProducers:
         served = [link for link in waiting if self._read(link)]
         again = self.by_address.get(address)
         if again is not None and served and len(again) > 1:
-            again.sort(key=lambda link: link in served and link.waiting)
+            again.sort(key=lambda link: link in served and not link.read_on_arrival)
 
     def leave(self, link: CoreLink) -> None:
         """The producer is leaving: its unread messages are read, and routed or queued as
         if they had just arrived (the general path, whatever the consumer's credit)."""
-        if not link.waiting:
+        if link.read_on_arrival:
             return
-        link.waiting = False
+        link.read_on_arrival = True
         address = link.address
         waiting = self.by_address.get(address)
         if waiting is not None and link in waiting:
@@ -95,7 +95,7 @@ class WaitingProducers:
         """Hand ``link``'s unread deliveries to the delivery handler, oldest first, until it
         must wait again or meets one not yet complete. True if it read any."""
         handle = link.handle
-        link.waiting = False
+        link.read_on_arrival = True
         if handle is None:
             return False
         on_delivery: Callable[[Any, Any, Any], None] = self.adaptor.on_delivery
@@ -106,7 +106,7 @@ class WaitingProducers:
             if delivery == ffi.NULL:
                 return read
             on_delivery(delivery, link_key, delivery_key(delivery))
-            if link.waiting:
+            if not link.read_on_arrival:
                 return read
             if lib.pn_link_current(handle) == delivery:
                 return read  # not complete: its last frame's event carries on from here

@@ -108,11 +108,11 @@ class CoreLink:
         "name",
         "outstanding",
         "owed_credit",
+        "read_on_arrival",
         "sends_settled",
         "strip_in",
         "strip_out",
         "unsettled",
-        "waiting",
     )
 
     def __init__(
@@ -160,6 +160,8 @@ class CoreLink:
         # incoming ones (on incoming links) or outgoing ones (on outgoing links).
         self.unsettled: Dict[Any, InFlight] = {}
         self.counters = LinkCounters()
-        # Incoming links: its messages wait unread in the adaptor for a consumer's credit
-        # (amqp/waiting_producers.py).
-        self.waiting = False
+        # Incoming links whose messages the adaptor reads as they arrive: not outgoing
+        # links, nor, for a while, an incoming link whose messages wait unread for a
+        # consumer's credit (amqp/waiting_producers.py). One flag for both, so the delivery
+        # handler tests one attribute per message for the two rare cases.
+        self.read_on_arrival = incoming
