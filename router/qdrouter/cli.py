@@ -126,9 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def console_main() -> None:
-    from .pypy_gc import tune_or_continue
+    from .pypy_gc import own_command_line, tune_or_continue
+    from .pypy_jit import lengthen_traces
 
     tune_or_continue(sys.argv[1:])
+    lengthen_traces(own_command_line(sys.argv[1:]))
     sys.exit(main())
 
 

@@ -6,6 +6,7 @@ import logging
 import time
 from typing import Any, Dict, List, Sequence
 
+from . import pypy_jit
 from .amqp import proton_shim
 from .amqp.connection import ListenerSettings, configure_sasl
 from .amqp.connector import Connector
@@ -225,6 +226,8 @@ class Router:
         log.info("Router %s started (%s)", self.id, self.mode)
         if proton_shim.COMPILED:
             log.info("Data path: proton shim (compiled)")
+        if pypy_jit.applied is not None:
+            log.info("PyPy JIT: %s (qdrouter/pypy_jit.py)", pypy_jit.applied)
         else:
             log.warning("Data path: the proton shim's Python fallback (%s), 20-30%% more CPU "
                         "per message; reinstall with a C compiler and Python headers to build it",

@@ -91,6 +91,19 @@ def test_a_nursery_chosen_by_the_user_is_kept(pypy_router: RouterFactory,
     assert process_environment(router).get("PYPY_GC_NURSERY") == "8MB"
 
 
+def test_router_on_pypy_lengthens_jit_traces_unless_told(pypy_router: RouterFactory,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """qdrouter/pypy_jit.py: the router's trace limit, said at start; a --jit option of the
+    user's wins (the router then leaves the JIT alone, and says nothing)."""
+    router = pypy_router()
+    assert "PyPy JIT: trace_limit=12000" in router.stderr_text()
+    monkeypatch.setenv("QDROUTER_TEST_CMD", f"{PYPY} --jit trace_limit=9000 -m qdrouter")
+    chosen = pypy_router()
+    command_line = Path(f"/proc/{chosen.pid}/cmdline").read_bytes().split(b"\0")
+    assert b"trace_limit=9000" in command_line
+    assert "PyPy JIT:" not in chosen.stderr_text()
+
+
 def test_metrics_say_the_router_runs_on_pypy(pypy_router: RouterFactory) -> None:
     router = pypy_router(extra_listeners={"http": {"http": "true"}})
     samples = scrape(router.ports["http"])
