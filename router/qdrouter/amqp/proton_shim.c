@@ -34,6 +34,7 @@ static size_t (*p_delivery_pending)(void *);
 static ssize_t (*p_link_recv)(void *, char *, size_t);
 static ssize_t (*p_link_send)(void *, const char *, size_t);
 static _Bool (*p_link_advance)(void *);
+static void *(*p_link_current)(void *);
 static void *(*p_delivery)(void *, qd_bytes_t);
 static void (*p_delivery_settle)(void *);
 static _Bool (*p_delivery_settled)(void *);
@@ -73,6 +74,7 @@ int qd_shim_init(const char *path, int delivery_type, int transport_type)
     FIND(p_link_recv, "pn_link_recv");
     FIND(p_link_send, "pn_link_send");
     FIND(p_link_advance, "pn_link_advance");
+    FIND(p_link_current, "pn_link_current");
     FIND(p_delivery, "pn_delivery");
     FIND(p_delivery_settle, "pn_delivery_settle");
     FIND(p_delivery_settled, "pn_delivery_settled");
@@ -181,6 +183,16 @@ void *qd_send(void *link, uint64_t tag, const char *payload, size_t size)
 intptr_t qd_send_keyed(void *link, uint64_t tag, const char *payload, size_t size)
 {
     return (intptr_t)qd_send(link, tag, payload, size);
+}
+
+/* A receiving link's current delivery (its oldest unread one; NULL when none), and its
+ * address in *key: PyPy keys deliveries by int (proton_shim.py), and an int made of a
+ * pointer in Python costs it an allocation. */
+void *qd_current(void *link, intptr_t *key)
+{
+    void *delivery = p_link_current(link);
+    *key = (intptr_t)delivery;
+    return delivery;
 }
 
 /* Sends one message pre-settled. Tags need be unique only among unsettled deliveries. */

@@ -38,7 +38,7 @@ __all__ = ["BATCH", "COMPILED", "NOT_COMPILED_BECAUSE", "ON_PYPY", "QD_ABORTED",
            "QD_INCOMING_DELIVERY", "QD_INPUT_OVER", "QD_IO_OPEN", "QD_LARGE", "QD_NO_ANNOTATIONS",
            "QD_OUTPUT_FAILED", "QD_PARTIAL", "QD_SETTLED", "QD_TAKEN_SETTLED",
            "QD_WOULD_BLOCK", "STATE_MASK",
-           "EventArrays", "consumer_update", "delivery_key", "delivery_of", "event_arrays",
+           "EventArrays", "consumer_update", "current", "delivery_key", "delivery_of", "event_arrays",
            "event_batches", "finish", "pointer_key", "read_socket", "send", "send_settled", "take",
            "write_socket"]
 
@@ -161,6 +161,8 @@ def event_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
 # send_settled(link, payload, size). consumer_update(delivery, accepted): the consumer's
 # outcome, | QD_SETTLED when settled (then settled here too if accepted).
 # finish(delivery, outcome): the outcome given and the delivery settled.
+# current(link, key_out): the link's current delivery (NULL if none); with int delivery
+# keys, its delivery_key in key_out[0] (an intptr_t[1]), else key_out is left alone.
 # read_socket(transport, fd, budget): QD_IO_OPEN or QD_INPUT_OVER (see qd_read).
 # write_socket(transport, fd): QD_IO_OPEN, QD_WOULD_BLOCK or QD_OUTPUT_FAILED (qd_write).
 take: Callable[[Any, Any, Any, int], int]
@@ -170,8 +172,10 @@ consumer_update: Callable[[Any, int], int]
 finish: Callable[[Any, int], None]
 read_socket: Callable[[Any, int, int], int]
 write_socket: Callable[[Any, int], int]
+current: Callable[[Any, Any], Any]
 if COMPILED:
     take = _shim.qd_take
+    current = _shim.qd_current
     send = _shim.qd_send_keyed if INT_DELIVERY_KEYS else _shim.qd_send
     send_settled = _shim.qd_send_settled
     consumer_update = _shim.qd_consumer_update
@@ -184,3 +188,4 @@ else:
     consumer_update = fallback.consumer_update_function()
     finish = fallback.finish_function()
     read_socket, write_socket = fallback.socket_io_functions()
+    current = fallback.current_function()

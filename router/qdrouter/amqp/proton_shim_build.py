@@ -31,6 +31,7 @@ int64_t qd_take(void *link, void *delivery, char *buffer, size_t capacity);
 void *qd_send(void *link, uint64_t tag, const char *payload, size_t size);
 intptr_t qd_send_keyed(void *link, uint64_t tag, const char *payload, size_t size);
 void qd_send_settled(void *link, const char *payload, size_t size);
+void *qd_current(void *link, intptr_t *key);
 uint64_t qd_consumer_update(void *delivery, uint64_t accepted);
 void qd_finish(void *delivery, uint64_t outcome);
 int qd_read(void *transport, int fd, size_t budget);

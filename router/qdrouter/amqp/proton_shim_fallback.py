@@ -143,6 +143,17 @@ def finish_function() -> Callable[[Any, int], None]:
     return finish
 
 
+def current_function() -> Callable[[Any, Any], Any]:
+    """qd_current: the link's current delivery. Without the compiled shim deliveries are
+    their own keys, so there is no key to give."""
+    link_current = lib.pn_link_current
+
+    def current(link: Any, key_out: Any) -> Any:
+        return link_current(link)
+
+    return current
+
+
 # The most either function moves between a socket and a transport per system call.
 IO_CHUNK = 256 * 1024
 

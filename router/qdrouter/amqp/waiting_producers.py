@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List
 from ..core.address_table import Address
 from ..core.links import CoreLink
 from .proton_ffi import ffi, lib
-from .proton_shim import delivery_key, pointer_key
+from .proton_shim import INT_DELIVERY_KEYS, current, delivery_key, pointer_key
 
 if TYPE_CHECKING:
     from .deliveries import DeliveryAdaptor
@@ -33,6 +33,7 @@ class WaitingProducers:
     def __init__(self, adaptor: DeliveryAdaptor) -> None:
         self.adaptor = adaptor
         self.by_address: Dict[Address, List[CoreLink]] = {}
+        self._key_out = ffi.new("intptr_t[1]")
 
     def wait(self, link: CoreLink, address: Address) -> None:
         """``link``'s current delivery (and every later one) waits, unread."""
@@ -100,14 +101,19 @@ class WaitingProducers:
             return False
         on_delivery: Callable[[Any, Any, Any], None] = self.adaptor.on_delivery
         link_key = pointer_key(handle)
+        # With int delivery keys (PyPy) the shim gives each delivery's key with it: made
+        # here from the pointer, it would cost an allocation per message.
+        int_keys = INT_DELIVERY_KEYS
+        key_out = self._key_out
         read = False
-        while True:
-            delivery = lib.pn_link_current(handle)
-            if delivery == ffi.NULL:
-                return read
-            on_delivery(delivery, link_key, delivery_key(delivery))
+        delivery = current(handle, key_out)
+        while delivery != ffi.NULL:
+            key = key_out[0] if int_keys else delivery
+            on_delivery(delivery, link_key, key)
             if not link.read_on_arrival:
                 return read
-            if lib.pn_link_current(handle) == delivery:
+            delivery = current(handle, key_out)
+            if (key_out[0] if int_keys else delivery) == key:
                 return read  # not complete: its last frame's event carries on from here
             read = True
+        return read
