@@ -11,11 +11,30 @@ from pathlib import Path
 
 from tests.management.mgmt import MgmtClient
 
-from .amqpclient import ACCEPTED, MODIFIED, RELEASED, Net, message_of_size, msg
+from .amqpclient import (
+    ACCEPTED,
+    MODIFIED,
+    RELEASED,
+    Net,
+    ReceiverLink,
+    SenderLink,
+    message_of_size,
+    msg,
+)
 from .routerproc import Router
 from .test_robustness import _read_line
 
 CRASH_SENDER = Path(__file__).with_name("crash_sender.py")
+
+
+def fill(net: Net, snd: SenderLink, rcv: ReceiverLink, count: int) -> None:
+    """Sends ``count`` messages (bodies 0, 1, ...); returns once ``rcv`` has used up its credit
+    on the first of them and the others wait."""
+    net.wait(lambda: snd.credit > 0, 10, "sender credit")
+    for i in range(count):
+        snd.send(msg(i))
+    net.wait(lambda: len(rcv.received) > 0 and rcv.credit == 0, 10, "the consumer's credit used up")
+    net.pump(0.3)
 
 
 def test_presettled_messages_of_a_producer_that_left_are_still_delivered(router: Router, net: Net) -> None:
@@ -24,12 +43,7 @@ def test_presettled_messages_of_a_producer_that_left_are_still_delivered(router:
     once the consumer grants credit."""
     rcv = net.connect(router.url).receiver("waiting.gone", credit=2, refill=False)
     producer = net.connect(router.url)
-    snd = producer.sender("waiting.gone", presettled=True)
-    net.wait(lambda: snd.credit > 0, 10, "sender credit")
-    for i in range(20):
-        snd.send(msg(i))
-    net.wait(lambda: len(rcv.received) == 2, 10, "the consumer's two messages")
-    net.pump(0.3)
+    fill(net, producer.sender("waiting.gone", presettled=True), rcv, 20)
     producer.close()
     net.pump(0.3)
     assert rcv.bodies() == [0, 1]
@@ -43,11 +57,7 @@ def test_a_producer_detaching_its_link_loses_nothing_and_its_connection_carries_
     rcv = net.connect(router.url).receiver("waiting.detach", credit=1, refill=False)
     producer = net.connect(router.url)
     snd = producer.sender("waiting.detach")
-    net.wait(lambda: snd.credit > 0, 10, "sender credit")
-    for i in range(8):
-        snd.send(msg(i))
-    net.wait(lambda: len(rcv.received) == 1, 10, "the first message")
-    net.pump(0.3)
+    fill(net, snd, rcv, 8)
     snd.close()
     net.wait(lambda: snd.remote_closed, 10, "the router's detach")
     again = producer.sender("waiting.detach")

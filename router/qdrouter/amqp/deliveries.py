@@ -12,6 +12,7 @@ from ..core.address_table import MULTICAST, UNAVAILABLE, AddressTable
 from ..core.forwarder import Forwarder
 from ..core.links import CONTROL, DATA, ENDPOINT, CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED
+from .credit_return import CreditReturn
 from .dispositions import copy_disposition, count_outcome, disposition_handler
 from .inbound import annotated, inspect, stripped
 from .local_multicast import local_multicast
@@ -44,7 +45,7 @@ _PLAIN_HEAD = b"\x00Ss"
 __all__ = ["DeliveryAdaptor", "copy_disposition"]
 
 
-class DeliveryAdaptor:
+class DeliveryAdaptor(CreditReturn):
     """Implements the core's DeliveryIO over proton, and feeds it arriving messages."""
 
     def __init__(self, router_id: str, table: AddressTable) -> None:
@@ -296,24 +297,6 @@ class DeliveryAdaptor:
         self.on_delivery = on_delivery
         return on_delivery
 
-    def return_credit_now(self, link: CoreLink) -> None:
-        """Give a producer the credit it is owed, and write it out, in the middle of a batch.
-
-        One loop turn reads all a producer sent (its whole window, when it keeps up) before
-        handling any of it. Credit returned only at the end of the turn leaves the producer
-        idle while the router works through the window, and the router idle while the
-        producer refills it. Returning half the window as soon as it is owed lets the two
-        work at the same time (qdrouterd's I/O threads and core thread overlap the same way).
-        """
-        handle = link.handle
-        if handle is None:
-            return
-        lib.pn_link_flow(handle, link.owed_credit)
-        link.owed_credit = 0
-        connection = link.connection
-        connection.write()
-        self.dirty.add(connection)
-
     def receive(self, link: CoreLink, delivery: Any, key: Any, raw: bytes | None = None) -> None:
         """Any complete incoming message; ``raw`` when the fast path already read it."""
         self._receive_one(link, delivery, key, raw)
@@ -455,28 +438,6 @@ class DeliveryAdaptor:
         message.in_link.credit -= 1
         self.finish_incoming(message, REJECTED)
         self.forwarder._release_credit(message.in_link)
-
-    def flush_credit(self) -> None:
-        """Return owed credit in batches of at least an eighth of the window, or at once when
-        the producer is nearly out: fewer, larger flow frames mean fewer, larger writes
-        from the producer, which is what keeps per-message syscall cost down."""
-        forwarder = self.forwarder
-        held_back = []
-        for link in forwarder.take_credit():
-            owed = link.owed_credit
-            if link.handle is None or owed <= 0:
-                link.owed_credit = 0
-                continue
-            batch = link.capacity >> 3 or 1
-            if owed < batch and link.credit - owed > batch:
-                held_back.append(link)
-                continue
-            lib.pn_link_flow(link.handle, owed)
-            link.owed_credit = 0
-            self.dirty.add(link.connection)
-        if held_back:
-            # Not looked at again every loop turn: a link is queued again when owed more.
-            forwarder.credit_held.update(held_back)
 
     def _grow(self, size: int) -> None:
         self._buffer = bytearray(max(size, 2 * len(self._buffer)))

@@ -93,6 +93,43 @@ int qd_shim_init(const char *path, int delivery_type, int transport_type)
     return 0;
 }
 
+/* Receiving links whose messages wait unread for a consumer's credit
+ * (amqp/waiting_producers.py): the events of their unread deliveries are dropped, since the
+ * router reads those deliveries when the link resumes. In Python each such event cost a
+ * dispatch, and, frequent while PyPy's JIT recorded its trace, could make the JIT take
+ * that path for the loop's main one and every message's path a bridge. Few links wait at
+ * a time; past QD_MAX_WAITING the router still gets their events, and ignores them. */
+#define QD_MAX_WAITING 64
+static void *waiting_links[QD_MAX_WAITING];
+static int waiting_count = 0;
+
+/* Marks link as waiting (on) or not. 0, or -1 when too many links wait already. */
+int qd_link_waiting(void *link, int on)
+{
+    for (int i = 0; i < waiting_count; i++) {
+        if (waiting_links[i] == link) {
+            if (!on) waiting_links[i] = waiting_links[--waiting_count];
+            return 0;
+        }
+    }
+    if (!on) return 0;
+    if (waiting_count == QD_MAX_WAITING) return -1;
+    waiting_links[waiting_count++] = link;
+    return 0;
+}
+
+/* A delivery not yet read (bytes buffered, or more to come) on a waiting link. A delivery
+ * the router read before its link began to wait has neither, and its event (the producer
+ * settling it) still goes to the router. */
+static int unread_on_waiting_link(void *link, void *delivery)
+{
+    for (int i = 0; i < waiting_count; i++) {
+        if (waiting_links[i] == link)
+            return p_delivery_pending(delivery) > 0 || p_delivery_partial(delivery);
+    }
+    return 0;
+}
+
 /* Releases the held events of the previous batch, then takes up to max events off the
  * collector. Each taken event is held (a reference, so its delivery, link or connection
  * stays valid, as it would at the head of the collector) until the next call. Transport
@@ -114,13 +151,21 @@ int qd_collect(void *collector, void **held, int held_count, int *kinds, void **
             p_collector_pop(collector);
             continue;
         }
+        void *delivery = NULL;
+        void *link = NULL;
+        if (kind == delivery_event) {
+            delivery = p_event_delivery(event);
+            link = p_delivery_link(delivery);
+            if (waiting_count > 0 && unread_on_waiting_link(link, delivery)) {
+                p_collector_pop(collector);
+                continue;
+            }
+        }
         p_incref(event);
         p_collector_pop(collector);
         held[count] = event;
         kinds[count] = kind;
         if (kind == delivery_event) {
-            void *delivery = p_event_delivery(event);
-            void *link = p_delivery_link(delivery);
             objects[count] = delivery;
             links[count] = (intptr_t)link;
             if (!p_link_is_sender(link)) kinds[count] = QD_INCOMING_DELIVERY;

@@ -39,8 +39,8 @@ __all__ = ["BATCH", "COMPILED", "NOT_COMPILED_BECAUSE", "ON_PYPY", "QD_ABORTED",
            "QD_OUTPUT_FAILED", "QD_PARTIAL", "QD_SETTLED", "QD_TAKEN_SETTLED",
            "QD_WOULD_BLOCK", "STATE_MASK",
            "EventArrays", "consumer_update", "current", "delivery_key", "delivery_of", "event_arrays",
-           "event_batches", "finish", "pointer_key", "read_socket", "send", "send_settled", "take",
-           "write_socket"]
+           "event_batches", "finish", "link_waiting", "pointer_key", "read_socket", "send",
+           "send_settled", "take", "write_socket"]
 
 # Events taken from the collector per call.
 BATCH = 256
@@ -163,6 +163,8 @@ def event_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
 # finish(delivery, outcome): the outcome given and the delivery settled.
 # current(link, key_out): the link's current delivery (NULL if none); with int delivery
 # keys, its delivery_key in key_out[0] (an intptr_t[1]), else key_out is left alone.
+# link_waiting(link, on): marks a receiving link as waiting (amqp/waiting_producers.py) or
+# not; the compiled shim then leaves out its unread deliveries' events (-1: too many wait).
 # read_socket(transport, fd, budget): QD_IO_OPEN or QD_INPUT_OVER (see qd_read).
 # write_socket(transport, fd): QD_IO_OPEN, QD_WOULD_BLOCK or QD_OUTPUT_FAILED (qd_write).
 take: Callable[[Any, Any, Any, int], int]
@@ -173,9 +175,11 @@ finish: Callable[[Any, int], None]
 read_socket: Callable[[Any, int, int], int]
 write_socket: Callable[[Any, int], int]
 current: Callable[[Any, Any], Any]
+link_waiting: Callable[[Any, int], int]
 if COMPILED:
     take = _shim.qd_take
     current = _shim.qd_current
+    link_waiting = _shim.qd_link_waiting
     send = _shim.qd_send_keyed if INT_DELIVERY_KEYS else _shim.qd_send
     send_settled = _shim.qd_send_settled
     consumer_update = _shim.qd_consumer_update
@@ -189,3 +193,4 @@ else:
     finish = fallback.finish_function()
     read_socket, write_socket = fallback.socket_io_functions()
     current = fallback.current_function()
+    link_waiting = fallback.link_waiting

@@ -32,6 +32,7 @@ void *qd_send(void *link, uint64_t tag, const char *payload, size_t size);
 intptr_t qd_send_keyed(void *link, uint64_t tag, const char *payload, size_t size);
 void qd_send_settled(void *link, const char *payload, size_t size);
 void *qd_current(void *link, intptr_t *key);
+int qd_link_waiting(void *link, int on);
 uint64_t qd_consumer_update(void *delivery, uint64_t accepted);
 void qd_finish(void *delivery, uint64_t outcome);
 int qd_read(void *transport, int fd, size_t budget);

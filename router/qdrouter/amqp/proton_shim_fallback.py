@@ -154,6 +154,12 @@ def current_function() -> Callable[[Any, Any], Any]:
     return current
 
 
+def link_waiting(link: Any, on: int) -> int:
+    """qd_link_waiting: the fallback's events come one by one from the collector, and the
+    router ignores those of a waiting link's unread deliveries itself."""
+    return 0
+
+
 # The most either function moves between a socket and a transport per system call.
 IO_CHUNK = 256 * 1024
 

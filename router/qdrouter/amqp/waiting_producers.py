@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List
 from ..core.address_table import Address
 from ..core.links import CoreLink
 from .proton_ffi import ffi, lib
-from .proton_shim import INT_DELIVERY_KEYS, current, delivery_key, pointer_key
+from .proton_shim import INT_DELIVERY_KEYS, current, delivery_key, link_waiting, pointer_key
 
 if TYPE_CHECKING:
     from .deliveries import DeliveryAdaptor
@@ -40,6 +40,7 @@ class WaitingProducers:
     def wait(self, link: CoreLink, address: Address) -> None:
         """``link``'s current delivery (and every later one) waits, unread."""
         link.read_on_arrival = False
+        link_waiting(link.handle, 1)
         waiting = self.by_address.get(address)
         if waiting is None:
             self.by_address[address] = [link]
@@ -71,6 +72,8 @@ class WaitingProducers:
         if link.read_on_arrival:
             return
         link.read_on_arrival = True
+        if link.handle is not None:
+            link_waiting(link.handle, 0)
         address = link.address
         waiting = self.by_address.get(address)
         if waiting is not None and link in waiting:
@@ -101,6 +104,7 @@ class WaitingProducers:
         link.read_on_arrival = True
         if handle is None:
             return False
+        link_waiting(handle, 0)
         on_delivery: Callable[[Any, Any, Any], None] = self.adaptor.on_delivery
         link_key = pointer_key(handle)
         # With int delivery keys (PyPy) the shim gives each delivery's key with it: made
