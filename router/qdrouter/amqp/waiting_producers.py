@@ -15,7 +15,9 @@ oldest unread delivery on, and the address's own queue goes first.
 A link waits while it is in ``by_address``, with ``CoreLink.read_on_arrival`` cleared. It stops
 waiting when one of the address's consumers gets credit or leaves, when its routes change
 (remote consumers), or when the producer itself leaves (its messages are then read and
-queued as before, so a producer that sends and detaches at once loses nothing).
+queued as before, so a producer that sends and detaches at once loses nothing). While it
+waits, the compiled shim leaves its unread deliveries' events out of the event batches
+(``link_waiting``); the fallback passes them on, and ``on_event`` ignores them.
 """
 
 from __future__ import annotations
