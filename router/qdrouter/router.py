@@ -226,12 +226,12 @@ class Router:
         log.info("Router %s started (%s)", self.id, self.mode)
         if proton_shim.COMPILED:
             log.info("Data path: proton shim (compiled)")
-        if pypy_jit.applied is not None:
-            log.info("PyPy JIT: %s (qdrouter/pypy_jit.py)", pypy_jit.applied)
         else:
             log.warning("Data path: the proton shim's Python fallback (%s), 20-30%% more CPU "
                         "per message; reinstall with a C compiler and Python headers to build it",
                         proton_shim.NOT_COMPILED_BECAUSE)
+        if pypy_jit.applied is not None:
+            log.info("PyPy JIT: %s (qdrouter/pypy_jit.py)", pypy_jit.applied)
         self.server.run()
         log.info("Router %s stopped", self.id)
 

@@ -30,6 +30,7 @@ def test_the_router_logs_which_shim_it_runs_on(router: Router, proton_shim: str)
     log = router.stderr_text()
     if proton_shim == "compiled":
         assert "Data path: proton shim (compiled)" in log, log
+        assert "fallback" not in log, log
     else:
         assert "Data path: the proton shim's Python fallback (QDROUTER_PROTON_SHIM is off)" in log, log
 
