@@ -2,15 +2,16 @@
 
 A message for an address whose one consumer has no credit would have to wait here. Read
 at once, it would be copied out of proton into a bytes object and an InFlight queued on
-the address, routed in full, and routed again when credit comes. On a busy 1->1 link
-about one message in ten finds its consumer without credit. Where most do (a receiver
-that grants 20 credit at a time), leaving them unread cut the router's instructions per
-message by 7.6% on PyPy and 20% on CPython (bench/README.md, session 16).
-Left unread instead, it waits where proton already holds it, in its link's queue of
-incoming deliveries (bounded by the credit the producer was given, as the address's queue
-would be), and is read when the consumer grants credit, by the same handler and fast path
-as any other arrival. Messages keep their order: a waiting link is read only from its
-oldest unread delivery on, and the address's own queue goes first.
+the address, routed in full, and routed again when credit comes. Left unread instead, it
+waits where proton already holds it, in its link's queue of incoming deliveries (bounded
+by the credit the producer was given, as the address's queue would be), and is read when
+the consumer grants credit, by the same handler and fast path as any other arrival.
+Messages keep their order: a waiting link is read only from its oldest unread delivery on,
+and the address's own queue goes first.
+
+On a busy 1->1 link about one message in ten finds its consumer without credit. Where most
+do (a receiver that grants 20 credit at a time), leaving them unread cut the router's
+instructions per message by 7.6% on PyPy and 20% on CPython (bench/README.md, session 16).
 
 A link waits while it is in ``by_address``, with ``CoreLink.read_on_arrival`` cleared. It stops
 waiting when one of the address's consumers gets credit or leaves, when its routes change
