@@ -95,6 +95,13 @@ class WaitingProducers:
             if lib.pn_link_current(handle) == delivery:
                 return
 
+    def unread_unsettled(self, link: CoreLink) -> int:
+        """Messages left unread on a waiting producer's link that count as unsettled there
+        (management's unsettledCount): all of them, unless its producer sends them settled."""
+        if link.read_on_arrival or link.handle is None or link.sends_settled:
+            return 0
+        return lib.pn_link_queued(link.handle)
+
     def queued(self, address: Address) -> int:
         """Messages waiting unread for ``address`` (management's undeliveredCount)."""
         return sum(lib.pn_link_queued(link.handle) for link in self.by_address.get(address, ())

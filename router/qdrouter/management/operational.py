@@ -145,7 +145,7 @@ def _link_row(link: CoreLink, router_id: str, waiting: WaitingProducers) -> Row:
         "capacity": link.capacity,
         "peer": None,
         "undeliveredCount": undelivered,
-        "unsettledCount": len(link.unsettled),
+        "unsettledCount": len(link.unsettled) + waiting.unread_unsettled(link),
         "deliveryCount": counters.delivered,
         "presettledCount": counters.presettled,
         "droppedPresettledCount": counters.dropped_presettled,
