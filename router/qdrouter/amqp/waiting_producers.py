@@ -64,10 +64,10 @@ class WaitingProducers:
         waiting = self.by_address.pop(address, None)
         if not waiting:
             return
-        served = [link for link in waiting if self._read(link)]
-        again = self.by_address.get(address)
+        served = {link for link in waiting if self._read(link)}
+        again = self.by_address.get(address)  # those that must wait again, in turn order
         if again is not None and served and len(again) > 1:
-            again.sort(key=lambda link: link in served and not link.read_on_arrival)
+            again.sort(key=lambda link: link in served)
 
     def leave(self, link: CoreLink) -> None:
         """The producer is leaving: its unread messages are read, and routed or queued as
@@ -75,8 +75,6 @@ class WaitingProducers:
         if link.read_on_arrival:
             return
         link.read_on_arrival = True
-        if link.handle is not None:
-            link_waiting(link.handle, 0)
         address = link.address
         waiting = self.by_address.get(address)
         if waiting is not None and link in waiting:
@@ -86,6 +84,7 @@ class WaitingProducers:
         handle = link.handle
         if handle is None:
             return
+        link_waiting(handle, 0)
         receive = self.adaptor.receive
         while True:
             delivery = lib.pn_link_current(handle)
