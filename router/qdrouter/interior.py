@@ -14,6 +14,7 @@ from proton import Message
 from .amqp.control_wire import encode_control
 from .amqp.proton_ffi import ffi, lib
 from .amqp.server import AmqpServer
+from .control_counters import ControlCounters
 from .core.address_table import BALANCED, CLOSEST, MULTICAST, AddressTable
 from .core.link_route_table import LinkRouteTable
 from .core.links import CONTROL, DATA, CoreLink
@@ -82,6 +83,8 @@ class MeshNode:
         self._advertised_link_routes: Set[str] = set()
         self._trace_id = f"0/{router_id}"
         self.control_loops_dropped = 0
+        # What the protocol received and sent, for qdstat -a's protocol rows.
+        self.control_counts = ControlCounters(router_id)
         self._neighbor_peer: Dict[str, int] = {}
         self._tag = 0
         # Control messages go pre-settled, so one tag serves them all.
@@ -172,6 +175,7 @@ class MeshNode:
                     self._send_raw(key, encoded)
             if not targets.local:
                 return
+        self.control_counts.received(address)
         self._send_all(self.engine.on_message(opcode, body, conn_key, time.monotonic()))
 
     def _send_all(self, outbound: List[Outbound]) -> None:
@@ -180,6 +184,7 @@ class MeshNode:
                 ls_log.debug("SENT %s to %s via %s: %s", out.opcode, out.address, out.via, out.body)
             annotations = {INGRESS_KEY: self._trace_id, TRACE_KEY: [self._trace_id]}
             encoded = encode_control(out.address, out.opcode, out.body, annotations)
+            self.control_counts.sent(out.address)
             if out.via is not None:
                 self._send_raw(out.via, encoded)
                 continue

@@ -23,7 +23,7 @@ def check_answers(client: MgmtClient) -> None:
 
 
 @pytest.mark.parametrize("target", [
-    "$management", "_local/$management", "_topo/0/R1/$management",
+    "$management", "_local/$management", "_topo/0/R1/$management", "_local/$_management_internal",
     "amqp:/$management", "amqp:/_local/$management", "amqp:/_topo/0/R1/$management",
 ])
 def test_agent_answers_at_link_target(router: Router, net: Net, target: str) -> None:
@@ -113,3 +113,20 @@ def test_presettled_requests_are_answered(router: Router, net: Net, target: str 
     m = client.message("GET-MGMT-NODES")
     snd.send(m)
     assert client.wait_reply(m.correlation_id).status == 200
+
+
+def test_agent_addresses_are_listed_as_qdrouterd_lists_them(router: Router, net: Net,
+                                                            mgmt: MgmtClient) -> None:
+    """qdstat -a on a standalone router: local $_management_internal and $management, mobile
+    $management; no row for this router's own topological address, whose requests count
+    in the local row (qdrouterd resolves `_topo/0/<own id>/...` to the local address)."""
+    via_topo = MgmtClient(net, net.connect(router.url), address="_topo/0/R1/$management")
+    for _ in range(3):
+        check_answers(via_topo)
+    rows = {row["key"]: row for row in mgmt.query("router.address")}
+    assert {"L$_management_internal", "L$management", "M0$management"} <= set(rows), sorted(rows)
+    assert not [key for key in rows if key.startswith("T")], sorted(rows)
+    local = rows["L$management"]
+    assert (local["inProcess"], local["distribution"]) == (1, "closest")
+    # check_answers makes two requests, GET-MGMT-NODES and a QUERY.
+    assert local["deliveriesToContainer"] == 6, local

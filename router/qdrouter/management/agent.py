@@ -49,7 +49,9 @@ class ManagementAgent:
         }
 
     def addresses(self) -> List[str]:
-        return ["$management", "_local/$management", f"_topo/0/{self.router.id}/$management"]
+        # $_management_internal: qdrouterd's agent answers there too (its own modules use it).
+        return ["$management", "_local/$management", "_local/$_management_internal",
+                f"_topo/0/{self.router.id}/$management"]
 
     # ---- one request -------------------------------------------------------------------
     def handle(self, message: InFlight) -> int:

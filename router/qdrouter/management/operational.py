@@ -166,8 +166,58 @@ def _link_row(link: CoreLink, router_id: str, waiting: WaitingProducers) -> Row:
 
 def address_rows(router: Any) -> List[Row]:
     counts = route_container.by_address(router)
-    rows = [_address_row(address, router.id, counts[address]) for address in counts]
-    return rows + link_route_address_rows(router)
+    rows = _fold_own_topological([_address_row(address, router.id, counts[address]) for address in counts],
+                                 router.id)
+    return rows + protocol_address_rows(router) + link_route_address_rows(router)
+
+
+def _fold_own_topological(rows: List[Row], router_id: str) -> List[Row]:
+    """The agent answers at `_topo/0/<this router>/$management` too. qdrouterd resolves such
+    an address to the local one (L$management) and has no row of its own for it: its
+    deliveries count in the local row here as well."""
+    own = "T0/" + router_id + "/"
+    by_key = {row["key"]: row for row in rows}
+    kept = []
+    for row in rows:
+        local = by_key.get("L" + row["key"][len(own):]) if row["key"].startswith(own) else None
+        if local is None:
+            kept.append(row)
+            continue
+        for counter in _FOLDED_COUNTERS:
+            local[counter] += row[counter]
+    return kept
+
+
+_FOLDED_COUNTERS = ("deliveriesIngress", "deliveriesEgress", "deliveriesTransit", "deliveriesToContainer",
+                    "deliveriesFromContainer")
+# An interior router's routing-protocol addresses, as qdrouterd lists them (key, distribution).
+_PROTOCOL_ADDRESSES = (("Lqdhello", "flood"), ("Lqdrouter", "flood"), ("Tqdrouter", "flood"),
+                       ("Lqdrouter.ma", "multicast"), ("Tqdrouter.ma", "multicast"))
+
+
+def protocol_address_rows(router: Any) -> List[Row]:
+    """An interior router's protocol addresses, whose in-process endpoint is the routing
+    protocol (to-proc: control messages it received, from-proc: those it sent), and one
+    `router` row (R<id>) per other router it has a route to."""
+    mesh = getattr(router, "mesh", None)
+    if mesh is None:
+        return []
+    counts = mesh.control_counts
+    others = sorted(mesh.routes.table)
+    rows = []
+    for key, distribution in _PROTOCOL_ADDRESSES:
+        remote = len(others) if key.startswith("T") else 0
+        rows.append(_protocol_row(key, distribution, 1, remote, counts))
+    rows.extend(_protocol_row("R" + other, "closest", 0, 1, counts) for other in others)
+    return rows
+
+
+def _protocol_row(key: str, distribution: str, in_process: int, remote: int, counts: Any) -> Row:
+    row = _address_row(Address(key, distribution), "", (0, 0))
+    to_proc, from_proc = counts.to_proc[key], counts.from_proc[key]
+    row.update({"identity": key, "name": key, "key": key, "inProcess": in_process, "remoteCount": remote,
+                "deliveriesToContainer": to_proc, "deliveriesFromContainer": from_proc})
+    return row
 
 
 def link_route_address_rows(router: Any) -> List[Row]:
