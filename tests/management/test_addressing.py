@@ -130,3 +130,5 @@ def test_agent_addresses_are_listed_as_qdrouterd_lists_them(router: Router, net:
     assert (local["inProcess"], local["distribution"]) == (1, "closest")
     # check_answers makes two requests, GET-MGMT-NODES and a QUERY.
     assert local["deliveriesToContainer"] == 6, local
+    # qdstat -g's Addresses: the rows qdstat -a lists.
+    assert mgmt.query("router", ["addrCount"])[0]["addrCount"] == len(rows)

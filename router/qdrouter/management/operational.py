@@ -303,7 +303,7 @@ def router_row(router: Any, configured: Row) -> Row:
         "mode": router.mode,
         "version": __version__,
         "hostName": socket.gethostname(),
-        "addrCount": len(router.table),
+        "addrCount": len(address_rows(router)),  # the rows router.address lists
         "linkCount": len(links),
         "blockedLinkCount": 0,
         "nodeCount": len(router.mesh.routes.table) if router.mesh is not None else 0,
