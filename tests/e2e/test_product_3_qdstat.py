@@ -133,7 +133,12 @@ def test_addresses_view_shows_an_address_known_across_the_mesh(
         local, remote = int(row[heads.index("local")]), int(row[heads.index("remote")])
         assert (local, remote) == ((1, 0) if router == last else (0, 1)), f"{router}: {row}\n{out}"
     for router in mesh.routers:
-        assert any(f"0/{router}/$management" in line for line in rows_of(out, router)), out
+        # qdrouterd's own rows: the agent's addresses; an interior router's protocol
+        # addresses, and a row for each other router of the mesh.
+        cells = {(line.split()[1], line.split()[2]) for line in rows_of(out, router) if len(line.split()) > 2}
+        expected = {("local", "$_management_internal"), ("mobile", "$management"), ("local", "qdhello"),
+                    ("topo", "qdrouter"), *(("router", other) for other in mesh.routers if other != router)}
+        assert expected <= cells, f"{router}: {sorted(expected - cells)}\n{out}"
 
 
 def test_nodes_view_shows_every_router(mesh: MeshState, routing: None, e2e_kubeconfig: Path) -> None:
