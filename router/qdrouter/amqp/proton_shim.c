@@ -318,8 +318,9 @@ int qd_write(void *transport, int fd)
 
 /* Below this line cffi generates each function's CPython wrapper, which releases the GIL
  * around the call and saves errno after it. These functions take microseconds and never
- * block (the sockets are non-blocking), the router is one thread, and it reads no errno
- * through cffi (qd_read and qd_write return codes): the GIL's release and re-take alone
+ * block (the sockets are non-blocking); other threads (host-name lookups, the console) get
+ * the GIL while the loop waits in epoll, as before; and the router reads no errno through
+ * cffi (qd_read and qd_write return codes). The GIL's release and re-take alone
  * cost CPython about 250 instructions a call, 2 (pre-settled) to 4 (unsettled) calls per
  * message. So these wrappers keep the GIL. PyPy calls the functions directly: no change. */
 #undef Py_BEGIN_ALLOW_THREADS
