@@ -104,6 +104,21 @@ def split_phase(key: str) -> Tuple[str, int]:
     return key, 0
 
 
+def address_key(address: str, router_id: str = "") -> str:
+    """qdrouterd's address keys: a class character (L local, T topological, M mobile with
+    its phase), then the address; qdstat shows the class from it. This router's own
+    topological addresses (dynamic reply-to) are local, as qdrouterd shows them."""
+    if address.startswith("_local/"):
+        return "L" + address[7:]
+    own = f"_topo/0/{router_id}/"
+    if router_id and address.startswith(own):
+        return "L" + address[len(own):]
+    if address.startswith("_topo/"):
+        return "T" + address[6:]
+    plain, phase = split_phase(address)
+    return f"M{phase}{plain}"
+
+
 def is_temporary(key: str) -> bool:
     """A dynamic source's address, as the router makes them: `_topo/0/<router>/temp.<id>`."""
     return key.startswith("_topo/") and "/temp." in key

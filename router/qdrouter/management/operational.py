@@ -13,28 +13,13 @@ from typing import Any, Dict, List
 from .. import __version__
 from ..amqp.proton_ffi import c_string, ffi, lib
 from ..amqp.waiting_producers import WaitingProducers
-from ..core.address_table import Address, split_phase
+from ..core.address_table import Address, address_key
 from ..core.links import CoreLink
 from ..schema import entity_type
 from . import route_container
 
 PREFIX = "org.apache.qpid.dispatch."
 Row = Dict[str, Any]
-
-
-def address_key(address: str, router_id: str = "") -> str:
-    """qdrouterd's address keys: a class character (L local, T topological, M mobile with
-    its phase), then the address; qdstat shows the class from it. This router's own
-    topological addresses (dynamic reply-to) are local, as qdrouterd shows them."""
-    if address.startswith("_local/"):
-        return "L" + address[7:]
-    own = f"_topo/0/{router_id}/"
-    if router_id and address.startswith(own):
-        return "L" + address[len(own):]
-    if address.startswith("_topo/"):
-        return "T" + address[6:]
-    plain, phase = split_phase(address)
-    return f"M{phase}{plain}"
 
 
 def connection_rows(router: Any) -> List[Row]:
@@ -199,7 +184,7 @@ def protocol_address_rows(router: Any) -> List[Row]:
     """An interior router's protocol addresses, whose in-process endpoint is the routing
     protocol (to-proc: control messages it received, from-proc: those it sent), and one
     `router` row (R<id>) per other router it has a route to."""
-    mesh = getattr(router, "mesh", None)
+    mesh = router.mesh
     if mesh is None:
         return []
     counts = mesh.control_counts
