@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
-from processes import HOST, BenchError, Proc, free_port, wait_for_port
+from processes import HOST, BenchError, Proc, free_port, process_cpu_seconds, wait_for_port
 from scenarios import Measurement, Scenario
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -81,6 +81,9 @@ class Router:
         except BaseException:
             self.stop()
             raise
+
+    def cpu_seconds(self) -> float | None:
+        return process_cpu_seconds(self.proc.popen.pid)
 
     def check_alive(self) -> None:
         if self.proc.returncode is not None:
@@ -229,6 +232,7 @@ def summarize(
     sender: Dict[str, Any],
     receivers: List[Dict[str, Any]],
     latency_files: List[Path],
+    router_cpu_seconds: float | None = None,
 ) -> Measurement:
     delivered = sum(int(r["messages"]) for r in receivers)
     t_end = max((int(r["t_last_ns"]) for r in receivers if r["messages"]), default=0)
@@ -255,6 +259,12 @@ def summarize(
         sender_cpu_pct=cpu_pct(sender),
         receiver_cpu_pct=max(cpu_pct(r) for r in receivers),
         outcomes=outcomes,
+        router_cpu_pct=(
+            100.0 * router_cpu_seconds / seconds if router_cpu_seconds is not None and seconds else None
+        ),
+        router_cpu_us_per_msg=(
+            1e6 * router_cpu_seconds / delivered if router_cpu_seconds is not None and delivered else None
+        ),
         sender=sender,
         receivers=receivers,
     )
@@ -291,6 +301,9 @@ def run_clients(
             for rp in receivers:
                 rp.wait_event("ready", 30)  # link attached: the router knows the consumer
             time.sleep(getattr(router, "settle", args.settle))
+        # The router's CPU over the run (not for a mesh: its routers are qdmesh local's children).
+        measured_router = router if isinstance(router, Router) else None
+        cpu_before = measured_router.cpu_seconds() if measured_router is not None else None
         sp = Proc(f"{kind} sender", sender_argv(args, sc, port, count))
         procs.append(sp)
         sender = sp.result(run_timeout)
@@ -302,7 +315,9 @@ def run_clients(
             results.append(r)
         if router is not None:
             router.check_alive()
-        return summarize(kind, sc, count, sender, results, lat_files)
+        cpu_after = measured_router.cpu_seconds() if measured_router is not None else None
+        router_cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+        return summarize(kind, sc, count, sender, results, lat_files, router_cpu)
     finally:
         for p in procs:
             p.close()

@@ -202,3 +202,18 @@ def wait_for_port(port: int, proc: Proc, timeout: float) -> None:
                 f"router not listening on port {port} after {timeout:.0f}s:\n" + proc.stderr_tail()
             )
         time.sleep(0.05)
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU time a live process has used so far (from /proc), or None when
+    it cannot be read (the process is gone, or no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: count from its end.
+    fields = stat[stat.rindex(")") + 2:].split()
+    # utime and stime are the stat file's fields 14 and 15; fields[0] here is field 3.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+

@@ -35,7 +35,18 @@ def fmt_us(v: float | None) -> str:
 
 
 def fmt_cpu(m: Measurement) -> str:
-    return f"CPU sender {m.sender_cpu_pct:.0f}%, receiver {m.receiver_cpu_pct:.0f}%"
+    text = f"CPU sender {m.sender_cpu_pct:.0f}%, receiver {m.receiver_cpu_pct:.0f}%"
+    if m.router_cpu_pct is not None and m.router_cpu_us_per_msg is not None:
+        text += f", router {m.router_cpu_pct:.0f}% ({m.router_cpu_us_per_msg:.2f} µs/msg)"
+    return text
+
+
+def fmt_router_cpu(summary: Dict[str, Any]) -> str:
+    """The router's busy share of one core, and its CPU per message (medians)."""
+    pct, per_msg = summary.get("router_cpu_pct"), summary.get("router_cpu_us_per_msg")
+    if pct is None or per_msg is None:
+        return "-"
+    return f"{pct:.0f}% ({per_msg:.2f})"
 
 
 def median_or_none(values: Sequence[float | None]) -> float | None:
@@ -56,6 +67,8 @@ def scenario_summary(sc: Scenario, direct: List[Measurement], routed: List[Measu
         "direct_sender_cpu_pct": median_or_none([m.sender_cpu_pct for m in direct]),
         "router_sender_cpu_pct": median_or_none([m.sender_cpu_pct for m in routed]),
         "router_receiver_cpu_pct": median_or_none([m.receiver_cpu_pct for m in routed]),
+        "router_cpu_pct": median_or_none([m.router_cpu_pct for m in routed]),
+        "router_cpu_us_per_msg": median_or_none([m.router_cpu_us_per_msg for m in routed]),
         "router_p50_us": median_or_none([m.p50_us for m in routed]),
         "router_p99_us": median_or_none([m.p99_us for m in routed]),
         # Median of per-repeat ratios: each pair was measured back to back.
@@ -78,16 +91,16 @@ def markdown_table(summaries: List[Dict[str, Any]], direct_only: bool) -> str:
             )
         return "\n".join(lines)
     lines = [
-        "| scenario | direct msgs/s | router msgs/s | router/direct | router p50 µs | router p99 µs "
-        "| direct p50 µs | direct p99 µs | lost |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| scenario | direct msgs/s | router msgs/s | router/direct | router CPU (µs/msg) "
+        "| router p50 µs | router p99 µs | direct p50 µs | direct p99 µs | lost |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in summaries:
         ratio = "-" if s["ratio"] is None else f"{s['ratio']:.1%}"
         lost = s["router_lost"]
         lines.append(
             f"| {s['title']} | {fmt_rate(s['direct_msgs_per_sec'])} | {fmt_rate(s['router_msgs_per_sec'])} "
-            f"| {ratio} | {fmt_us(s['router_p50_us'])} | {fmt_us(s['router_p99_us'])} "
+            f"| {ratio} | {fmt_router_cpu(s)} | {fmt_us(s['router_p50_us'])} | {fmt_us(s['router_p99_us'])} "
             f"| {fmt_us(s['direct_p50_us'])} | {fmt_us(s['direct_p99_us'])} "
             f"| {'-' if lost is None else lost} |"
         )
