@@ -76,16 +76,22 @@ def windows(slices: Sequence[Slice]) -> List[Window]:
     A window where a process ran less than 70% of its time on one core is "migrating"."""
     if not slices:
         return []
-    start = min(s.end_s for s in slices)
+    start = min(s.end_s - s.run_ms / 1000 for s in slices)
     per_window: Dict[int, Dict[Tuple[int, str], float]] = defaultdict(lambda: defaultdict(float))
     for s in slices:
-        per_window[int((s.end_s - start) / WINDOW_S)][(s.cpu, s.task)] += s.run_ms
+        # A slice may span a window's edge: each window gets the part that fell in it.
+        begin, end = s.end_s - s.run_ms / 1000 - start, s.end_s - start
+        index = int(begin / WINDOW_S)
+        while index * WINDOW_S < end:
+            part = min(end, (index + 1) * WINDOW_S) - max(begin, index * WINDOW_S)
+            per_window[index][(s.cpu, s.task)] += 1000 * part
+            index += 1
     last = max(per_window)
     result = []
     for index in sorted(per_window):
-        if index in (0, last):
-            continue  # partial windows at either end of a sample
         ran = per_window[index]
+        if index in (0, last) or {t for _, t in ran} != {"router", "sender", "receiver"}:
+            continue  # partial windows at either end of a sample, or before or after the run
         home: Dict[str, int] = {}
         migrating = False
         for task in {t for _, t in ran}:

@@ -72,3 +72,14 @@ def test_process_cpu_seconds_grows_with_use_and_is_none_for_a_gone_process() -> 
     child = subprocess.Popen(["true"])
     child.wait()
     assert process_cpu_seconds(child.pid) is None
+
+
+def test_a_slice_across_window_edges_is_split_between_the_windows() -> None:
+    # The router runs 450 ms without a break on core 0; the clients alternate on core 1.
+    lines = [HEADER, f"100.450000 [0000]  python[{ROUTER_PID}]   0.000  0.000  450.000"]
+    for step in range(45):
+        client = "qdm-send[11]" if step % 2 else "qdm-recv[12]"
+        lines.append(f"{100.01 + step * 0.01:.6f} [0001]  {client}   0.000  0.000  10.000")
+    found = windows(parse_timehist("\n".join(lines), ROUTER_PID))
+    assert len(found) == 3  # 0.0-0.1 s and 0.4-0.45 s are the partial windows at the ends
+    assert all(abs(w.router_core_busy - 100) < 1 for w in found)
