@@ -40,7 +40,7 @@ router {{
 listener {{
     host: {host}
     port: {port}
-    saslMechanisms: ANONYMOUS
+    saslMechanisms: ANONYMOUS{link_capacity}
 }}
 
 address {{
@@ -70,7 +70,10 @@ class Router:
     def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
         self.port = free_port()
         self.config = workdir / f"qdrouterd-{self.port}.conf"
-        self.config.write_text(ROUTER_CONFIG.format(host=HOST, port=self.port))
+        # No linkCapacity line unless asked: the router's default (qdrouterd's, 250) applies.
+        capacity = getattr(args, "link_capacity", None)
+        link_capacity = f"\n    linkCapacity: {capacity}" if capacity else ""
+        self.config.write_text(ROUTER_CONFIG.format(host=HOST, port=self.port, link_capacity=link_capacity))
         self.argv = router_argv(args, self.config, self.port)
         env = dict(os.environ)
         # Run the project from this checkout even if it is not installed.

@@ -68,6 +68,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--credit", type=int, default=1000, help="receiver credit window")
     p.add_argument(
+        "--link-capacity",
+        type=int,
+        default=None,
+        help="the router listener's linkCapacity: the credit window the router gives the sender "
+        "(default: none set, so the router's default, qdrouterd's 250; directly the sender gets --credit)",
+    )
+    p.add_argument(
         "--idle",
         type=float,
         default=3.0,
@@ -101,6 +108,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     mesh_names = [n for n in names if n in mesh.MESH_SCENARIOS]
     args.mesh_list = [] if args.direct_only or args.router_cmd else mesh_names
     args.route_sizes = [int(x) for x in args.route_sizes.split(",") if x.strip()]
+    if args.link_capacity is not None and args.link_capacity < 1:
+        p.error("--link-capacity must be >= 1")
     if args.messages < 1 or args.repeat < 1 or args.size < 8 or args.warmup < 0:
         p.error("--messages and --repeat must be >= 1, --size >= 8 (the timestamp), --warmup >= 0")
     return args
@@ -120,6 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{started:%Y-%m-%d %H:%M %Z}; {machine_info()}; messages={args.messages} size={args.size}B "
         f"repeat={args.repeat}; router: "
         + ("none (--direct-only)" if args.direct_only else shlex.join(router_argv(args, Path("CONFIG"), 0)))
+        + (f"; linkCapacity {args.link_capacity}" if args.link_capacity and not args.direct_only else "")
         + f"; proton shim: {shim}"
         + (" (built in this checkout; the router is --router-cmd's)" if args.router_cmd else "")
     )
