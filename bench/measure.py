@@ -265,8 +265,11 @@ def summarize(
         router_cpu_pct=(
             100.0 * router_cpu_seconds / seconds if router_cpu_seconds is not None and seconds else None
         ),
+        # Per message sent: a multicast message's four deliveries count once.
         router_cpu_us_per_msg=(
-            1e6 * router_cpu_seconds / delivered if router_cpu_seconds is not None and delivered else None
+            1e6 * router_cpu_seconds / int(sender["messages"])
+            if router_cpu_seconds is not None and int(sender["messages"])
+            else None
         ),
         sender=sender,
         receivers=receivers,

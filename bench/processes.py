@@ -216,4 +216,3 @@ def process_cpu_seconds(pid: int) -> float | None:
     fields = stat[stat.rindex(")") + 2:].split()
     # utime and stime are the stat file's fields 14 and 15; fields[0] here is field 3.
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-

@@ -65,7 +65,7 @@ class Measurement:
     sender: Dict[str, Any] = field(repr=False)
     receivers: List[Dict[str, Any]] = field(repr=False)
     # The router process's CPU over the run: its busy share of one core (below 100% while
-    # the run is limited elsewhere, e.g. by clients sharing the other cores) and per message.
+    # the run is limited elsewhere, e.g. by clients sharing the other cores) and per message sent.
     router_cpu_pct: float | None = None
     router_cpu_us_per_msg: float | None = None
 
