@@ -138,18 +138,24 @@ def summary_table(all_windows: Sequence[Window]) -> str:
     return "\n".join(lines)
 
 
+def perf(sched_args: List[str]) -> str:
+    """`perf sched ...`'s output; a BenchError that says what perf said when it fails."""
+    done = subprocess.run(["perf", "sched", *sched_args], capture_output=True, text=True)
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise BenchError(
+            f"perf sched {sched_args[0]} failed (exit code {done.returncode}): {said}\n"
+            "tracing the scheduler needs root or kernel.perf_event_paranoid <= 1"
+        )
+    return done.stdout
+
+
 def record(samples: int, seconds: float, workdir: Path, router_pid: int) -> List[Window]:
     found: List[Window] = []
     for k in range(samples):
         data = workdir / f"sched-{k}.data"
-        subprocess.run(
-            ["perf", "sched", "record", "-o", str(data), "--", "sleep", str(seconds)],
-            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        text = subprocess.run(
-            ["perf", "sched", "timehist", "-i", str(data)],
-            check=True, capture_output=True, text=True,
-        ).stdout
+        perf(["record", "-o", str(data), "--", "sleep", str(seconds)])
+        text = perf(["timehist", "-i", str(data)])
         found += windows(parse_timehist(text, router_pid))
         time.sleep(0.5)
     return found
@@ -189,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 clients.join()
             finally:
                 router.stop()
-    except (BenchError, subprocess.CalledProcessError) as e:
+    except BenchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     if failed:

@@ -11,8 +11,9 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
-from placement import parse_timehist, summary_table, windows  # noqa: E402
-from processes import process_cpu_seconds  # noqa: E402
+import pytest  # noqa: E402
+from placement import parse_timehist, perf, summary_table, windows  # noqa: E402
+from processes import BenchError, process_cpu_seconds  # noqa: E402
 
 ROUTER_PID = 4242
 HEADER = """           time    cpu  task name                       wait time  sch delay   run time
@@ -83,3 +84,20 @@ def test_a_slice_across_window_edges_is_split_between_the_windows() -> None:
     found = windows(parse_timehist("\n".join(lines), ROUTER_PID))
     assert len(found) == 3  # 0.0-0.1 s and 0.4-0.45 s are the partial windows at the ends
     assert all(abs(w.router_core_busy - 100) < 1 for w in found)
+
+
+def test_a_failing_perf_is_reported_with_what_it_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "perf"  # a stand-in that fails as perf does without the right to trace
+    fake.write_text(
+        '#!/bin/sh\necho "Error: No permission to enable sched:sched_switch event." >&2\nexit 255\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(BenchError) as failure:
+        perf(["record", "-o", str(tmp_path / "x.data"), "--", "sleep", "0"])
+    message = str(failure.value)
+    assert "perf sched record failed (exit code 255)" in message
+    assert "No permission to enable sched:sched_switch" in message
+    assert "perf_event_paranoid" in message
