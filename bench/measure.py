@@ -71,8 +71,7 @@ class Router:
         self.port = free_port()
         self.config = workdir / f"qdrouterd-{self.port}.conf"
         # No linkCapacity line unless asked: the router's default (qdrouterd's, 250) applies.
-        capacity = getattr(args, "link_capacity", None)
-        link_capacity = f"\n    linkCapacity: {capacity}" if capacity else ""
+        link_capacity = f"\n    linkCapacity: {args.link_capacity}" if args.link_capacity else ""
         self.config.write_text(ROUTER_CONFIG.format(host=HOST, port=self.port, link_capacity=link_capacity))
         self.argv = router_argv(args, self.config, self.port)
         env = dict(os.environ)
@@ -237,6 +236,7 @@ def summarize(
     latency_files: List[Path],
     router_cpu_seconds: float | None = None,
 ) -> Measurement:
+    sent = int(sender["messages"])
     delivered = sum(int(r["messages"]) for r in receivers)
     t_end = max((int(r["t_last_ns"]) for r in receivers if r["messages"]), default=0)
     t0 = int(sender["t_first_ns"])
@@ -249,7 +249,7 @@ def summarize(
     outcomes = {k: int(sender[k]) for k in ("accepted", "rejected", "released", "modified", "other")}
     return Measurement(
         kind=kind,
-        messages=int(sender["messages"]),
+        messages=sent,
         delivered=delivered,
         expected_deliveries=count * sc.fanout,
         seconds=seconds,
@@ -267,9 +267,7 @@ def summarize(
         ),
         # Per message sent: a multicast message's four deliveries count once.
         router_cpu_us_per_msg=(
-            1e6 * router_cpu_seconds / int(sender["messages"])
-            if router_cpu_seconds is not None and int(sender["messages"])
-            else None
+            1e6 * router_cpu_seconds / sent if router_cpu_seconds is not None and sent else None
         ),
         sender=sender,
         receivers=receivers,

@@ -90,18 +90,17 @@ def windows(slices: Sequence[Slice]) -> List[Window]:
     result = []
     for index in sorted(per_window):
         ran = per_window[index]
-        if index in (0, last) or {t for _, t in ran} != {"router", "sender", "receiver"}:
+        tasks = {t for _, t in ran}
+        if index in (0, last) or tasks != {"router", "sender", "receiver"}:
             continue  # partial windows at either end of a sample, or before or after the run
         home: Dict[str, int] = {}
         migrating = False
-        for task in {t for _, t in ran}:
+        for task in tasks:
             by_cpu = {cpu: ms for (cpu, t), ms in ran.items() if t == task}
             cpu = max(by_cpu, key=lambda c: by_cpu[c])
             home[task] = cpu
             migrating |= by_cpu[cpu] < 0.7 * sum(by_cpu.values())
-        router_cpu = home.get("router")
-        if router_cpu is None:
-            continue
+        router_cpu = home["router"]
         busy: Dict[int, float] = defaultdict(float)
         for (cpu, _), ms in ran.items():
             busy[cpu] += ms
@@ -165,6 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], add_help=True)
     p.add_argument("--samples", type=int, default=3, help="one-second perf sched samples during the run")
     own, rest = p.parse_known_args(argv)
+    if own.samples < 1:
+        p.error("--samples must be >= 1")
     args = run.parse_args(["--scenarios", "1to1-presettled", "--messages", "6000000", *rest])
     if shutil.which("perf") is None:
         print("error: needs perf (Debian: apt-get install linux-perf)", file=sys.stderr)
