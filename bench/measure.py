@@ -1,4 +1,5 @@
-"""Runs of the C load generators (qdm-send/qdm-recv), direct or through a router.
+"""Runs of the C load generators (qdm-send/qdm-recv): direct, through a byte relay, or through
+a router.
 
 Builds the router and client command lines, starts the clients (and a router),
 and turns their result lines and latency samples into a Measurement.
@@ -26,6 +27,7 @@ LOADGEN_DIR = BENCH_DIR / "loadgen"
 BUILD_DIR = BENCH_DIR / "build"
 SEND = BUILD_DIR / "qdm-send"
 RECV = BUILD_DIR / "qdm-recv"
+RELAY = BUILD_DIR / "qdm-relay"
 
 # Exit codes of the load generators (bench/loadgen/common.h).
 EXIT_OK, EXIT_ERROR, EXIT_TIMEOUT, EXIT_SHORT = 0, 1, 2, 3
@@ -84,9 +86,6 @@ class Router:
             self.stop()
             raise
 
-    def cpu_seconds(self) -> float | None:
-        return process_cpu_seconds(self.proc.popen.pid)
-
     def check_alive(self) -> None:
         if self.proc.returncode is not None:
             raise BenchError(f"router died (exit code {self.proc.returncode}):\n" + self.proc.stderr_tail())
@@ -131,7 +130,7 @@ def proton_shim(python: str) -> str:
 def ensure_built(force: bool) -> None:
     sources = [*list(LOADGEN_DIR.glob("*.[ch]")), LOADGEN_DIR / "build.sh"]
     newest = max(p.stat().st_mtime for p in sources)
-    if not force and all(b.exists() and b.stat().st_mtime >= newest for b in (SEND, RECV)):
+    if not force and all(b.exists() and b.stat().st_mtime >= newest for b in (SEND, RECV, RELAY)):
         return
     print("building load generators ...", file=sys.stderr)
     try:
@@ -234,7 +233,7 @@ def summarize(
     sender: Dict[str, Any],
     receivers: List[Dict[str, Any]],
     latency_files: List[Path],
-    router_cpu_seconds: float | None = None,
+    middle_cpu_seconds: float | None = None,
 ) -> Measurement:
     sent = int(sender["messages"])
     delivered = sum(int(r["messages"]) for r in receivers)
@@ -263,11 +262,11 @@ def summarize(
         receiver_cpu_pct=max(cpu_pct(r) for r in receivers),
         outcomes=outcomes,
         router_cpu_pct=(
-            100.0 * router_cpu_seconds / seconds if router_cpu_seconds is not None and seconds else None
+            100.0 * middle_cpu_seconds / seconds if middle_cpu_seconds is not None and seconds else None
         ),
         # Per message sent: a multicast message's four deliveries count once.
         router_cpu_us_per_msg=(
-            1e6 * router_cpu_seconds / sent if router_cpu_seconds is not None and sent else None
+            1e6 * middle_cpu_seconds / sent if middle_cpu_seconds is not None and sent else None
         ),
         sender=sender,
         receivers=receivers,
@@ -275,12 +274,22 @@ def summarize(
 
 
 def run_clients(
-    args: argparse.Namespace, sc: Scenario, kind: str, count: int, workdir: Path, router: Router | None
+    args: argparse.Namespace,
+    sc: Scenario,
+    kind: str,
+    count: int,
+    workdir: Path,
+    router: Router | None,
+    relay: bool = False,
 ) -> Measurement:
-    """One measured run: receivers first, then the sender; collect everything."""
+    """One measured run: receivers first, then the sender; collect everything. Without a router
+    the sender connects to the listening receiver, or to a byte relay in front of it."""
     procs: List[Proc] = []
     lat_files = [workdir / f"lat-{kind}-{i}-{time.monotonic_ns()}.bin" for i in range(sc.receivers)]
     run_timeout = args.timeout + 30.0
+    # The process between the clients, whose CPU is measured: the router or the relay (not a
+    # mesh's: its routers are qdmesh local's children).
+    middle_pid: int | None = router.proc.popen.pid if isinstance(router, Router) else None
     try:
         receivers: List[Proc] = []
         if router is None:
@@ -289,6 +298,11 @@ def run_clients(
             procs.append(rp)
             receivers.append(rp)
             port = int(rp.wait_event("ready", 30)["port"])
+            if relay:
+                xp = Proc("relay", [str(RELAY), "-l", f"{HOST}:0", "-t", f"{HOST}:{port}"])
+                procs.append(xp)
+                port = int(xp.wait_event("ready", 30)["port"])
+                middle_pid = xp.popen.pid
         else:
             port = router.port
             # A mesh (bench/mesh.py) has its receivers on another router than the sender.
@@ -305,9 +319,7 @@ def run_clients(
             for rp in receivers:
                 rp.wait_event("ready", 30)  # link attached: the router knows the consumer
             time.sleep(getattr(router, "settle", args.settle))
-        # The router's CPU over the run (not for a mesh: its routers are qdmesh local's children).
-        measured_router = router if isinstance(router, Router) else None
-        cpu_before = measured_router.cpu_seconds() if measured_router is not None else None
+        cpu_before = process_cpu_seconds(middle_pid) if middle_pid is not None else None
         sp = Proc(f"{kind} sender", sender_argv(args, sc, port, count))
         procs.append(sp)
         sender = sp.result(run_timeout)
@@ -319,9 +331,9 @@ def run_clients(
             results.append(r)
         if router is not None:
             router.check_alive()
-        cpu_after = measured_router.cpu_seconds() if measured_router is not None else None
-        router_cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
-        return summarize(kind, sc, count, sender, results, lat_files, router_cpu)
+        cpu_after = process_cpu_seconds(middle_pid) if middle_pid is not None else None
+        middle_cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+        return summarize(kind, sc, count, sender, results, lat_files, middle_cpu)
     finally:
         for p in procs:
             p.close()
@@ -334,6 +346,13 @@ def measure_direct(args: argparse.Namespace, sc: Scenario, workdir: Path) -> Mea
     # The direct baseline is always 1->1 with the scenario's settlement mode.
     base = Scenario(f"{sc.name}-direct", "direct 1->1", 1, sc.address, sc.presettled)
     return run_clients(args, base, "direct", args.messages, workdir, None)
+
+
+def measure_relay(args: argparse.Namespace, sc: Scenario, workdir: Path) -> Measurement:
+    """The direct baseline's clients with bench/loadgen/qdm-relay between them: what a third
+    process costs on these cores when it does no AMQP work at all."""
+    base = Scenario(f"{sc.name}-relay", "relay 1->1", 1, sc.address, sc.presettled)
+    return run_clients(args, base, "relay", args.messages, workdir, None, relay=True)
 
 
 def measure_router(args: argparse.Namespace, sc: Scenario, workdir: Path) -> Measurement:

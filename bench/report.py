@@ -34,16 +34,21 @@ def fmt_us(v: float | None) -> str:
     return "-" if v is None else f"{v:,.0f}"
 
 
-def fmt_cpu(m: Measurement) -> str:
+def fmt_cpu(m: Measurement, middle: str = "router") -> str:
+    """The clients' CPU, and that of the process between them (``middle``) if measured."""
     text = f"CPU sender {m.sender_cpu_pct:.0f}%, receiver {m.receiver_cpu_pct:.0f}%"
     if m.router_cpu_pct is not None and m.router_cpu_us_per_msg is not None:
-        text += f", router {m.router_cpu_pct:.0f}% ({m.router_cpu_us_per_msg:.2f} µs/msg)"
+        text += f", {middle} {m.router_cpu_pct:.0f}% ({m.router_cpu_us_per_msg:.2f} µs/msg)"
     return text
 
 
-def fmt_router_cpu(summary: Dict[str, Any]) -> str:
-    """The router's busy share of one core, and its CPU per message (medians)."""
-    pct, per_msg = summary.get("router_cpu_pct"), summary.get("router_cpu_us_per_msg")
+def fmt_ratio(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1%}"
+
+
+def fmt_router_cpu(summary: Dict[str, Any], middle: str = "router") -> str:
+    """The router's (or relay's) busy share of one core, and its CPU per message (medians)."""
+    pct, per_msg = summary.get(f"{middle}_cpu_pct"), summary.get(f"{middle}_cpu_us_per_msg")
     if pct is None or per_msg is None:
         return "-"
     return f"{pct:.0f}% ({per_msg:.2f})"
@@ -54,8 +59,14 @@ def median_or_none(values: Sequence[float | None]) -> float | None:
     return statistics.median(vals) if vals else None
 
 
-def scenario_summary(sc: Scenario, direct: List[Measurement], routed: List[Measurement]) -> Dict[str, Any]:
-    ratios = [r.msgs_per_sec / d.msgs_per_sec for d, r in zip(direct, routed) if d.msgs_per_sec]
+def pair_ratios(numerators: Sequence[Measurement], denominators: Sequence[Measurement]) -> List[float]:
+    """msgs/s ratios of measurements taken back to back in the same repeat."""
+    return [n.msgs_per_sec / d.msgs_per_sec for n, d in zip(numerators, denominators) if d.msgs_per_sec]
+
+
+def scenario_summary(
+    sc: Scenario, direct: List[Measurement], routed: List[Measurement], relayed: Sequence[Measurement] = ()
+) -> Dict[str, Any]:
     return {
         "scenario": sc.name,
         "title": sc.title,
@@ -72,7 +83,14 @@ def scenario_summary(sc: Scenario, direct: List[Measurement], routed: List[Measu
         "router_p50_us": median_or_none([m.p50_us for m in routed]),
         "router_p99_us": median_or_none([m.p99_us for m in routed]),
         # Median of per-repeat ratios: each pair was measured back to back.
-        "ratio": median_or_none(ratios),
+        "ratio": median_or_none(pair_ratios(routed, direct)),
+        # With --relay: the clients through a byte relay, as a share of direct, and the router
+        # as a share of that ceiling.
+        "relay_msgs_per_sec": median_or_none([m.msgs_per_sec for m in relayed]),
+        "relay_ratio": median_or_none(pair_ratios(relayed, direct)),
+        "router_to_relay": median_or_none(pair_ratios(routed, relayed)),
+        "relay_cpu_pct": median_or_none([m.router_cpu_pct for m in relayed]),
+        "relay_cpu_us_per_msg": median_or_none([m.router_cpu_us_per_msg for m in relayed]),
         "router_lost": max((m.lost for m in routed), default=None),
         "router_not_accepted": max(
             (m.messages - m.outcomes["accepted"] for m in routed if not sc.presettled), default=None
@@ -81,27 +99,40 @@ def scenario_summary(sc: Scenario, direct: List[Measurement], routed: List[Measu
     }
 
 
-def markdown_table(summaries: List[Dict[str, Any]], direct_only: bool) -> str:
+def markdown_table(summaries: List[Dict[str, Any]], direct_only: bool, relay: bool = False) -> str:
+    # With --relay, its columns come after direct's (and, with a router, after the router's ratio).
+    relay_head = " relay/direct | relay CPU (µs/msg) |" if relay else ""
+    relay_rule = "---:|---:|" if relay else ""
     if direct_only:
-        lines = ["| scenario | direct msgs/s | direct p50 µs | direct p99 µs |", "|---|---:|---:|---:|"]
+        lines = [
+            "| scenario | direct msgs/s | direct p50 µs | direct p99 µs |" + relay_head,
+            "|---|---:|---:|---:|" + relay_rule,
+        ]
         for s in summaries:
+            relay_cells = f" {fmt_ratio(s['relay_ratio'])} | {fmt_router_cpu(s, 'relay')} |" if relay else ""
             lines.append(
                 f"| {s['title']} | {fmt_rate(s['direct_msgs_per_sec'])} | "
-                f"{fmt_us(s['direct_p50_us'])} | {fmt_us(s['direct_p99_us'])} |"
+                f"{fmt_us(s['direct_p50_us'])} | {fmt_us(s['direct_p99_us'])} |" + relay_cells
             )
         return "\n".join(lines)
     lines = [
-        "| scenario | direct msgs/s | router msgs/s | router/direct | router CPU (µs/msg) "
-        "| router p50 µs | router p99 µs | direct p50 µs | direct p99 µs | lost |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| scenario | direct msgs/s | router msgs/s | router/direct |"
+        + (" router/relay |" + relay_head if relay else "")
+        + " router CPU (µs/msg) | router p50 µs | router p99 µs | direct p50 µs | direct p99 µs | lost |",
+        "|---|---:|---:|---:|" + ("---:|" + relay_rule if relay else "") + "---:|---:|---:|---:|---:|---:|",
     ]
     for s in summaries:
-        ratio = "-" if s["ratio"] is None else f"{s['ratio']:.1%}"
         lost = s["router_lost"]
+        relay_cells = ""
+        if relay:
+            relay_cells = (
+                f" {fmt_ratio(s['router_to_relay'])} | {fmt_ratio(s['relay_ratio'])} "
+                f"| {fmt_router_cpu(s, 'relay')} |"
+            )
         lines.append(
             f"| {s['title']} | {fmt_rate(s['direct_msgs_per_sec'])} | {fmt_rate(s['router_msgs_per_sec'])} "
-            f"| {ratio} | {fmt_router_cpu(s)} | {fmt_us(s['router_p50_us'])} | {fmt_us(s['router_p99_us'])} "
-            f"| {fmt_us(s['direct_p50_us'])} | {fmt_us(s['direct_p99_us'])} "
+            f"| {fmt_ratio(s['ratio'])} |{relay_cells} {fmt_router_cpu(s)} | {fmt_us(s['router_p50_us'])} "
+            f"| {fmt_us(s['router_p99_us'])} | {fmt_us(s['direct_p50_us'])} | {fmt_us(s['direct_p99_us'])} "
             f"| {'-' if lost is None else lost} |"
         )
     return "\n".join(lines)

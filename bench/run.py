@@ -27,7 +27,7 @@ from typing import Dict, List, Sequence
 import mesh
 from measure import RECV as RECV
 from measure import SEND as SEND
-from measure import ensure_built, measure_direct, measure_router, proton_shim, router_argv
+from measure import ensure_built, measure_direct, measure_relay, measure_router, proton_shim, router_argv
 from processes import BenchError
 from processes import free_port as free_port
 from report import fmt_cpu, fmt_us, machine_info, markdown_table, scenario_summary
@@ -60,6 +60,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "{python} are substituted, '-c CONFIG' is appended if {config} is absent",
     )
     p.add_argument("--direct-only", action="store_true", help="measure only the direct baselines (no router)")
+    p.add_argument(
+        "--relay",
+        action="store_true",
+        help="also measure the direct clients through a byte relay (bench/loadgen/qdm-relay): the "
+        "ceiling for any process between them on these cores",
+    )
     p.add_argument(
         "--warmup",
         type=int,
@@ -130,12 +136,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"repeat={args.repeat}; router: "
         + ("none (--direct-only)" if args.direct_only else shlex.join(router_argv(args, Path("CONFIG"), 0)))
         + (f"; linkCapacity {args.link_capacity}" if args.link_capacity and not args.direct_only else "")
+        + ("; with a byte relay (qdm-relay)" if args.relay else "")
         + f"; proton shim: {shim}"
         + (" (built in this checkout; the router is --router-cmd's)" if args.router_cmd else "")
     )
     print(f"# {header}", file=sys.stderr)
 
     direct: Dict[str, List[Measurement]] = {s.name: [] for s in args.scenario_list}
+    relayed: Dict[str, List[Measurement]] = {s.name: [] for s in args.scenario_list}
     routed: Dict[str, List[Measurement]] = {s.name: [] for s in args.scenario_list}
     try:
         with tempfile.TemporaryDirectory(prefix="qdm-bench-") as tmp:
@@ -150,6 +158,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                         f"p99 {fmt_us(d.p99_us)} µs; {fmt_cpu(d)}",
                         file=sys.stderr,
                     )
+                    if args.relay:
+                        x = measure_relay(args, sc, workdir)
+                        relayed[sc.name].append(x)
+                        print(
+                            f"{tag} relay: {x.msgs_per_sec:,.0f} msgs/s "
+                            f"({x.msgs_per_sec / d.msgs_per_sec if d.msgs_per_sec else 0.0:.1%} of direct), "
+                            f"p50 {fmt_us(x.p50_us)} µs, p99 {fmt_us(x.p99_us)} µs; {fmt_cpu(x, 'relay')}",
+                            file=sys.stderr,
+                        )
                     if args.direct_only:
                         continue
                     r = measure_router(args, sc, workdir)
@@ -169,10 +186,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
 
-    summaries = [scenario_summary(sc, direct[sc.name], routed[sc.name]) for sc in args.scenario_list]
+    summaries = [
+        scenario_summary(sc, direct[sc.name], routed[sc.name], relayed[sc.name]) for sc in args.scenario_list
+    ]
     print(f"\n_{header}_\n")
     if args.scenario_list:
-        print(markdown_table(summaries, args.direct_only))
+        print(markdown_table(summaries, args.direct_only, args.relay))
     if mesh_results:
         print("\n" + mesh.markdown(mesh_results))
 
@@ -187,6 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "runs": {
                 name: {
                     "direct": [asdict(m) for m in direct[name]],
+                    "relay": [asdict(m) for m in relayed[name]],
                     "router": [asdict(m) for m in routed[name]],
                 }
                 for name in direct

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Build the qdmesh load generators (qdm-send, qdm-recv) into bench/build/.
+# Build the qdmesh load generators (qdm-send, qdm-recv) and the byte relay (qdm-relay)
+# into bench/build/.
 #
 # Needs proton-C >= 0.31 with the proactor (Debian/Ubuntu: libqpid-proton11-dev).
 # Environment: CC (default cc), CFLAGS (default -O2 -g), BUILD_DIR (default bench/build).
@@ -30,4 +31,6 @@ for tool in qdm-send qdm-recv; do
   # shellcheck disable=SC2086  # word splitting of flag lists is intended
   $cc $cflags $warn $pc_cflags -o "$out/$tool" "$here/$tool.c" "$here/common.c" $pc_libs
 done
-echo "built: $out/qdm-send $out/qdm-recv (proton $(pkg-config --modversion $pkgs | head -n 1))"
+# The byte relay (bench/run.py --relay) is plain sockets, no proton.
+$cc $cflags $warn -o "$out/qdm-relay" "$here/qdm-relay.c"
+echo "built: $out/qdm-send $out/qdm-recv $out/qdm-relay (proton $(pkg-config --modversion $pkgs | head -n 1))"

@@ -1,0 +1,112 @@
+"""bench/loadgen/qdm-relay, the byte relay bench/run.py --relay puts between the clients: it
+must pass every byte both ways, unchanged and in order, pass a half-close on, and carry an
+AMQP conversation (here to a router) as if the clients were connected directly."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import threading
+from pathlib import Path
+from typing import Iterator, List
+
+import pytest
+from proton import Message
+
+from tests.prerequisites import require
+
+from .amqpclient import Net, send_and_settle
+from .routerproc import Router
+
+SOURCE = Path(__file__).resolve().parents[2] / "bench" / "loadgen" / "qdm-relay.c"
+
+
+@pytest.fixture(scope="module")
+def relay_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    require(cc is not None, "a C compiler (gcc) for bench/loadgen/qdm-relay.c")
+    assert cc is not None
+    out = tmp_path_factory.mktemp("relay") / "qdm-relay"
+    subprocess.run([cc, "-O2", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Werror", "-o", str(out), str(SOURCE)],
+                   check=True, capture_output=True, text=True)
+    return out
+
+
+def start_relay(binary: Path, target_port: int) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen([str(binary), "-l", "127.0.0.1:0", "-t", f"127.0.0.1:{target_port}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    ready = json.loads(proc.stdout.readline())
+    assert ready["event"] == "ready"
+    return proc, int(ready["port"])
+
+
+@pytest.fixture
+def echo_upper_server() -> Iterator[socket.socket]:
+    """A target that reads until EOF, then answers with everything it read, upper-cased,
+    and closes: so a client sees its half-close passed on, and the answer after it."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            chunks: List[bytes] = []
+            while data := conn.recv(65536):
+                chunks.append(data)
+            conn.sendall(b"".join(chunks).upper())
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server
+    server.close()
+    thread.join(5)
+
+
+def test_bytes_pass_both_ways_in_order_and_a_half_close_is_passed_on(
+    relay_binary: Path, echo_upper_server: socket.socket
+) -> None:
+    relay, port = start_relay(relay_binary, echo_upper_server.getsockname()[1])
+    try:
+        # Several MiB: more than the relay's buffers and the sockets', so it must stop reading
+        # while its peer is slow and resume, without losing or reordering a byte.
+        payload = bytes(range(97, 123)) * (5 * 1024 * 1024 // 26)
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            received: List[bytes] = []
+            reader = threading.Thread(target=lambda: received.extend(iter(lambda: client.recv(65536), b"")))
+            reader.start()
+            client.sendall(payload)
+            client.shutdown(socket.SHUT_WR)
+            reader.join(30)
+        assert not reader.is_alive(), "the target's close never reached the client"
+        assert b"".join(received) == payload.upper()
+        assert relay.poll() is None, "the relay must keep serving after a pair closes"
+    finally:
+        relay.terminate()
+        assert relay.wait(5) == 0
+
+
+def test_an_amqp_conversation_runs_through_the_relay(relay_binary: Path, router: Router, net: Net) -> None:
+    relay, port = start_relay(relay_binary, router.port)
+    try:
+        url = f"amqp://127.0.0.1:{port}"
+        rcv = net.connect(url).receiver("relay/q")
+        snd = net.connect(url).sender("relay/q")
+        outcomes = send_and_settle(net, snd, [Message(body=f"m{i}") for i in range(200)])
+        assert [o.name for o in outcomes] == ["accepted"] * 200
+        assert rcv.bodies() == [f"m{i}" for i in range(200)]
+    finally:
+        relay.terminate()
+        relay.wait(5)
+
+
+def test_usage_mistakes_are_named(relay_binary: Path) -> None:
+    missing = subprocess.run([str(relay_binary), "-l", "127.0.0.1:0"],
+                             capture_output=True, text=True, timeout=5)
+    assert missing.returncode == 1
+    assert "-t HOST:PORT" in missing.stderr
+    bad = subprocess.run([str(relay_binary), "-l", "127.0.0.1", "-t", "127.0.0.1:1"],
+                         capture_output=True, text=True, timeout=5)
+    assert bad.returncode == 1
+    assert "expected HOST:PORT, got '127.0.0.1'" in bad.stderr
