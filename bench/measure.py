@@ -290,6 +290,7 @@ def run_clients(
     # The process between the clients, whose CPU is measured: the router or the relay (not a
     # mesh's: its routers are qdmesh local's children).
     middle_pid: int | None = router.proc.popen.pid if isinstance(router, Router) else None
+    relay_proc: Proc | None = None
     try:
         receivers: List[Proc] = []
         if router is None:
@@ -299,10 +300,10 @@ def run_clients(
             receivers.append(rp)
             port = int(rp.wait_event("ready", 30)["port"])
             if relay:
-                xp = Proc("relay", [str(RELAY), "-l", f"{HOST}:0", "-t", f"{HOST}:{port}"])
-                procs.append(xp)
-                port = int(xp.wait_event("ready", 30)["port"])
-                middle_pid = xp.popen.pid
+                relay_proc = Proc("relay", [str(RELAY), "-l", f"{HOST}:0", "-t", f"{HOST}:{port}"])
+                procs.append(relay_proc)
+                port = int(relay_proc.wait_event("ready", 30)["port"])
+                middle_pid = relay_proc.popen.pid
         else:
             port = router.port
             # A mesh (bench/mesh.py) has its receivers on another router than the sender.
@@ -334,6 +335,13 @@ def run_clients(
         cpu_after = process_cpu_seconds(middle_pid) if middle_pid is not None else None
         middle_cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
         return summarize(kind, sc, count, sender, results, lat_files, middle_cpu)
+    except BenchError as e:
+        # A client failing may be the symptom of a relay that gave up (it exits on an error).
+        if relay_proc is not None and relay_proc.returncode is not None:
+            raise BenchError(
+                f"{e}\nrelay exited with code {relay_proc.returncode}:\n{relay_proc.stderr_tail()}"
+            ) from e
+        raise
     finally:
         for p in procs:
             p.close()
