@@ -34,7 +34,9 @@ typedef struct side_t {
   char *buf;
   size_t start, end;
   struct side_t *peer;
-  int closed_in;     /* read EOF or error: nothing more will arrive from this side */
+  int closed_in;     /* read EOF or an error: nothing more will arrive from this side */
+  int dead_out;      /* hung up, or a write failed: nothing more can be written to it */
+  int registered;    /* in the epoll set */
   uint32_t interest; /* the epoll events registered for fd */
 } side_t;
 
@@ -83,21 +85,34 @@ static int open_socket(const char *hostport, int listening) {
   return fd;
 }
 
-/* Listen for reading while this side's buffer is empty, for writing while its peer's is not. */
+static int pending(const side_t *s) { return s->start != s->end; }
+
+/* All this side will send has been read and written on (or dropped: its peer is gone). */
+static int finished(const side_t *s) { return s->closed_in && !pending(s); }
+
+/* Listen for reading while this side's buffer is empty, for writing while its peer's is not.
+ * A side that hung up wakes epoll whatever it is asked for, so while there is nothing to do
+ * with it (its bytes wait for the peer) it leaves the set, instead of waking the loop on end. */
 static void update_interest(int ep, side_t *s) {
   uint32_t want = 0;
-  if (!s->closed_in && s->start == s->end) want |= EPOLLIN;
-  if (s->peer->start != s->peer->end) want |= EPOLLOUT;
-  if (want == s->interest) return; /* the common case: no syscall */
+  if (!s->closed_in && !pending(s)) want |= EPOLLIN;
+  if (pending(s->peer) && !s->dead_out) want |= EPOLLOUT;
+  if (s->dead_out && !want) {
+    if (s->registered) epoll_ctl(ep, EPOLL_CTL_DEL, s->fd, NULL);
+    s->registered = 0;
+    return;
+  }
+  if (s->registered && want == s->interest) return; /* the common case: no syscall */
   struct epoll_event ev = {.events = want, .data.ptr = s};
-  epoll_ctl(ep, EPOLL_CTL_MOD, s->fd, &ev);
+  epoll_ctl(ep, s->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s->fd, &ev);
+  s->registered = 1;
   s->interest = want;
 }
 
 static void close_pair(int ep, side_t *s) {
   side_t *p = s->peer;
-  epoll_ctl(ep, EPOLL_CTL_DEL, s->fd, NULL);
-  epoll_ctl(ep, EPOLL_CTL_DEL, p->fd, NULL);
+  if (s->registered) epoll_ctl(ep, EPOLL_CTL_DEL, s->fd, NULL);
+  if (p->registered) epoll_ctl(ep, EPOLL_CTL_DEL, p->fd, NULL);
   close(s->fd);
   close(p->fd);
   free(s->buf);
@@ -105,32 +120,41 @@ static void close_pair(int ep, side_t *s) {
   free(s < p ? s : p); /* the two sides were allocated together */
 }
 
-/* Write what `from` holds to its peer. Returns -1 if the peer's socket failed. */
-static int flush(side_t *from) {
-  while (from->start < from->end) {
-    ssize_t n = write(from->peer->fd, from->buf + from->start, from->end - from->start);
-    if (n < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
-    from->start += (size_t)n;
-  }
-  from->start = from->end = 0;
-  if (from->closed_in) shutdown(from->peer->fd, SHUT_WR);
-  return 0;
+/* Nothing more can be written to s: what waits for it is dropped, and so is what its peer
+ * sends from now on (read to its end all the same, so closing it resets nothing). */
+static void cannot_write(side_t *s) {
+  s->dead_out = 1;
+  s->peer->start = s->peer->end = 0;
 }
 
-static int on_readable(side_t *s) {
-  if (s->start != s->end || s->closed_in) return 0; /* earlier bytes first; a hang-up can wake us */
-  ssize_t n = read(s->fd, s->buf, BUF_SIZE);
-  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-    s->closed_in = 1;
-    shutdown(s->peer->fd, SHUT_WR);
-    return s->peer->closed_in ? -1 : 0;
+/* Write what `from` holds to its peer; once all is written and `from` has ended, say so. */
+static void flush(side_t *from) {
+  side_t *to = from->peer;
+  while (pending(from) && !to->dead_out) {
+    ssize_t n = write(to->fd, from->buf + from->start, from->end - from->start);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) return;
+      cannot_write(to);
+    } else {
+      from->start += (size_t)n;
+    }
   }
+  from->start = from->end = 0;
+  if (from->closed_in && !to->dead_out) shutdown(to->fd, SHUT_WR);
+}
+
+static void on_readable(side_t *s) {
+  if (pending(s) || s->closed_in) return; /* earlier bytes first; a hang-up can wake us */
+  ssize_t n = read(s->fd, s->buf, BUF_SIZE);
   if (n > 0) {
+    if (s->peer->dead_out) return; /* nowhere to go */
     s->start = 0;
     s->end = (size_t)n;
-    return flush(s);
+    flush(s);
+  } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+    s->closed_in = 1;
+    if (!s->peer->dead_out) shutdown(s->peer->fd, SHUT_WR);
   }
-  return 0;
 }
 
 static void accept_pair(int ep, int listener, const char *target) {
@@ -142,8 +166,8 @@ static void accept_pair(int ep, int listener, const char *target) {
   int b = open_socket(target, 0);
   side_t *pair = calloc(2, sizeof(side_t));
   if (!pair) die("calloc");
-  pair[0] = (side_t){.fd = a, .buf = malloc(BUF_SIZE), .peer = &pair[1], .interest = EPOLLIN};
-  pair[1] = (side_t){.fd = b, .buf = malloc(BUF_SIZE), .peer = &pair[0], .interest = EPOLLIN};
+  pair[0] = (side_t){.fd = a, .buf = malloc(BUF_SIZE), .peer = &pair[1], .interest = EPOLLIN, .registered = 1};
+  pair[1] = (side_t){.fd = b, .buf = malloc(BUF_SIZE), .peer = &pair[0], .interest = EPOLLIN, .registered = 1};
   if (!pair[0].buf || !pair[1].buf) die("malloc");
   for (int i = 0; i < 2; i++) {
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &pair[i]};
@@ -192,10 +216,11 @@ int main(int argc, char **argv) {
         accept_pair(ep, listener, target);
         continue;
       }
-      int failed = 0;
-      if (events[i].events & EPOLLOUT) failed = flush(s->peer) < 0;
-      if (!failed && events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) failed = on_readable(s) < 0;
-      if (failed) {
+      uint32_t ev = events[i].events;
+      if (ev & EPOLLOUT) flush(s->peer);
+      if (ev & (EPOLLHUP | EPOLLERR)) cannot_write(s);
+      if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_readable(s);
+      if (finished(s) && finished(s->peer)) {
         side_t *peer = s->peer;
         close_pair(ep, s);
         /* The pair's other side may still have an event in this batch: drop it. */

@@ -5,10 +5,12 @@ AMQP conversation (here to a router) as if the clients were connected directly."
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Iterator, List
 
@@ -85,6 +87,94 @@ def test_bytes_pass_both_ways_in_order_and_a_half_close_is_passed_on(
     finally:
         relay.terminate()
         assert relay.wait(5) == 0
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_target_that_hangs_up_ends_the_pair_without_the_relay_spinning(relay_binary: Path) -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def hang_up() -> None:
+        conn, _ = server.accept()
+        conn.recv(1000)
+        conn.close()  # with more unread: the client's bytes now have nowhere to go
+
+    thread = threading.Thread(target=hang_up, daemon=True)
+    thread.start()
+    relay, port = start_relay(relay_binary, server.getsockname()[1])
+    try:
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            client.settimeout(10)
+            try:
+                client.sendall(b"x" * (8 * 1024 * 1024))
+                client.shutdown(socket.SHUT_WR)
+                assert client.recv(1) == b"", "the relay must end the client's side too"
+            except (ConnectionResetError, BrokenPipeError):
+                pass  # as good an ending: the relay closed its side while bytes were in flight
+        before = _cpu_seconds(relay.pid)
+        time.sleep(1.0)
+        assert _cpu_seconds(relay.pid) - before < 0.2, "the relay keeps a core busy after the pair ended"
+        assert relay.poll() is None
+        # And it still serves a new pair.
+        thread = threading.Thread(target=hang_up, daemon=True)
+        thread.start()
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            client.sendall(b"hello")
+            client.settimeout(10)
+            assert client.recv(10) == b""
+    finally:
+        relay.terminate()
+        assert relay.wait(5) == 0
+        server.close()
+
+
+def test_a_target_reset_while_the_client_is_not_reading_leaves_the_relay_idle(relay_binary: Path) -> None:
+    """The target resets its connection (it closes with bytes unread) while the relay holds
+    bytes for a client that is not reading: the relay waits for the client without spinning,
+    then gives it what it holds and ends its side."""
+    server = socket.create_server(("127.0.0.1", 0))
+    sent = bytearray()
+
+    def send_then_reset() -> None:
+        conn, _ = server.accept()
+        conn.recv(10)  # the rest of the client's bytes stay unread: close() resets
+        conn.setblocking(False)
+        deadline = time.monotonic() + 0.5
+        chunk = bytes(range(256)) * 256
+        while time.monotonic() < deadline:
+            try:
+                sent.extend(chunk[: conn.send(chunk)])
+            except BlockingIOError:
+                time.sleep(0.01)
+        conn.close()
+
+    thread = threading.Thread(target=send_then_reset, daemon=True)
+    thread.start()
+    relay, port = start_relay(relay_binary, server.getsockname()[1])
+    try:
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            client.sendall(b"y" * 1000)
+            thread.join(5)
+            time.sleep(0.2)
+            before = _cpu_seconds(relay.pid)
+            time.sleep(1.0)
+            assert _cpu_seconds(relay.pid) - before < 0.2, "the relay spins while the client is not reading"
+            client.settimeout(10)
+            received = bytearray()
+            try:
+                while data := client.recv(65536):
+                    received.extend(data)
+            except ConnectionResetError:
+                pass
+        assert len(received) > 0 and bytes(received) == bytes(sent[: len(received)])
+        assert relay.poll() is None
+    finally:
+        relay.terminate()
+        assert relay.wait(5) == 0
+        server.close()
 
 
 def test_an_amqp_conversation_runs_through_the_relay(relay_binary: Path, router: Router, net: Net) -> None:
