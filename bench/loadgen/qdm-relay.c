@@ -92,7 +92,8 @@ static int finished(const side_t *s) { return s->closed_in && !pending(s); }
 
 /* Listen for reading while this side's buffer is empty, for writing while its peer's is not.
  * A side that hung up wakes epoll whatever it is asked for, so while there is nothing to do
- * with it (its bytes wait for the peer) it leaves the set, instead of waking the loop on end. */
+ * with it (its bytes wait for the peer) it leaves the set, instead of waking the loop without
+ * end. */
 static void update_interest(int ep, side_t *s) {
   uint32_t want = 0;
   if (!s->closed_in && !pending(s)) want |= EPOLLIN;
