@@ -280,10 +280,10 @@ def run_clients(
     count: int,
     workdir: Path,
     router: Router | None,
-    relay: bool = False,
 ) -> Measurement:
     """One measured run: receivers first, then the sender; collect everything. Without a router
-    the sender connects to the listening receiver, or to a byte relay in front of it."""
+    the sender connects to the listening receiver, or (``kind`` "relay") to a byte relay in
+    front of it."""
     procs: List[Proc] = []
     lat_files = [workdir / f"lat-{kind}-{i}-{time.monotonic_ns()}.bin" for i in range(sc.receivers)]
     run_timeout = args.timeout + 30.0
@@ -299,7 +299,7 @@ def run_clients(
             procs.append(rp)
             receivers.append(rp)
             port = int(rp.wait_event("ready", 30)["port"])
-            if relay:
+            if kind == "relay":
                 relay_proc = Proc("relay", [str(RELAY), "-l", f"{HOST}:0", "-t", f"{HOST}:{port}"])
                 procs.append(relay_proc)
                 port = int(relay_proc.wait_event("ready", 30)["port"])
@@ -360,7 +360,7 @@ def measure_relay(args: argparse.Namespace, sc: Scenario, workdir: Path) -> Meas
     """The direct baseline's clients with bench/loadgen/qdm-relay between them: what a third
     process costs on these cores when it does no AMQP work at all."""
     base = Scenario(f"{sc.name}-relay", "relay 1->1", 1, sc.address, sc.presettled)
-    return run_clients(args, base, "relay", args.messages, workdir, None, relay=True)
+    return run_clients(args, base, "relay", args.messages, workdir, None)
 
 
 def measure_router(args: argparse.Namespace, sc: Scenario, workdir: Path) -> Measurement:

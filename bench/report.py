@@ -34,11 +34,19 @@ def fmt_us(v: float | None) -> str:
     return "-" if v is None else f"{v:,.0f}"
 
 
-def fmt_cpu(m: Measurement, middle: str = "router") -> str:
-    """The clients' CPU, and that of the process between them (``middle``) if measured."""
-    text = f"CPU sender {m.sender_cpu_pct:.0f}%, receiver {m.receiver_cpu_pct:.0f}%"
+def progress_line(tag: str, m: Measurement, direct: Measurement | None = None) -> str:
+    """One run, as the progress output shows it: its rate (and share of ``direct``), latency,
+    losses (through a router), and the CPU of the clients and of the process between them."""
+    text = f"{tag} {m.kind}: {m.msgs_per_sec:,.0f} msgs/s"
+    if direct is not None:
+        share = m.msgs_per_sec / direct.msgs_per_sec if direct.msgs_per_sec else 0.0
+        text += f" ({share:.1%} of direct)"
+    text += f", p50 {fmt_us(m.p50_us)} µs, p99 {fmt_us(m.p99_us)} µs"
+    if m.kind == "router":
+        text += f", lost {m.lost}"
+    text += f"; CPU sender {m.sender_cpu_pct:.0f}%, receiver {m.receiver_cpu_pct:.0f}%"
     if m.router_cpu_pct is not None and m.router_cpu_us_per_msg is not None:
-        text += f", {middle} {m.router_cpu_pct:.0f}% ({m.router_cpu_us_per_msg:.2f} µs/msg)"
+        text += f", {m.kind} {m.router_cpu_pct:.0f}% ({m.router_cpu_us_per_msg:.2f} µs/msg)"
     return text
 
 

@@ -30,7 +30,7 @@ from measure import SEND as SEND
 from measure import ensure_built, measure_direct, measure_relay, measure_router, proton_shim, router_argv
 from processes import BenchError
 from processes import free_port as free_port
-from report import fmt_cpu, fmt_us, machine_info, markdown_table, scenario_summary
+from report import machine_info, markdown_table, progress_line, scenario_summary
 from scenarios import SCENARIOS, Measurement
 
 # RECV, SEND and free_port are re-exported (`as` form) for bench/interop_check.py, which imports them
@@ -153,31 +153,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                     tag = f"[{rep + 1}/{args.repeat}] {sc.name}"
                     d = measure_direct(args, sc, workdir)
                     direct[sc.name].append(d)
-                    print(
-                        f"{tag} direct: {d.msgs_per_sec:,.0f} msgs/s, p50 {fmt_us(d.p50_us)} µs, "
-                        f"p99 {fmt_us(d.p99_us)} µs; {fmt_cpu(d)}",
-                        file=sys.stderr,
-                    )
+                    print(progress_line(tag, d), file=sys.stderr)
                     if args.relay:
                         x = measure_relay(args, sc, workdir)
                         relayed[sc.name].append(x)
-                        print(
-                            f"{tag} relay: {x.msgs_per_sec:,.0f} msgs/s "
-                            f"({x.msgs_per_sec / d.msgs_per_sec if d.msgs_per_sec else 0.0:.1%} of direct), "
-                            f"p50 {fmt_us(x.p50_us)} µs, p99 {fmt_us(x.p99_us)} µs; {fmt_cpu(x, 'relay')}",
-                            file=sys.stderr,
-                        )
+                        print(progress_line(tag, x, d), file=sys.stderr)
                     if args.direct_only:
                         continue
                     r = measure_router(args, sc, workdir)
                     routed[sc.name].append(r)
-                    ratio = r.msgs_per_sec / d.msgs_per_sec if d.msgs_per_sec else 0.0
-                    print(
-                        f"{tag} router: {r.msgs_per_sec:,.0f} msgs/s "
-                        f"({ratio:.1%} of direct), p50 {fmt_us(r.p50_us)} µs, "
-                        f"p99 {fmt_us(r.p99_us)} µs, lost {r.lost}; {fmt_cpu(r)}",
-                        file=sys.stderr,
-                    )
+                    print(progress_line(tag, r, d), file=sys.stderr)
             mesh_results = mesh.run_mesh(args, args.mesh_list, workdir)
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -5,14 +5,15 @@ AMQP conversation (here to a router) as if the clients were connected directly."
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, List
+from typing import Iterator, List, Tuple
 
 import pytest
 from proton import Message
@@ -22,7 +23,11 @@ from tests.prerequisites import require
 from .amqpclient import Net, send_and_settle
 from .routerproc import Router
 
-SOURCE = Path(__file__).resolve().parents[2] / "bench" / "loadgen" / "qdm-relay.c"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+SOURCE = BENCH / "loadgen" / "qdm-relay.c"
+sys.path.insert(0, str(BENCH))
+
+from processes import process_cpu_seconds  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -36,13 +41,29 @@ def relay_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def start_relay(binary: Path, target_port: int) -> tuple[subprocess.Popen, int]:
+@contextmanager
+def running_relay(binary: Path, target_port: int) -> Iterator[Tuple[subprocess.Popen, int]]:
+    """The relay in front of ``target_port``, and the port it listens on; it must still be
+    serving at the end, and stop cleanly on SIGTERM."""
     proc = subprocess.Popen([str(binary), "-l", "127.0.0.1:0", "-t", f"127.0.0.1:{target_port}"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    ready = json.loads(proc.stdout.readline())
-    assert ready["event"] == "ready"
-    return proc, int(ready["port"])
+    try:
+        assert proc.stdout is not None
+        ready = json.loads(proc.stdout.readline())
+        assert ready["event"] == "ready"
+        yield proc, int(ready["port"])
+        assert proc.poll() is None, "the relay must keep serving after a pair closes"
+    finally:
+        proc.terminate()
+        assert proc.wait(5) == 0
+
+
+def cpu_used_over(pid: int, seconds: float) -> float:
+    before = process_cpu_seconds(pid)
+    time.sleep(seconds)
+    after = process_cpu_seconds(pid)
+    assert before is not None and after is not None
+    return after - before
 
 
 @pytest.fixture
@@ -69,8 +90,7 @@ def echo_upper_server() -> Iterator[socket.socket]:
 def test_bytes_pass_both_ways_in_order_and_a_half_close_is_passed_on(
     relay_binary: Path, echo_upper_server: socket.socket
 ) -> None:
-    relay, port = start_relay(relay_binary, echo_upper_server.getsockname()[1])
-    try:
+    with running_relay(relay_binary, echo_upper_server.getsockname()[1]) as (_, port):
         # Several MiB: more than the relay's buffers and the sockets', so it must stop reading
         # while its peer is slow and resume, without losing or reordering a byte.
         payload = bytes(range(97, 123)) * (5 * 1024 * 1024 // 26)
@@ -83,15 +103,6 @@ def test_bytes_pass_both_ways_in_order_and_a_half_close_is_passed_on(
             reader.join(30)
         assert not reader.is_alive(), "the target's close never reached the client"
         assert b"".join(received) == payload.upper()
-        assert relay.poll() is None, "the relay must keep serving after a pair closes"
-    finally:
-        relay.terminate()
-        assert relay.wait(5) == 0
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def test_a_target_that_hangs_up_ends_the_pair_without_the_relay_spinning(relay_binary: Path) -> None:
@@ -102,10 +113,8 @@ def test_a_target_that_hangs_up_ends_the_pair_without_the_relay_spinning(relay_b
         conn.recv(1000)
         conn.close()  # with more unread: the client's bytes now have nowhere to go
 
-    thread = threading.Thread(target=hang_up, daemon=True)
-    thread.start()
-    relay, port = start_relay(relay_binary, server.getsockname()[1])
-    try:
+    with server, running_relay(relay_binary, server.getsockname()[1]) as (relay, port):
+        threading.Thread(target=hang_up, daemon=True).start()
         with socket.create_connection(("127.0.0.1", port)) as client:
             client.settimeout(10)
             try:
@@ -114,21 +123,14 @@ def test_a_target_that_hangs_up_ends_the_pair_without_the_relay_spinning(relay_b
                 assert client.recv(1) == b"", "the relay must end the client's side too"
             except (ConnectionResetError, BrokenPipeError):
                 pass  # as good an ending: the relay closed its side while bytes were in flight
-        before = _cpu_seconds(relay.pid)
-        time.sleep(1.0)
-        assert _cpu_seconds(relay.pid) - before < 0.2, "the relay keeps a core busy after the pair ended"
+        assert cpu_used_over(relay.pid, 1.0) < 0.2, "the relay keeps a core busy after the pair ended"
         assert relay.poll() is None
         # And it still serves a new pair.
-        thread = threading.Thread(target=hang_up, daemon=True)
-        thread.start()
+        threading.Thread(target=hang_up, daemon=True).start()
         with socket.create_connection(("127.0.0.1", port)) as client:
             client.sendall(b"hello")
             client.settimeout(10)
             assert client.recv(10) == b""
-    finally:
-        relay.terminate()
-        assert relay.wait(5) == 0
-        server.close()
 
 
 def test_a_target_reset_while_the_client_is_not_reading_leaves_the_relay_idle(relay_binary: Path) -> None:
@@ -153,15 +155,12 @@ def test_a_target_reset_while_the_client_is_not_reading_leaves_the_relay_idle(re
 
     thread = threading.Thread(target=send_then_reset, daemon=True)
     thread.start()
-    relay, port = start_relay(relay_binary, server.getsockname()[1])
-    try:
+    with server, running_relay(relay_binary, server.getsockname()[1]) as (relay, port):
         with socket.create_connection(("127.0.0.1", port)) as client:
             client.sendall(b"y" * 1000)
             thread.join(5)
             time.sleep(0.2)
-            before = _cpu_seconds(relay.pid)
-            time.sleep(1.0)
-            assert _cpu_seconds(relay.pid) - before < 0.2, "the relay spins while the client is not reading"
+            assert cpu_used_over(relay.pid, 1.0) < 0.2, "the relay spins while the client is not reading"
             client.settimeout(10)
             received = bytearray()
             try:
@@ -170,25 +169,16 @@ def test_a_target_reset_while_the_client_is_not_reading_leaves_the_relay_idle(re
             except ConnectionResetError:
                 pass
         assert len(received) > 0 and bytes(received) == bytes(sent[: len(received)])
-        assert relay.poll() is None
-    finally:
-        relay.terminate()
-        assert relay.wait(5) == 0
-        server.close()
 
 
 def test_an_amqp_conversation_runs_through_the_relay(relay_binary: Path, router: Router, net: Net) -> None:
-    relay, port = start_relay(relay_binary, router.port)
-    try:
+    with running_relay(relay_binary, router.port) as (_, port):
         url = f"amqp://127.0.0.1:{port}"
         rcv = net.connect(url).receiver("relay/q")
         snd = net.connect(url).sender("relay/q")
         outcomes = send_and_settle(net, snd, [Message(body=f"m{i}") for i in range(200)])
         assert [o.name for o in outcomes] == ["accepted"] * 200
         assert rcv.bodies() == [f"m{i}" for i in range(200)]
-    finally:
-        relay.terminate()
-        relay.wait(5)
 
 
 def test_usage_mistakes_are_named(relay_binary: Path) -> None:
