@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Dict, List
+
+import pytest
 
 _REPO_ROOT = str(Path(__file__).resolve().parents[1])
 if _REPO_ROOT not in sys.path:
@@ -19,3 +22,30 @@ def pytest_sessionstart(session: object) -> None:
     # Every folder starts routers from this checkout with this interpreter: give them the
     # compiled proton shim, as an installed router has.
     build_proton_shim()
+
+
+# Per folder: a hung router, broker, client or cluster must fail its test, never hang the run.
+# A test's own timeout marker wins.
+FOLDER_TIMEOUTS_S: Dict[str, int] = {
+    "management": 30,
+    "router": 60, "tools": 60, "linkroute": 60, "policy": 60,
+    "mesh": 90, "mesh_local": 90, "router_http": 90, "security": 90,
+    "mesh_linkroute": 120,
+    "console": 150,
+    "broker": 180,
+    "telemetry": 900,
+}
+_TESTS_DIR = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("timeout") is not None:
+            continue
+        try:
+            folder = Path(str(item.fspath)).resolve().relative_to(_TESTS_DIR).parts[0]
+        except ValueError:
+            continue
+        seconds = FOLDER_TIMEOUTS_S.get(folder)
+        if seconds is not None:
+            item.add_marker(pytest.mark.timeout(seconds))

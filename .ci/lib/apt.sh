@@ -9,7 +9,9 @@ apt_install_missing() {
         sudo="sudo -n"
     fi
     for package in "$@"; do
-        dpkg -s "$package" >/dev/null 2>&1 || missing="$missing $package"
+        # Not `dpkg -s` alone: it succeeds for a removed package whose configuration remains.
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+            missing="$missing $package"
     done
     if [ -z "$missing" ]; then
         return 0
@@ -26,4 +28,24 @@ apt_install_missing() {
     done
     echo "cannot install$missing" >&2
     return 1
+}
+
+# apt_install_missing_unstarted PACKAGE...: apt_install_missing, with a policy-rc.d that makes
+# the packages' maintainer scripts leave their system-wide daemons (rabbitmq-server,
+# containerd) stopped and disabled: the tests run private instances of their own.
+apt_install_missing_unstarted() {
+    local sudo="" policy=/usr/sbin/policy-rc.d made_policy="" status=0
+    if [ "$(id -u)" -ne 0 ]; then
+        sudo="sudo -n"
+    fi
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+        $sudo chmod 755 "$policy"
+        made_policy=yes
+    fi
+    apt_install_missing "$@" || status=$?
+    if [ -n "$made_policy" ]; then
+        $sudo rm -f "$policy"
+    fi
+    return "$status"
 }

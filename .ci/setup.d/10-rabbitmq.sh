@@ -10,40 +10,15 @@ have_server() {
 }
 
 if ! have_server; then
-    SUDO=""
-    if [ "$(id -u)" -ne 0 ]; then
-        SUDO="sudo -n"
-    fi
-    export DEBIAN_FRONTEND=noninteractive
-    # policy-rc.d 101: the package must not start (or enable at boot) the system-wide broker.
-    policy=/usr/sbin/policy-rc.d
-    made_policy=""
-    if [ ! -e "$policy" ]; then
-        printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
-        $SUDO chmod 755 "$policy"
-        made_policy=yes
-    fi
-    status=0
-    for attempt in 1 2 3; do
-        if $SUDO apt-get update -q && $SUDO apt-get install -y -q --no-install-recommends rabbitmq-server; then
-            status=0
-            break
-        else
-            status=$?
-        fi
-        echo "setup rabbitmq: apt-get failed (attempt $attempt), retrying" >&2
-        sleep $((attempt * 5))
-    done
-    if [ -n "$made_policy" ]; then
-        $SUDO rm -f "$policy"
-    fi
-    if [ "$status" -ne 0 ]; then
-        echo "setup rabbitmq: could not install rabbitmq-server" >&2
-        exit "$status"
-    fi
+    # shellcheck source=../lib/apt.sh
+    . "$(dirname "$0")/../lib/apt.sh"
+    apt_install_missing_unstarted rabbitmq-server ||
+        { echo "setup rabbitmq: could not install rabbitmq-server" >&2; exit 1; }
     # If the package started a system broker anyway (no policy-rc.d honoured), stop it.
     if command -v systemctl >/dev/null && systemctl is-active --quiet rabbitmq-server 2>/dev/null; then
-        $SUDO systemctl stop rabbitmq-server || true
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
+        $sudo systemctl stop rabbitmq-server || true
     fi
 fi
 

@@ -27,10 +27,11 @@ pc_libs=$(pkg-config --libs $pkgs)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 warn="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter"
-for tool in qdm-send qdm-recv; do
-  # shellcheck disable=SC2086  # word splitting of flag lists is intended
-  $cc $cflags $warn $pc_cflags -o "$out/$tool" "$here/$tool.c" "$here/common.c" $pc_libs
-done
+# shellcheck disable=SC2086  # word splitting of flag lists is intended
+$cc $cflags $warn $pc_cflags -o "$out/qdm-send" "$here/qdm-send.c" "$here/common.c" $pc_libs
+# shellcheck disable=SC2086
+$cc $cflags $warn $pc_cflags -o "$out/qdm-recv" "$here/qdm-recv.c" "$here/common.c" \
+  "$here/body_walk.c" "$here/latency_stats.c" $pc_libs
 # The byte relay (bench/run.py --relay) is plain sockets, no proton.
 $cc $cflags $warn -o "$out/qdm-relay" "$here/qdm-relay.c"
 echo "built: $out/qdm-send $out/qdm-recv $out/qdm-relay (proton $(pkg-config --modversion $pkgs | head -n 1))"

@@ -20,7 +20,9 @@
  *
  * Exit codes: 0 done, 1 error, 2 timeout, 3 stopped (idle or signal) short of N.
  */
+#include "body_walk.h"
 #include "common.h"
+#include "latency_stats.h"
 
 #include <proton/condition.h>
 #include <proton/delivery.h>
@@ -96,116 +98,7 @@ static void usage(FILE *out) {
           "one JSON result line.\n");
 }
 
-/* ---- minimal AMQP section walker ------------------------------------------------
- * Decoding every message with pn_message_decode would cost more than
- * everything else the receiver does, so we only walk the section
- * structure to find the body.  Every AMQP encoding's size follows from
- * the high nibble of its format code, which keeps this tiny. */
-
-typedef struct cursor_t {
-  const unsigned char *p;
-  size_t n, pos;
-} cursor_t;
-
-static uint32_t get_be32(const unsigned char *p) {
-  return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-/* Skip one (non-described) value whose format code is `code`; the value
- * bytes are returned through val/vlen (for variable-width: the payload). */
-static int skip_value(cursor_t *c, unsigned code, const unsigned char **val, size_t *vlen) {
-  size_t width, len;
-  switch (code >> 4) {
-    case 0x4: width = 0; break;
-    case 0x5: width = 1; break;
-    case 0x6: width = 2; break;
-    case 0x7: width = 4; break;
-    case 0x8: width = 8; break;
-    case 0x9: width = 16; break;
-    case 0xa: case 0xc: case 0xe: /* 1-byte size prefix */
-      if (c->pos + 1 > c->n) return -1;
-      len = c->p[c->pos++];
-      goto variable;
-    case 0xb: case 0xd: case 0xf: /* 4-byte size prefix */
-      if (c->pos + 4 > c->n) return -1;
-      len = get_be32(c->p + c->pos);
-      c->pos += 4;
-      goto variable;
-    default: return -1;
-  }
-  if (c->pos + width > c->n) return -1;
-  *val = c->p + c->pos;
-  *vlen = width;
-  c->pos += width;
-  return 0;
-variable:
-  if (len > c->n - c->pos) return -1;
-  *val = c->p + c->pos;
-  *vlen = len;
-  c->pos += len;
-  return 0;
-}
-
-/* Descriptor codes of the sections we care about. */
-#define DESC_DATA 0x75
-#define DESC_UNKNOWN 0xffffffffu
-
-/* Read one section: descriptor code plus the described value. */
-static int read_section(cursor_t *c, uint64_t *desc, unsigned *code, const unsigned char **val,
-                        size_t *vlen) {
-  if (c->pos + 2 > c->n || c->p[c->pos] != 0x00) return -1;
-  c->pos++;
-  unsigned dcode = c->p[c->pos++];
-  const unsigned char *dv;
-  size_t dlen;
-  if (skip_value(c, dcode, &dv, &dlen) != 0) return -1;
-  if (dcode == 0x53) *desc = dv[0];                      /* smallulong */
-  else if (dcode == 0x44) *desc = 0;                     /* ulong0 */
-  else if (dcode == 0x80) {                              /* ulong */
-    *desc = 0;
-    for (int i = 0; i < 8; i++) *desc = (*desc << 8) | dv[i];
-  } else if ((dcode == 0xa3 || dcode == 0xb3) && dlen == 16 && memcmp(dv, "amqp:data:binary", 16) == 0)
-    *desc = DESC_DATA;                                   /* symbolic descriptor */
-  else *desc = DESC_UNKNOWN;
-  if (c->pos + 1 > c->n) return -1;
-  *code = c->p[c->pos++];
-  return skip_value(c, *code, val, vlen);
-}
-
-/* Find the first `data` section. Returns 0 found, 1 body is not data, -1 malformed. */
-static int find_data_body(const char *msg, size_t n, const unsigned char **body, size_t *blen) {
-  cursor_t c = {(const unsigned char *)msg, n, 0};
-  while (c.pos < c.n) {
-    uint64_t desc;
-    unsigned code;
-    if (read_section(&c, &desc, &code, body, blen) != 0) return -1;
-    if (desc == DESC_DATA && (code == 0xa0 || code == 0xb0)) return 0;
-    if (desc == 0x76 || desc == 0x77) return 1; /* amqp-sequence / amqp-value body */
-  }
-  return 1; /* no body at all */
-}
-
-static int64_t get_le64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-  return (int64_t)v;
-}
-
 /* ---- results --------------------------------------------------------------------- */
-
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile in microseconds over the sorted samples. */
-static double pct_us(const int64_t *sorted, size_t n, double q) {
-  if (n == 0) return -1;
-  size_t rank = (size_t)(q * (double)n + 0.999999);
-  if (rank < 1) rank = 1;
-  if (rank > n) rank = n;
-  return (double)sorted[rank - 1] / 1000.0;
-}
 
 static void write_latencies(receiver_t *r) {
   if (!r->latency_out) return;
@@ -220,9 +113,7 @@ static void write_latencies(receiver_t *r) {
 static void print_result(receiver_t *r) {
   /* Dump before sorting so the file keeps arrival order (useful for plots). */
   write_latencies(r);
-  qsort(r->lat, r->lat_n, sizeof(int64_t), cmp_i64);
-  double sum = 0;
-  for (size_t i = 0; i < r->lat_n; i++) sum += (double)r->lat[i];
+  qdm_latency_t lat = qdm_latency_summary(r->lat, r->lat_n);
   double secs = r->received > 1 ? (double)(r->t_last_ns - r->t_first_ns) / 1e9 : 0.0;
   double cpu = r->t_first_ns ? qdm_cpu_seconds() - r->cpu_at_first : 0.0;
   printf("{\"role\": \"receiver\", \"address\": ");
@@ -235,8 +126,7 @@ static void print_result(receiver_t *r) {
          "\"cpu_seconds\": %.3f, \"timeout\": %s, \"idle_stop\": %s, \"interrupted\": %s, \"error\": %s}\n",
          r->count, r->received, r->presettled, r->unsettled, r->aborted, r->non_data_body, r->no_timestamp,
          r->invalid, secs, secs > 0 ? (double)(r->received - 1) / secs : 0.0,
-         pct_us(r->lat, r->lat_n, 0.50), pct_us(r->lat, r->lat_n, 0.90), pct_us(r->lat, r->lat_n, 0.99),
-         pct_us(r->lat, r->lat_n, 1.0), r->lat_n ? sum / (double)r->lat_n / 1000.0 : -1.0,
+         lat.p50_us, lat.p90_us, lat.p99_us, lat.max_us, lat.mean_us,
          (long long)r->t_ready_ns, (long long)r->t_first_ns, (long long)r->t_last_ns,
          cpu, r->timed_out ? "true" : "false", r->idle_stop ? "true" : "false",
          r->interrupted ? "true" : "false", r->error ? "true" : "false");
@@ -308,11 +198,11 @@ static void on_delivery(receiver_t *r, pn_event_t *e) {
 
   const unsigned char *body;
   size_t blen;
-  int kind = find_data_body(r->buf, (size_t)got, &body, &blen);
+  int kind = qdm_find_data_body(r->buf, (size_t)got, &body, &blen);
   if (kind != 0) {
     r->non_data_body++;
   } else if (blen >= 8) {
-    int64_t lat = now - get_le64(body);
+    int64_t lat = now - qdm_get_le64(body);
     /* Guard against foreign senders: a plausible latency is 0..1 hour. */
     if (lat >= 0 && lat < 3600LL * 1000000000LL) {
       if (r->lat_n == r->lat_cap) {

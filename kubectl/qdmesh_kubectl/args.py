@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable
 
 from qdrouter import __version__
 from qdrouter.tools import table
-from qdrouter.tools.cli_common import ToolArgumentParser
+from qdrouter.tools.cli_common import ToolArgumentParser, positive
 from qdrouter.tools.qdstat import _VIEW_OPTIONS as QDSTAT_VIEW_OPTIONS
 from qdrouter.tools.qdstat_views import VIEWS
 
@@ -32,18 +31,6 @@ examples:
 _VIEW_OPTIONS = [(None if short == "-n" else short, long, view) for short, long, view in QDSTAT_VIEW_OPTIONS]
 
 
-def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
-        return value
-    return parse
-
-
 def build_parser() -> ToolArgumentParser:
     parser = ToolArgumentParser(prog=PROG, usage=USAGE, description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -66,14 +53,14 @@ def build_parser() -> ToolArgumentParser:
                        help="draw the mesh: routers, inter-router links with cost, brokers, link routes "
                             "and auto-links")
     out = parser.add_argument_group("output options")
-    out.add_argument("--limit", metavar="N", type=_positive(int), help="show at most N rows per router")
+    out.add_argument("--limit", metavar="N", type=positive(int), help="show at most N rows per router")
     fmt = out.add_mutually_exclusive_group()
     fmt.add_argument("--csv", dest="format", action="store_const", const=table.CSV,
                      help="comma-separated values")
     fmt.add_argument("--json", dest="format", action="store_const", const=table.JSON,
                      help="JSON (with --map: the map as data)")
     conn = parser.add_argument_group("router connection options (as qdstat)")
-    conn.add_argument("-t", "--timeout", metavar="SECS", type=_positive(float), default=5.0,
+    conn.add_argument("-t", "--timeout", metavar="SECS", type=positive(float), default=5.0,
                       help="seconds to wait for each router's replies (default 5)")
     conn.add_argument("--sasl-mechanisms", metavar="MECHS", help="allowed SASL mechanisms, space separated")
     conn.add_argument("--sasl-username", metavar="USER", help="SASL user name")

@@ -9,7 +9,7 @@ import uuid
 from typing import Callable, Dict, List, Sequence
 
 from qdrouter.tools import mesh_map, table
-from qdrouter.tools.cli_common import UsageError, run_tool, write_out
+from qdrouter.tools.cli_common import UsageError, run_tool, sasl_password, write_out
 from qdrouter.tools.management_client import ManagementClient
 
 from . import cluster
@@ -64,13 +64,7 @@ def resolve_routers(target: KubeTarget, args: argparse.Namespace) -> tuple:
 
 
 def _client_factory(args: argparse.Namespace) -> Callable[[str], ManagementClient]:
-    password = args.sasl_password
-    if args.sasl_password_file:
-        try:
-            with open(args.sasl_password_file, encoding="utf-8") as f:
-                password = f.readline().rstrip("\r\n")
-        except OSError as e:
-            raise UsageError(f"cannot read --sasl-password-file: {e.strerror or e}") from None
+    password = sasl_password(args)
 
     def make(address: str) -> ManagementClient:
         return ManagementClient(

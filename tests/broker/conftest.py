@@ -22,13 +22,6 @@ from .rabbit import RabbitBroker, missing_reason
 BrokerFactory = Callable[[], RabbitBroker]
 
 
-def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
-    # A hung broker, router or client must fail a test, never hang the run.
-    for item in items:
-        if "tests/broker" in str(item.fspath) and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(180))
-
-
 def _require_rabbitmq() -> None:
     reason = missing_reason()
     require(not reason, reason or "")
@@ -90,7 +83,5 @@ def broker_factory(tmp_path: Path) -> Iterator[BrokerFactory]:
 def queue_name(request: pytest.FixtureRequest) -> str:
     """A queue name unique to the test (brokers are shared by the session)."""
     return "q-" + re.sub(r"[^A-Za-z0-9]+", "-", request.node.name).strip("-")[:60]
-
-
 
 

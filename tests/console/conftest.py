@@ -3,26 +3,15 @@ real process, and headless Chromium."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Iterator, List
 
 import pytest
 
-_REPO_ROOT = str(Path(__file__).resolve().parents[2])
-if _REPO_ROOT not in sys.path:
-    sys.path.insert(0, _REPO_ROOT)
-
-from tests.console.browser import available, start_browser  # noqa: E402
-from tests.console.consoleproc import ConsoleProcess  # noqa: E402
-from tests.prerequisites import require  # noqa: E402
-from tests.router.amqpclient import Net  # noqa: E402
-
-
-def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
-    for item in items:
-        if "tests/console" in str(item.fspath) and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(150))
+from tests.console.browser import available, start_browser
+from tests.console.consoleproc import ConsoleProcess
+from tests.prerequisites import require
+from tests.router.amqpclient import Net
 
 
 @pytest.fixture

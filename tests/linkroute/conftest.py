@@ -8,32 +8,15 @@ consumers and producers on the container router and watch what passes through th
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict
 
 import pytest
 
-_REPO_ROOT = str(Path(__file__).resolve().parents[2])
-if _REPO_ROOT not in sys.path:
-    sys.path.insert(0, _REPO_ROOT)
-
-from tests.linkroute.lrutil import both_ways, connector, wait_active  # noqa: E402
-from tests.router.fixtures import net, router_factory  # noqa: E402,F401 (shared fixtures)
-from tests.router.routerproc import Router, RouterFactory  # noqa: E402
+from tests.linkroute.lrutil import both_ways, connector, wait_active
+from tests.router.fixtures import net, router_factory  # noqa: F401 (shared fixtures)
+from tests.router.routerproc import Router, RouterFactory
 
 EdgeFactory = Callable[..., Router]
-
-
-def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
-    # A routed link that never answers must fail a test, never hang the run.
-    for item in items:
-        if "tests/linkroute" in str(item.fspath) and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(60))
-
-
-
-
 
 
 @pytest.fixture

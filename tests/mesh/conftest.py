@@ -1,24 +1,16 @@
-"""Fixtures for mesh tests: several interior routers (real processes) wired from an edge list.
-
-The repository root goes on sys.path so that ``tests.router.*`` (router process and AMQP
-client toolkit) import under plain ``pytest`` as well as ``python -m pytest``.
-"""
+"""Fixtures for mesh tests: several interior routers (real processes) wired from an edge list,
+with tests/router's router process and AMQP client toolkit."""
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Sequence
 
 import pytest
 
-_REPO_ROOT = str(Path(__file__).resolve().parents[2])
-if _REPO_ROOT not in sys.path:
-    sys.path.insert(0, _REPO_ROOT)
-
-from tests.mesh.meshproc import Edge, Mesh, Timers, build_mesh, start_order  # noqa: E402
-from tests.router.fixtures import net, stop_checked  # noqa: E402,F401 (shared fixture)
+from tests.mesh.meshproc import Edge, Mesh, Timers, build_mesh, start_order
+from tests.router.fixtures import net, stop_checked  # noqa: F401 (shared fixture)
 
 MeshFactory = Callable[..., Mesh]
 """``mesh_factory(edges, timers=None, converge=True, extra=None) -> started (and converged)
@@ -29,12 +21,6 @@ LINE3: List[Edge] = [("B", "A", 1), ("C", "B", 1)]
 RING5_CHORD: List[Edge] = [("B", "A", 1), ("C", "B", 1), ("D", "C", 1), ("E", "D", 1),
                            ("E", "A", 1), ("E", "B", 1)]
 FULL4: List[Edge] = [(b, a, 1) for i, a in enumerate("ABCD") for b in "ABCD"[i + 1:]]
-
-
-def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
-    for item in items:
-        if "tests/mesh" in str(item.fspath) and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(90))
 
 
 @pytest.fixture

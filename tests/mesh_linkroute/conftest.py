@@ -4,28 +4,16 @@ connections (to a qdmesh router acting as container, or to RabbitMQ)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict
 
 import pytest
 
-_REPO_ROOT = str(Path(__file__).resolve().parents[2])
-if _REPO_ROOT not in sys.path:
-    sys.path.insert(0, _REPO_ROOT)
-
-from tests.mesh.conftest import LINE3, MeshFactory, mesh_factory  # noqa: E402,F401 (fixture)
-from tests.mesh.meshproc import Mesh  # noqa: E402
-from tests.router.fixtures import net, router_factory  # noqa: E402,F401 (shared fixtures)
+from tests.mesh.conftest import LINE3, MeshFactory, mesh_factory  # noqa: F401 (fixture)
+from tests.mesh.meshproc import Mesh
+from tests.router.fixtures import net, router_factory  # noqa: F401 (shared fixtures)
 
 LineFactory = Callable[..., Mesh]
 """``line(extra={router: config sections}) -> started, converged mesh A - B - C``."""
-
-
-def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
-    for item in items:
-        if "tests/mesh_linkroute" in str(item.fspath) and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(120))
 
 
 @pytest.fixture

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from typing import List
-
 import pytest
 
 from tests.prerequisites import require
 
 from .fixtures import net, router_factory  # noqa: F401 (shared fixtures)
 from .routerproc import Router, RouterFactory, build_proton_shim
-
-
-def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
-    # A broken router must fail a test, never hang the run: cap every router test.
-    for item in items:
-        if "tests/router" in str(item.fspath) and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(60))
-
-
-
 
 # Modules whose tests run twice: routers on the compiled proton shim, and on its Python
 # fallback (QDROUTER_PROTON_SHIM=off; amqp/proton_shim.py). Between them they take every

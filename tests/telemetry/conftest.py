@@ -5,19 +5,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
-from pathlib import Path
-from typing import Any, Iterator, List
+from typing import Any, Iterator
 
 import pytest
 
-_REPO_ROOT = str(Path(__file__).resolve().parents[2])
-if _REPO_ROOT not in sys.path:
-    sys.path.insert(0, _REPO_ROOT)
-
-from qdmesh_telemetry.job import AnalysisOptions, AnalysisResult, run_analysis  # noqa: E402
-from tests.prerequisites import require  # noqa: E402
-from tests.telemetry.recording import Recording, record_mesh  # noqa: E402
+from qdmesh_telemetry.job import AnalysisOptions, AnalysisResult, run_analysis
+from tests.prerequisites import require
+from tests.telemetry.recording import Recording, record_mesh
 
 
 def java_17() -> bool:
@@ -30,12 +24,6 @@ def java_17() -> bool:
     except IndexError:
         return False
     return int(version.split(".")[0]) >= 17
-
-
-def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
-    for item in items:
-        if "tests/telemetry" in str(item.fspath) and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(900))
 
 
 @pytest.fixture(scope="session")

@@ -26,13 +26,6 @@ SRC = REPO_ROOT / "router"
 ROUTER_SRC = Path(os.environ.get("QDROUTER_TEST_SRC", str(SRC)))
 
 
-def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
-    # A hung router or client must fail a test, never hang the run.
-    for item in items:
-        if "tests/tools" in str(item.fspath) and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(60))
-
-
 def _env(src: Path = SRC) -> Dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH", "")) if p)

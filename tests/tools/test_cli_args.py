@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from qdrouter.tools import qdmanage, qdstat
-from qdrouter.tools.cli_common import UsageError
+from qdrouter.tools.cli_common import UsageError, sasl_password
 
 from .conftest import run_tool
 
@@ -53,6 +54,28 @@ def test_qdstat_usage_errors_are_one_line(argv: list) -> None:
     lines = r.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("qdstat: error: "), r.err
     assert "Traceback" not in r.err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["-t", "abc"], "invalid number: 'abc'"),
+    (["-t", "0"], "must be greater than 0: '0'"),
+    (["--sasl-password-file", "/nonexistent/pw"], "cannot read --sasl-password-file"),
+])
+@pytest.mark.parametrize("tool", ["qdstat", "qdmanage"])
+def test_connection_option_errors_name_the_option(tool: str, argv: list, says: str) -> None:
+    r = run_tool(tool, *argv, *(["query", "--type=listener"] if tool == "qdmanage" else []))
+    assert r.code == 2, r.err
+    assert r.err.startswith(f"{tool}: error: ") and says in r.err, r.err
+    assert "Traceback" not in r.err
+
+
+def test_password_file_gives_its_first_line(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text("s3cret with spaces\r\nsecond line\n", encoding="utf-8")
+    parser = qdstat.build_parser()
+    args = parser.parse_args(["--sasl-password", "ignored", "--sasl-password-file", str(secret)])
+    assert sasl_password(args) == "s3cret with spaces"
+    assert sasl_password(qdstat.build_parser().parse_args(["--sasl-password", "p"])) == "p"
 
 
 def test_qdstat_version_and_help() -> None:

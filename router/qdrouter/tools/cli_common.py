@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import uuid
-from typing import Callable, List, NoReturn, Sequence
+from typing import Any, Callable, List, NoReturn, Sequence
 
 from qdrouter import __version__
 
@@ -34,14 +34,17 @@ def make_parser(prog: str, description: str, epilog: str | None = None) -> ToolA
     return parser
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
-    return value
+def positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type: ``kind`` (int, float) of the text, which must be greater than 0."""
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
+        return value
+    return parse
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +54,7 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
                            f"(default {DEFAULT_URL})")
     conn.add_argument("-r", "--router", metavar="ROUTER-ID",
                       help="manage the router with this id in the network, through the one connected to")
-    conn.add_argument("-t", "--timeout", metavar="SECS", type=_positive_float, default=DEFAULT_TIMEOUT,
+    conn.add_argument("-t", "--timeout", metavar="SECS", type=positive(float), default=DEFAULT_TIMEOUT,
                       help="seconds to wait for the connection and for each reply "
                            f"(default {DEFAULT_TIMEOUT:g})")
     sec = parser.add_argument_group("security options")
@@ -67,17 +70,21 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     sec.add_argument("--ssl-password", metavar="PASSWORD", help="password of the private key")
 
 
+def sasl_password(args: argparse.Namespace) -> str | None:
+    """--sasl-password, or the first line of --sasl-password-file."""
+    if not args.sasl_password_file:
+        return args.sasl_password
+    try:
+        with open(args.sasl_password_file, encoding="utf-8") as f:
+            return f.readline().rstrip("\r\n")
+    except OSError as e:
+        raise UsageError(f"cannot read --sasl-password-file: {e.strerror or e}") from None
+
+
 def client_from_args(args: argparse.Namespace, prog: str) -> ManagementClient:
-    password = args.sasl_password
-    if args.sasl_password_file:
-        try:
-            with open(args.sasl_password_file, encoding="utf-8") as f:
-                password = f.readline().rstrip("\r\n")
-        except OSError as e:
-            raise UsageError(f"cannot read --sasl-password-file: {e.strerror or e}") from None
     return ManagementClient(
         args.bus, timeout=args.timeout, router=args.router,
-        sasl_mechanisms=args.sasl_mechanisms, username=args.sasl_username, password=password,
+        sasl_mechanisms=args.sasl_mechanisms, username=args.sasl_username, password=sasl_password(args),
         ssl_certificate=args.ssl_certificate, ssl_key=args.ssl_key, ssl_trustfile=args.ssl_trustfile,
         ssl_password=args.ssl_password, container_id=f"{prog}-{uuid.uuid4().hex[:12]}",
     )
