@@ -29,8 +29,32 @@ def pod_ready(core: Any, namespace: str, name: str) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
+# Taints with these effects keep pods without a matching toleration off the node.
+BLOCKING_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def blocking_taints(node: Any) -> List[str]:
+    """The node's taints that keep ordinary pods off it, as ``key=value:Effect``."""
+    return [f"{t.key}={t.value or ''}:{t.effect}" for t in node.spec.taints or []
+            if t.effect in BLOCKING_TAINT_EFFECTS]
+
+
+def describe_nodes(core: Any) -> str:
+    """Each node's taints and any condition that is not healthy (Ready not True, a pressure
+    condition True): the reasons a pod stays Pending with "untolerated taint(s)"."""
+    lines: List[str] = []
+    for node in core.list_node().items:
+        unhealthy = [f"{c.type}={c.status} ({c.reason}: {c.message})"
+                     for c in node.status.conditions or []
+                     if (c.type == "Ready") != (c.status == "True")]
+        lines.append(f"node {node.metadata.name}: taints={blocking_taints(node) or 'none'} "
+                     f"unhealthy conditions={unhealthy or 'none'}")
+    return "\n".join(lines)
+
+
 def describe_namespace(core: Any, namespace: str) -> str:
-    """Pods with their container states and the namespace's events: what a failure needs."""
+    """Pods with their container states, the namespace's events and the nodes' taints and
+    conditions: what a failure needs."""
     lines: List[str] = []
     for pod in core.list_namespaced_pod(namespace).items:
         lines.append(f"pod {pod.metadata.name}: {pod.status.phase}")
@@ -40,6 +64,7 @@ def describe_namespace(core: Any, namespace: str) -> str:
     for event in core.list_namespaced_event(namespace).items:
         lines.append(f"event {event.involved_object.kind}/{event.involved_object.name}: "
                      f"{event.reason}: {event.message}")
+    lines.append(describe_nodes(core))
     return "\n".join(lines)
 
 

@@ -9,7 +9,15 @@ from typing import Any, Callable
 
 from kubernetes import client
 
-from .kube import busybox_pod, describe_namespace, eventually, pod_phase, pod_ready
+from .kube import (
+    blocking_taints,
+    busybox_pod,
+    describe_namespace,
+    describe_nodes,
+    eventually,
+    pod_phase,
+    pod_ready,
+)
 
 
 def test_nodes_ready(core: Any) -> None:
@@ -18,6 +26,9 @@ def test_nodes_ready(core: Any) -> None:
     for node in nodes:
         ready = [c.status for c in node.status.conditions if c.type == "Ready"]
         assert ready == ["True"], f"node {node.metadata.name} is not Ready: {node.status.conditions}"
+    # (kind's control-plane nodes keep their NoSchedule taint when it has workers.)
+    assert any(not blocking_taints(node) for node in nodes), \
+        f"no node takes ordinary pods:\n{describe_nodes(core)}"
 
 
 def test_pod_runs_and_service_resolves_through_dns(

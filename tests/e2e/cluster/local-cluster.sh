@@ -6,7 +6,7 @@
 #
 #   local-cluster.sh up              start (builds first if needed); prints the kubeconfig path
 #   local-cluster.sh down [--purge]  stop everything (--purge: also drop images, PKI, state)
-#   local-cluster.sh status          what runs; exit 0 only when the node is Ready
+#   local-cluster.sh status          what runs; exit 0 only when the node is Ready and untainted
 #   local-cluster.sh import FILE...  load image archives (docker save / OCI) into containerd
 #   local-cluster.sh kubeconfig      print the admin kubeconfig path
 #
@@ -120,6 +120,32 @@ cri_ready() {
 node_ready() {
     [ "$(kubectl get node "$NODE_NAME" \
         -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = "True" ]
+}
+
+# The node's taints that keep ordinary pods off it (key:effect, one per line).
+node_taints() {
+    kubectl get node "$NODE_NAME" -o jsonpath='{range .spec.taints[*]}{.key}:{.effect}{"\n"}{end}' 2>/dev/null \
+        | grep -E ':(NoSchedule|NoExecute)$' || true
+}
+
+node_conditions() {
+    kubectl get node "$NODE_NAME" -o jsonpath='{range .status.conditions[*]}{.type}={.status} {end}' 2>/dev/null
+}
+
+node_schedulable() { node_ready && [ -z "$(node_taints)" ]; }
+
+# After a large image import: a pressure condition or a NotReady node taints the only node and
+# every pod the suite creates would stay Pending, so say so here, with the reason.
+check_schedulable() {
+    local deadline=$(( $(date +%s) + 60 ))
+    until node_schedulable; do
+        if [ "$(date +%s)" -ge "$deadline" ]; then
+            log "warning: node $NODE_NAME takes no pods: taints [$(node_taints | tr '\n' ' ')]" \
+                "conditions [$(node_conditions)] (kubelet log: $LOGS/kubelet.log)"
+            return 1
+        fi
+        sleep 1
+    done
 }
 
 setup_network() {
@@ -307,10 +333,11 @@ cmd_status() {
     for name in "${DAEMONS[@]}"; do
         if pid=$(pid_of "$name"); then echo "$name: running (pid $pid)"; else echo "$name: stopped"; ok=1; fi
     done
-    if [ "$ok" -eq 0 ] && node_ready; then
-        echo "node $NODE_NAME: Ready; KUBECONFIG=$KUBECONFIG_PATH"
+    if [ "$ok" -eq 0 ] && node_schedulable; then
+        echo "node $NODE_NAME: Ready, no taints; KUBECONFIG=$KUBECONFIG_PATH"
         return 0
     fi
+    [ "$ok" -eq 0 ] && echo "node $NODE_NAME: conditions [$(node_conditions)] taints [$(node_taints | tr '\n' ' ')]"
     echo "cluster: not ready"
     return 1
 }
@@ -319,7 +346,7 @@ case "${1:-}" in
     up) cmd_up ;;
     down) shift; cmd_down "${1:-}" ;;
     status) cmd_status ;;
-    import) shift; [ "$#" -gt 0 ] || die "import needs image archive files"; import_images "$@" ;;
+    import) shift; [ "$#" -gt 0 ] || die "import needs image archive files"; import_images "$@"; check_schedulable ;;
     kubeconfig) echo "$KUBECONFIG_PATH" ;;
     *) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
