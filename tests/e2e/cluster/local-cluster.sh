@@ -142,7 +142,7 @@ check_schedulable() {
         if [ "$(date +%s)" -ge "$deadline" ]; then
             log "warning: node $NODE_NAME takes no pods: taints [$(node_taints | tr '\n' ' ')]" \
                 "conditions [$(node_conditions)] (kubelet log: $LOGS/kubelet.log)"
-            grep -iE 'evict|pressure|not ?ready|taint' "$LOGS/kubelet.log" | tail -n 10 >&2 || true
+            grep -iE 'evict|pressure|not ?ready|taint' "$LOGS/kubelet.log" | grep -v 'FLAG:' | tail -n 10 >&2 || true
             return 1
         fi
         sleep 1
