@@ -33,6 +33,7 @@ FOLDER_TIMEOUTS_S: Dict[str, int] = {
     "mesh_linkroute": 120,
     "console": 150,
     "broker": 180,
+    "e2e": 300,
     "telemetry": 900,
 }
 _TESTS_DIR = Path(__file__).resolve().parent

@@ -38,8 +38,6 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
         item.add_marker(pytest.mark.e2e)
         if not e2e_enabled():
             item.add_marker(pytest.mark.skip(reason="e2e suite: set QDMESH_E2E=1 or run tests/e2e/run.sh"))
-        elif item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(300))
 
 
 def pytest_configure(config: pytest.Config) -> None:
