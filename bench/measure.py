@@ -28,6 +28,9 @@ BUILD_DIR = BENCH_DIR / "build"
 SEND = BUILD_DIR / "qdm-send"
 RECV = BUILD_DIR / "qdm-recv"
 RELAY = BUILD_DIR / "qdm-relay"
+FORWARD = BUILD_DIR / "qdm-forward"
+# qdrouterd's default linkCapacity, the router's too: the forwarder's window unless told.
+DEFAULT_LINK_CAPACITY = 250
 
 # Exit codes of the load generators (bench/loadgen/common.h).
 EXIT_OK, EXIT_ERROR, EXIT_TIMEOUT, EXIT_SHORT = 0, 1, 2, 3
@@ -69,13 +72,13 @@ address {{
 class Router:
     """A router subprocess listening on a free port with a generated config."""
 
-    def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
+    def __init__(self, args: argparse.Namespace, workdir: Path, forwarder: bool = False) -> None:
         self.port = free_port()
         self.config = workdir / f"qdrouterd-{self.port}.conf"
         # No linkCapacity line unless asked: the router's default (qdrouterd's, 250) applies.
         link_capacity = f"\n    linkCapacity: {args.link_capacity}" if args.link_capacity else ""
         self.config.write_text(ROUTER_CONFIG.format(host=HOST, port=self.port, link_capacity=link_capacity))
-        self.argv = router_argv(args, self.config, self.port)
+        self.argv = forward_argv(args, self.port) if forwarder else router_argv(args, self.config, self.port)
         env = dict(os.environ)
         # Run the project from this checkout even if it is not installed.
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_DIR / "router"), env.get("PYTHONPATH")]))
@@ -106,6 +109,12 @@ def router_argv(args: argparse.Namespace, config: Path, port: int) -> List[str]:
     return [args.python, "-m", "qdrouter", "-c", str(config)]
 
 
+def forward_argv(args: argparse.Namespace, port: int) -> List[str]:
+    """bench/loadgen/qdm-forward where the router runs, with the router's window."""
+    window = args.link_capacity or DEFAULT_LINK_CAPACITY
+    return [str(FORWARD), "-l", f"{HOST}:{port}", "-w", str(window)]
+
+
 # ---------------------------------------------------------------------------
 # Load generators
 
@@ -125,6 +134,22 @@ def proton_shim(python: str) -> str:
         raise BenchError(f"the router's proton shim does not build with {python} (set "
                          f"QDROUTER_PROTON_SHIM=off to measure its fallback):\n{proc.stderr[-3000:]}")
     return "compiled"
+
+
+def build_forwarder(python: str) -> str:
+    """Builds qdm-forward against the proton-C that ``python``'s python-qpid-proton bundles
+    (bench/loadgen/build-forward.sh), so it runs on the router's engine. Returns which
+    proton-C it was built on, as the build said."""
+    try:
+        proc = subprocess.run(["sh", str(LOADGEN_DIR / "build-forward.sh"), python],
+                              capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise BenchError(f"building qdm-forward failed: {e}") from e
+    if proc.returncode != 0:
+        raise BenchError("building qdm-forward (bench/loadgen/build-forward.sh) failed:\n"
+                         + (proc.stdout + proc.stderr)[-3000:])
+    said = proc.stdout.strip().splitlines()[-1]  # "built: PATH (proton-C VERSION, ...)"
+    return said.split(" (", 1)[-1].rstrip(")")
 
 
 def ensure_built(force: bool) -> None:
@@ -287,8 +312,8 @@ def run_clients(
     procs: List[Proc] = []
     lat_files = [workdir / f"lat-{kind}-{i}-{time.monotonic_ns()}.bin" for i in range(sc.receivers)]
     run_timeout = args.timeout + 30.0
-    # The process between the clients, whose CPU is measured: the router or the relay (not a
-    # mesh's: its routers are qdmesh local's children).
+    # The process between the clients, whose CPU is measured: the router (or the forwarder in
+    # its place) or the relay (not a mesh's: its routers are qdmesh local's children).
     middle_pid: int | None = router.proc.popen.pid if isinstance(router, Router) else None
     relay_proc: Proc | None = None
     try:
@@ -364,12 +389,22 @@ def measure_relay(args: argparse.Namespace, sc: Scenario, workdir: Path) -> Meas
 
 
 def measure_router(args: argparse.Namespace, sc: Scenario, workdir: Path) -> Measurement:
-    router = Router(args, workdir)
+    return measure_middle(args, sc, workdir, "router")
+
+
+def measure_forward(args: argparse.Namespace, sc: Scenario, workdir: Path) -> Measurement:
+    """The scenario with bench/loadgen/qdm-forward, a C forwarder on the router's proton-C
+    engine, where the router runs: the most a router on that engine reaches here."""
+    return measure_middle(args, sc, workdir, "forward")
+
+
+def measure_middle(args: argparse.Namespace, sc: Scenario, workdir: Path, kind: str) -> Measurement:
+    router = Router(args, workdir, forwarder=kind == "forward")
     try:
         if args.warmup > 0:
             # Warm caches / a JIT (pypy) on the same router before measuring.
             run_clients(args, sc, "warmup", args.warmup, workdir, router)
-        return run_clients(args, sc, "router", args.messages, workdir, router)
+        return run_clients(args, sc, kind, args.messages, workdir, router)
     except BenchError as e:
         # A client failing is often the symptom; the router's own output may show the cause.
         # A crashing router drops its connections a moment before it is reaped: wait for that.
@@ -379,6 +414,6 @@ def measure_router(args: argparse.Namespace, sc: Scenario, workdir: Path) -> Mea
             pass
         rc = router.proc.returncode
         state = "still running" if rc is None else f"exited with code {rc}"
-        raise BenchError(f"{e}\nrouter ({state}), last output:\n{router.proc.stderr_tail()}") from e
+        raise BenchError(f"{e}\n{kind} ({state}), last output:\n{router.proc.stderr_tail()}") from e
     finally:
         router.stop()

@@ -42,7 +42,7 @@ def progress_line(tag: str, m: Measurement, direct: Measurement | None = None) -
         share = m.msgs_per_sec / direct.msgs_per_sec if direct.msgs_per_sec else 0.0
         text += f" ({share:.1%} of direct)"
     text += f", p50 {fmt_us(m.p50_us)} µs, p99 {fmt_us(m.p99_us)} µs"
-    if m.kind == "router":
+    if m.kind in ("router", "forward"):
         text += f", lost {m.lost}"
     text += f"; CPU sender {m.sender_cpu_pct:.0f}%, receiver {m.receiver_cpu_pct:.0f}%"
     if m.router_cpu_pct is not None and m.router_cpu_us_per_msg is not None:
@@ -55,7 +55,7 @@ def fmt_ratio(v: float | None) -> str:
 
 
 def fmt_router_cpu(summary: Dict[str, Any], middle: str = "router") -> str:
-    """The router's (or relay's) busy share of one core, and its CPU per message (medians)."""
+    """The router's (or a ceiling's) busy share of one core, and its CPU per message (medians)."""
     pct, per_msg = summary.get(f"{middle}_cpu_pct"), summary.get(f"{middle}_cpu_us_per_msg")
     if pct is None or per_msg is None:
         return "-"
@@ -72,10 +72,19 @@ def pair_ratios(numerators: Sequence[Measurement], denominators: Sequence[Measur
     return [n.msgs_per_sec / d.msgs_per_sec for n, d in zip(numerators, denominators) if d.msgs_per_sec]
 
 
+# The processes that can stand between the clients instead of the router, each measured as
+# a ceiling for it (bench/README.md): a byte relay (--relay) and the C forwarder (--forward).
+CEILINGS = ("relay", "forward")
+
+
 def scenario_summary(
-    sc: Scenario, direct: List[Measurement], routed: List[Measurement], relayed: Sequence[Measurement] = ()
+    sc: Scenario,
+    direct: List[Measurement],
+    routed: List[Measurement],
+    relayed: Sequence[Measurement] = (),
+    forwarded: Sequence[Measurement] = (),
 ) -> Dict[str, Any]:
-    return {
+    summary: Dict[str, Any] = {
         "scenario": sc.name,
         "title": sc.title,
         "direct_msgs_per_sec": median_or_none([m.msgs_per_sec for m in direct]),
@@ -92,54 +101,61 @@ def scenario_summary(
         "router_p99_us": median_or_none([m.p99_us for m in routed]),
         # Median of per-repeat ratios: each pair was measured back to back.
         "ratio": median_or_none(pair_ratios(routed, direct)),
-        # With --relay: the clients through a byte relay, as a share of direct, and the router
-        # as a share of that ceiling.
-        "relay_msgs_per_sec": median_or_none([m.msgs_per_sec for m in relayed]),
-        "relay_ratio": median_or_none(pair_ratios(relayed, direct)),
-        "router_to_relay": median_or_none(pair_ratios(routed, relayed)),
-        "relay_cpu_pct": median_or_none([m.router_cpu_pct for m in relayed]),
-        "relay_cpu_us_per_msg": median_or_none([m.router_cpu_us_per_msg for m in relayed]),
         "router_lost": max((m.lost for m in routed), default=None),
         "router_not_accepted": max(
             (m.messages - m.outcomes["accepted"] for m in routed if not sc.presettled), default=None
         ),
         "repeats": len(direct),
     }
+    # With --relay or --forward: that process's rate as a share of direct, the router's as a
+    # share of it, and its own CPU.
+    for name, runs in zip(CEILINGS, (relayed, forwarded)):
+        summary[f"{name}_msgs_per_sec"] = median_or_none([m.msgs_per_sec for m in runs])
+        summary[f"{name}_ratio"] = median_or_none(pair_ratios(runs, direct))
+        summary[f"router_to_{name}"] = median_or_none(pair_ratios(routed, runs))
+        summary[f"{name}_p50_us"] = median_or_none([m.p50_us for m in runs])
+        summary[f"{name}_cpu_pct"] = median_or_none([m.router_cpu_pct for m in runs])
+        summary[f"{name}_cpu_us_per_msg"] = median_or_none([m.router_cpu_us_per_msg for m in runs])
+    return summary
 
 
-def markdown_table(summaries: List[Dict[str, Any]], direct_only: bool, relay: bool = False) -> str:
-    # With --relay, its columns come after direct's (and, with a router, after the router's ratio).
-    relay_head = " relay/direct | relay CPU (µs/msg) |" if relay else ""
-    relay_rule = "---:|---:|" if relay else ""
+def markdown_table(
+    summaries: List[Dict[str, Any]], direct_only: bool, relay: bool = False, forward: bool = False
+) -> str:
+    # Each ceiling measured adds its columns after direct's (and, with a router, after the
+    # router's ratio): router/ceiling (with a router), ceiling/direct, the ceiling's CPU.
+    ceilings = [name for name, on in zip(CEILINGS, (relay, forward)) if on]
+    head = "".join(f" {c}/direct | {c} CPU (µs/msg) |" for c in ceilings)
+    rule = "---:|---:|" * len(ceilings)
+
+    def ceiling_cells(s: Dict[str, Any]) -> str:
+        return "".join(f" {fmt_ratio(s[f'{c}_ratio'])} | {fmt_router_cpu(s, c)} |" for c in ceilings)
+
     if direct_only:
         lines = [
-            "| scenario | direct msgs/s | direct p50 µs | direct p99 µs |" + relay_head,
-            "|---|---:|---:|---:|" + relay_rule,
+            "| scenario | direct msgs/s | direct p50 µs | direct p99 µs |" + head,
+            "|---|---:|---:|---:|" + rule,
         ]
         for s in summaries:
-            relay_cells = f" {fmt_ratio(s['relay_ratio'])} | {fmt_router_cpu(s, 'relay')} |" if relay else ""
             lines.append(
                 f"| {s['title']} | {fmt_rate(s['direct_msgs_per_sec'])} | "
-                f"{fmt_us(s['direct_p50_us'])} | {fmt_us(s['direct_p99_us'])} |" + relay_cells
+                f"{fmt_us(s['direct_p50_us'])} | {fmt_us(s['direct_p99_us'])} |" + ceiling_cells(s)
             )
         return "\n".join(lines)
     lines = [
         "| scenario | direct msgs/s | router msgs/s | router/direct |"
-        + (" router/relay |" + relay_head if relay else "")
+        + "".join(f" router/{c} |" for c in ceilings)
+        + head
         + " router CPU (µs/msg) | router p50 µs | router p99 µs | direct p50 µs | direct p99 µs | lost |",
-        "|---|---:|---:|---:|" + ("---:|" + relay_rule if relay else "") + "---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|" + "---:|" * len(ceilings) + rule + "---:|---:|---:|---:|---:|---:|",
     ]
     for s in summaries:
         lost = s["router_lost"]
-        relay_cells = ""
-        if relay:
-            relay_cells = (
-                f" {fmt_ratio(s['router_to_relay'])} | {fmt_ratio(s['relay_ratio'])} "
-                f"| {fmt_router_cpu(s, 'relay')} |"
-            )
+        to_ceilings = "".join(f" {fmt_ratio(s[f'router_to_{c}'])} |" for c in ceilings)
         lines.append(
             f"| {s['title']} | {fmt_rate(s['direct_msgs_per_sec'])} | {fmt_rate(s['router_msgs_per_sec'])} "
-            f"| {fmt_ratio(s['ratio'])} |{relay_cells} {fmt_router_cpu(s)} | {fmt_us(s['router_p50_us'])} "
+            f"| {fmt_ratio(s['ratio'])} |{to_ceilings}{ceiling_cells(s)} {fmt_router_cpu(s)} "
+            f"| {fmt_us(s['router_p50_us'])} "
             f"| {fmt_us(s['router_p99_us'])} | {fmt_us(s['direct_p50_us'])} | {fmt_us(s['direct_p99_us'])} "
             f"| {'-' if lost is None else lost} |"
         )

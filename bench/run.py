@@ -27,7 +27,17 @@ from typing import Dict, List, Sequence
 import mesh
 from measure import RECV as RECV
 from measure import SEND as SEND
-from measure import ensure_built, measure_direct, measure_relay, measure_router, proton_shim, router_argv
+from measure import (
+    build_forwarder,
+    ensure_built,
+    forward_argv,
+    measure_direct,
+    measure_forward,
+    measure_relay,
+    measure_router,
+    proton_shim,
+    router_argv,
+)
 from processes import BenchError
 from processes import free_port as free_port
 from report import machine_info, markdown_table, progress_line, scenario_summary
@@ -65,6 +75,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="also measure the direct clients through a byte relay (bench/loadgen/qdm-relay): the "
         "ceiling for any process between them on these cores",
+    )
+    p.add_argument(
+        "--forward",
+        action="store_true",
+        help="also measure bench/loadgen/qdm-forward where the router runs: a C forwarder on the "
+        "proton-C that --python's python-qpid-proton bundles, with the router's credit rule and "
+        "window (--link-capacity): what a router on that engine that only forwards reaches here "
+        "(1to1-presettled only)",
     )
     p.add_argument(
         "--warmup",
@@ -114,6 +132,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     mesh_names = [n for n in names if n in mesh.MESH_SCENARIOS]
     args.mesh_list = [] if args.direct_only or args.router_cmd else mesh_names
     args.route_sizes = [int(x) for x in args.route_sizes.split(",") if x.strip()]
+    if args.forward and [s.name for s in args.scenario_list] != ["1to1-presettled"]:
+        p.error("--forward forwards pre-settled 1->1 only: use it with --scenarios 1to1-presettled")
     if args.link_capacity is not None and args.link_capacity < 1:
         p.error("--link-capacity must be >= 1")
     if args.messages < 1 or args.repeat < 1 or args.size < 8 or args.warmup < 0:
@@ -126,6 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ensure_built(args.rebuild)
         shim = "none" if args.direct_only else proton_shim(args.python)
+        forwarder = build_forwarder(args.python) if args.forward else ""
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -137,6 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         + ("none (--direct-only)" if args.direct_only else shlex.join(router_argv(args, Path("CONFIG"), 0)))
         + (f"; linkCapacity {args.link_capacity}" if args.link_capacity and not args.direct_only else "")
         + ("; with a byte relay (qdm-relay)" if args.relay else "")
+        + (f"; with the C forwarder ({shlex.join(forward_argv(args, 0))}: {forwarder})" if forwarder else "")
         + f"; proton shim: {shim}"
         + (" (built in this checkout; the router is --router-cmd's)" if args.router_cmd else "")
     )
@@ -144,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     direct: Dict[str, List[Measurement]] = {s.name: [] for s in args.scenario_list}
     relayed: Dict[str, List[Measurement]] = {s.name: [] for s in args.scenario_list}
+    forwarded: Dict[str, List[Measurement]] = {s.name: [] for s in args.scenario_list}
     routed: Dict[str, List[Measurement]] = {s.name: [] for s in args.scenario_list}
     try:
         with tempfile.TemporaryDirectory(prefix="qdm-bench-") as tmp:
@@ -157,6 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     if args.relay:
                         x = measure_relay(args, sc, workdir)
                         relayed[sc.name].append(x)
+                        print(progress_line(tag, x, d), file=sys.stderr)
+                    if args.forward:
+                        x = measure_forward(args, sc, workdir)
+                        forwarded[sc.name].append(x)
                         print(progress_line(tag, x, d), file=sys.stderr)
                     if args.direct_only:
                         continue
@@ -172,11 +199,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
     summaries = [
-        scenario_summary(sc, direct[sc.name], routed[sc.name], relayed[sc.name]) for sc in args.scenario_list
+        scenario_summary(sc, direct[sc.name], routed[sc.name], relayed[sc.name], forwarded[sc.name])
+        for sc in args.scenario_list
     ]
     print(f"\n_{header}_\n")
     if args.scenario_list:
-        print(markdown_table(summaries, args.direct_only, args.relay))
+        print(markdown_table(summaries, args.direct_only, args.relay, args.forward))
     if mesh_results:
         print("\n" + mesh.markdown(mesh_results))
 
@@ -192,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 name: {
                     "direct": [asdict(m) for m in direct[name]],
                     "relay": [asdict(m) for m in relayed[name]],
+                    "forward": [asdict(m) for m in forwarded[name]],
                     "router": [asdict(m) for m in routed[name]],
                 }
                 for name in direct

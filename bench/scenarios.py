@@ -46,7 +46,7 @@ SCENARIOS: Dict[str, Scenario] = {
 class Measurement:
     """One sender -> receivers run, as seen end to end."""
 
-    kind: str  # "direct", "relay", "router", "line3" (bench/mesh.py) or "warmup"
+    kind: str  # "direct", "relay", "forward", "router", "line3" (bench/mesh.py) or "warmup"
     messages: int  # messages the sender completed (sent if pre-settled, settled otherwise)
     delivered: int  # deliveries counted by all receivers together
     expected_deliveries: int
@@ -64,9 +64,9 @@ class Measurement:
     outcomes: Dict[str, int]
     sender: Dict[str, Any] = field(repr=False)
     receivers: List[Dict[str, Any]] = field(repr=False)
-    # The router process's CPU over the run (in a "relay" run, the relay's): its busy share of
-    # one core (below 100% while the run is limited elsewhere, e.g. by clients sharing the other
-    # cores) and per message sent.
+    # The router process's CPU over the run (in a "relay" or "forward" run, that process's): its
+    # busy share of one core (below 100% while the run is limited elsewhere, e.g. by clients
+    # sharing the other cores) and per message sent.
     router_cpu_pct: float | None = None
     router_cpu_us_per_msg: float | None = None
 

@@ -1,5 +1,6 @@
 """bench/report.py: the summary's ratios are medians of per-repeat pairs, and the Markdown
-table stays well-formed (one cell per column) with and without the relay's columns."""
+table stays well-formed (one cell per column) with and without the columns of the relay and of
+the C forwarder."""
 
 from __future__ import annotations
 
@@ -65,3 +66,23 @@ def test_without_the_relay_there_are_no_relay_columns_and_direct_only_tables_sta
         head, rule, row = (cells(line) for line in only.splitlines())
         assert len(head) == len(rule) == len(row)
         assert ("relay/direct" in head) == relay
+
+
+def test_relay_and_forwarder_together_each_get_their_own_columns() -> None:
+    direct = [measurement("direct", r) for r in (1000.0, 1000.0, 1000.0)]
+    relayed = [measurement("relay", r, 12.0, 0.1) for r in (700.0, 600.0, 650.0)]
+    forwarded = [measurement("forward", r, 66.0, 0.95) for r in (400.0, 500.0, 450.0)]
+    routed = [measurement("router", r, 74.0, 1.05) for r in (420.0, 450.0, 500.0)]
+    summary = scenario_summary(SCENARIO, direct, routed, relayed, forwarded)
+    # Pairs: router/forward 1.05, 0.9, 1.111 (median 1.05); forward/direct 0.4, 0.5, 0.45.
+    assert summary["router_to_forward"] == 1.05
+    assert summary["forward_ratio"] == 0.45
+    lines = markdown_table([summary], direct_only=False, relay=True, forward=True).splitlines()
+    head, rule, row = (cells(line) for line in lines)
+    assert len(head) == len(rule) == len(row) and len(set(head)) == len(head)
+    by_column = dict(zip(head, row))
+    assert by_column["router/forward"] == "105.0%"
+    assert by_column["forward/direct"] == "45.0%"
+    assert by_column["forward CPU (µs/msg)"] == "66% (0.95)"
+    assert by_column["router/relay"] == "75.0%" and by_column["relay/direct"] == "65.0%"
+    assert "forward" not in markdown_table([summary], direct_only=False, relay=True)
