@@ -95,11 +95,14 @@ def test_an_unsettled_message_is_rejected_not_dropped(forward_binary: Path, net:
         assert rcv.received == []
 
 
+def refusal(binary: Path, *args: str) -> str:
+    """What the forwarder says when it refuses to start with ``args`` (exit code 1)."""
+    done = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=5)
+    assert done.returncode == 1, done
+    return done.stderr
+
+
 def test_usage_mistakes_are_named(forward_binary: Path) -> None:
-    missing = subprocess.run([str(forward_binary), "-w", "10"], capture_output=True, text=True, timeout=5)
-    assert missing.returncode == 1
-    assert "usage: qdm-forward -l HOST:PORT [-w WINDOW]" in missing.stderr
-    bad = subprocess.run([str(forward_binary), "-l", "127.0.0.1:0", "-w", "none"],
-                         capture_output=True, text=True, timeout=5)
-    assert bad.returncode == 1
-    assert "invalid window: 'none'" in bad.stderr
+    assert "usage: qdm-forward -l HOST:PORT [-w WINDOW]" in refusal(forward_binary, "-w", "10")
+    assert "invalid window: 'none'" in refusal(forward_binary, "-l", "127.0.0.1:0", "-w", "none")
+    assert "invalid window: '0'" in refusal(forward_binary, "-l", "127.0.0.1:0", "-w", "0")
