@@ -82,7 +82,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="also measure bench/loadgen/qdm-forward where the router runs: a C forwarder on the "
         "proton-C that --python's python-qpid-proton bundles, with the router's credit rule and "
         "window (--link-capacity): what a router on that engine that only forwards reaches here "
-        "(1to1-presettled only)",
+        "(1->1 scenarios only)",
     )
     p.add_argument(
         "--warmup",
@@ -132,8 +132,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     mesh_names = [n for n in names if n in mesh.MESH_SCENARIOS]
     args.mesh_list = [] if args.direct_only or args.router_cmd else mesh_names
     args.route_sizes = [int(x) for x in args.route_sizes.split(",") if x.strip()]
-    if args.forward and [s.name for s in args.scenario_list] != ["1to1-presettled"]:
-        p.error("--forward forwards pre-settled 1->1 only: use it with --scenarios 1to1-presettled")
+    if args.forward and not {s.name for s in args.scenario_list} <= {"1to1-presettled", "1to1-unsettled"}:
+        p.error("--forward forwards 1->1 only: use it with --scenarios 1to1-presettled,1to1-unsettled")
     if args.link_capacity is not None and args.link_capacity < 1:
         p.error("--link-capacity must be >= 1")
     if args.messages < 1 or args.repeat < 1 or args.size < 8 or args.warmup < 0:

@@ -3,20 +3,21 @@
  *
  * It is qdmesh's router with everything but the data path taken out, and in C: the same
  * loop (epoll, non-blocking sockets read straight into proton's transport and written
- * straight from it, one collector for all connections) and the same credit rule
- * in outline (amqp/credit_return.py: the producer's window of -w messages, a router's
+ * straight from it, one collector for all connections) and, in outline, the same credit
+ * rule (amqp/credit_return.py: the producer's window of -w messages, a router's
  * linkCapacity, comes back as messages leave, written at once when half a window is owed,
- * at the end of a loop turn once an eighth is), with no routing, annotations, counters or management.  It takes
- * one sending link (the producer) and one receiving link (the consumer) and forwards each
- * message's bytes, pre-settled.  Messages that arrive while the consumer has no credit wait
- * in a ring of the window's size, so memory stays bounded as a router's does.
+ * at the end of a loop turn once an eighth is), with no routing, annotations, counters or
+ * management.  It takes one sending link (the producer) and one receiving link (the
+ * consumer) at a time and forwards each message's bytes.  Messages that arrive while the
+ * consumer has no credit wait in a ring of the window's size, so memory stays bounded as a
+ * router's does.  An unsettled message goes on unsettled; the consumer's outcome and
+ * settlement come back to its producer (the outcome's type only: no delivery-failed or
+ * annotations), and a consumer that leaves with messages unsettled has them released.
  *
  * bench/run.py --forward runs it where the router runs, built on the router's own proton-C
  * (build-forward.sh): the ratio it reaches is what a router on that engine reaches when it
  * does nothing but forward, with that window, on the host.  It tells how much of the
  * router's distance from direct is the engine's and the host's rather than the router's own.
- * One producer and one consumer at a time.  Pre-settled only: an unsettled message is
- * rejected, never forwarded without its outcome.
  *
  * Usage: qdm-forward -l HOST:PORT [-w WINDOW]
  * Prints {"event": "ready", "port": N} once listening, then runs until SIGINT/SIGTERM.
@@ -58,6 +59,7 @@ typedef struct conn_t {
 typedef struct held_t {
   size_t size;
   char *bytes;
+  pn_delivery_t *origin; /* the producer's delivery, unsettled; NULL if it came settled */
 } held_t;
 
 typedef struct forwarder_t {
@@ -136,22 +138,51 @@ static void give_credit(forwarder_t *f, int at_least, bool write_now) {
   if (write_now) write_out(f, conn_of(f->in));
 }
 
-static void send_out(forwarder_t *f, const char *bytes, size_t size) {
+/* Sends a message on; an unsettled one (origin) stays so until the consumer settles it. The
+ * producer is owed its credit back either way, as the router gives it back on forwarding. */
+static void send_out(forwarder_t *f, const char *bytes, size_t size, pn_delivery_t *origin) {
   char tag[8];
   memcpy(tag, &f->tag, sizeof(tag));
   f->tag++;
   pn_delivery_t *d = pn_delivery(f->out, pn_dtag(tag, sizeof(tag)));
   pn_link_send(f->out, bytes, size);
   pn_link_advance(f->out);
-  pn_delivery_settle(d);
+  if (origin) {
+    pn_delivery_set_context(d, origin);
+  } else {
+    pn_delivery_settle(d);
+  }
   f->owed++;
+}
+
+/* The consumer's outcome and settlement go back to the producer's delivery. */
+static void on_outcome(forwarder_t *f, pn_delivery_t *d) {
+  if (!pn_delivery_remote_state(d) && !pn_delivery_settled(d)) return;
+  pn_delivery_t *origin = pn_delivery_get_context(d);
+  if (origin) {
+    pn_delivery_update(origin, pn_delivery_remote_state(d) ? pn_delivery_remote_state(d) : PN_ACCEPTED);
+    pn_delivery_settle(origin);
+    pn_delivery_set_context(d, NULL);
+  }
+  if (pn_delivery_settled(d)) pn_delivery_settle(d);
+}
+
+/* A consumer leaving with messages unsettled: their producer learns they were released. */
+static void release_unsettled(pn_link_t *out) {
+  for (pn_delivery_t *d = pn_unsettled_head(out); d; d = pn_unsettled_next(d)) {
+    pn_delivery_t *origin = pn_delivery_get_context(d);
+    if (!origin) continue;
+    pn_delivery_update(origin, PN_RELEASED);
+    pn_delivery_settle(origin);
+    pn_delivery_set_context(d, NULL);
+  }
 }
 
 /* The consumer has credit again: send what waits, and owe the producer for each. */
 static void drain_ring(forwarder_t *f) {
   while (f->ring_count && f->out && pn_link_credit(f->out) > 0) {
     held_t *h = &f->ring[f->ring_head];
-    send_out(f, h->bytes, h->size);
+    send_out(f, h->bytes, h->size, h->origin);
     f->ring_head = (f->ring_head + 1) % f->window;
     f->ring_count--;
   }
@@ -160,23 +191,25 @@ static void drain_ring(forwarder_t *f) {
 
 static void on_delivery(forwarder_t *f, pn_delivery_t *d) {
   pn_link_t *l = pn_delivery_link(d);
-  if (l != f->in || !pn_delivery_readable(d) || pn_delivery_partial(d)) return;
-  if (!pn_delivery_settled(d)) {
-    fprintf(stderr, "%s: unsettled delivery rejected: only pre-settled messages are forwarded\n", prog);
-    pn_delivery_update(d, PN_REJECTED);
-    pn_delivery_settle(d);
-    f->owed++;
+  if (l == f->out || (l != f->in && pn_link_is_sender(l))) {
+    on_outcome(f, d);
     return;
   }
+  if (l != f->in || !pn_delivery_readable(d) || pn_delivery_partial(d)) return;
+  pn_delivery_t *origin = pn_delivery_settled(d) ? NULL : d;
   size_t size = pn_delivery_pending(d);
   if (size > f->buf_size) {
     f->buf = qdm_xrealloc(f->buf, size);
     f->buf_size = size;
   }
   pn_link_recv(l, f->buf, size);
-  pn_delivery_settle(d);
+  if (origin) {
+    pn_link_advance(l);
+  } else {
+    pn_delivery_settle(d);
+  }
   if (f->out && pn_link_credit(f->out) > 0 && f->ring_count == 0) {
-    send_out(f, f->buf, size);
+    send_out(f, f->buf, size, origin);
     give_credit(f, f->window / 2, true);
     return;
   }
@@ -185,6 +218,7 @@ static void on_delivery(forwarder_t *f, pn_delivery_t *d) {
   h->bytes = qdm_xrealloc(h->bytes, size);
   memcpy(h->bytes, f->buf, size);
   h->size = size;
+  h->origin = origin;
   f->ring_count++;
 }
 
@@ -230,7 +264,12 @@ static void on_event(forwarder_t *f, pn_event_t *e) {
     case PN_LINK_REMOTE_CLOSE:
     case PN_LINK_REMOTE_DETACH: {
       pn_link_t *l = pn_event_link(e);
-      if (l == f->in) f->in = NULL;
+      if (l == f->in) {
+        /* What waits from a producer that left goes on settled: nobody is there to tell. */
+        for (int i = 0; i < f->ring_count; i++) f->ring[(f->ring_head + i) % f->window].origin = NULL;
+        f->in = NULL;
+      }
+      if (pn_link_is_sender(l)) release_unsettled(l);
       if (l == f->out) f->out = NULL;
       pn_link_close(l);
       break;

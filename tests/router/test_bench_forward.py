@@ -1,8 +1,8 @@
-"""bench/loadgen/qdm-forward, the C forwarder bench/run.py --forward measures as the ceiling of a
-router on proton's engine: it must pass every pre-settled message on unchanged and in order,
-give the producer exactly its window of credit and no more while the consumer takes nothing
-(so what it holds stays bounded, as a router's does), and refuse what it cannot forward
-faithfully (unsettled messages) with a terminal outcome rather than drop it."""
+"""bench/loadgen/qdm-forward, the C forwarder bench/run.py --forward measures as a reference for
+a router on proton's engine: it must pass every message on unchanged and in order, give the
+producer exactly its window of credit and no more while the consumer takes nothing (so what it
+holds stays bounded, as a router's does), carry each unsettled message's outcome back to its
+producer, and release what a departing consumer left unsettled."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from proton import Message
 
 from tests.prerequisites import require
 
-from .amqpclient import Net, send_and_settle
+from .amqpclient import ACCEPTED, REJECTED, RELEASED, Net
 from .test_bench_loadgen import proton_c_dev_installed
 
 BUILD_FORWARD = Path(__file__).resolve().parents[2] / "bench" / "loadgen" / "build-forward.sh"
@@ -85,14 +85,32 @@ def test_the_producer_gets_its_window_and_no_more_while_the_consumer_takes_nothi
         assert snd.max_credit_seen == WINDOW
 
 
-def test_an_unsettled_message_is_rejected_not_dropped(forward_binary: Path, net: Net) -> None:
+def test_each_unsettled_message_gets_its_consumers_outcome(forward_binary: Path, net: Net) -> None:
     with running_forwarder(forward_binary) as url:
-        rcv = net.connect(url).receiver("bench/q")
+        rcv = net.connect(url).receiver("bench/q", credit=50, settle=None)
         snd = net.connect(url).sender("bench/q")
-        outcomes = send_and_settle(net, snd, [Message(body="unsettled")])
-        assert [o.name for o in outcomes] == ["rejected"]
+        for i in range(3):
+            snd.send(Message(body=i))
+        net.wait(lambda: len(rcv.unsettled) == 3, 10, "three unsettled deliveries at the consumer")
         net.pump(0.3)
-        assert rcv.received == []
+        assert snd.settled_count() == 0, "no outcome before the consumer's"
+        rcv.settle_unsettled(ACCEPTED, count=1)
+        rcv.settle_unsettled(REJECTED, count=1)
+        rcv.settle_unsettled(RELEASED, count=1)
+        net.wait(snd.all_settled, 10, "the three outcomes at the producer")
+        assert [snd.outcomes[tag].name for tag in snd.tags] == ["accepted", "rejected", "released"]
+
+
+def test_a_consumer_that_leaves_has_its_unsettled_messages_released(forward_binary: Path, net: Net) -> None:
+    with running_forwarder(forward_binary) as url:
+        rcv = net.connect(url).receiver("bench/q", credit=5, refill=False, settle=None)
+        snd = net.connect(url).sender("bench/q")
+        for i in range(5):
+            snd.send(Message(body=i))
+        net.wait(lambda: len(rcv.unsettled) == 5, 10, "five unsettled deliveries at the consumer")
+        rcv.close()
+        net.wait(snd.all_settled, 10, "the outcomes of what the consumer held")
+        assert snd.outcome_counts() == {"released": 5}
 
 
 def refusal(binary: Path, *args: str) -> str:
