@@ -5,10 +5,16 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
+import socket
 import sys
-from typing import List
+import threading
+from typing import Any, List
 
 from . import contract
+from .leader import LeaderElector, LeaseSettings
+
+log = logging.getLogger("qdmesh.operator")
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -30,6 +36,20 @@ def parse_args(argv: List[str] | None) -> argparse.Namespace:
                         help="seconds between drift checks of a mesh (default $QDMESH_DRIFT_INTERVAL or 30)")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default=None,
                         help="default $QDMESH_LOG_LEVEL or info")
+    election = parser.add_argument_group(
+        "leader election", "several replicas, one reconciling, on a coordination.k8s.io Lease")
+    election.add_argument("--leader-election", action=argparse.BooleanOptionalAction, default=None,
+                          help="hold a Lease before reconciling (default $QDMESH_LEADER_ELECTION, else off)")
+    election.add_argument("--lease-name", default=None,
+                          help="the Lease's name (default $QDMESH_LEASE_NAME or qdmesh-operator)")
+    election.add_argument("--lease-namespace", default=None,
+                          help="the Lease's namespace (default $POD_NAMESPACE)")
+    election.add_argument("--lease-duration", type=float, default=15.0, metavar="S",
+                          help="seconds a standby waits on a Lease that is not renewed")
+    election.add_argument("--lease-renew-deadline", type=float, default=10.0, metavar="S",
+                          help="seconds the leader keeps reconciling without renewing, then exits")
+    election.add_argument("--lease-retry-period", type=float, default=2.0, metavar="S",
+                          help="seconds between attempts to take or renew the Lease")
     parser.add_argument("--version", action="version",
                         version=f"qdmesh-operator {contract.package_version()}")
     args = parser.parse_args(argv)
@@ -43,7 +63,72 @@ def parse_args(argv: List[str] | None) -> argparse.Namespace:
     if level not in LOG_LEVELS:
         parser.error(f"QDMESH_LOG_LEVEL={level!r}: choose one of {', '.join(LOG_LEVELS)}")
     args.log_level = level
+    args.lease = lease_settings(parser, args)
     return args
+
+
+def lease_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LeaseSettings | None:
+    """The Lease to hold, or None without leader election; a usage error for bad settings."""
+    enabled = args.leader_election
+    if enabled is None:
+        value = os.environ.get("QDMESH_LEADER_ELECTION", "false").strip().lower()
+        if value not in ("true", "false", ""):
+            parser.error(f"QDMESH_LEADER_ELECTION={value!r}: use true or false")
+        enabled = value == "true"
+    if not enabled:
+        return None
+    namespace = args.lease_namespace or os.environ.get("POD_NAMESPACE", "")
+    if not namespace:
+        parser.error("--leader-election needs --lease-namespace or $POD_NAMESPACE")
+    # The pod's name where there is one (the chart sets POD_NAME), so `kubectl get lease`
+    # names the leading pod.
+    identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    settings = LeaseSettings(name=args.lease_name or os.environ.get("QDMESH_LEASE_NAME") or "qdmesh-operator",
+                             namespace=namespace, identity=identity, duration_s=args.lease_duration,
+                             renew_deadline_s=args.lease_renew_deadline, retry_s=args.lease_retry_period)
+    problem = settings.problem()
+    if problem:
+        parser.error(f"--lease-duration {settings.duration_s:g}, --lease-renew-deadline "
+                     f"{settings.renew_deadline_s:g}, --lease-retry-period {settings.retry_s:g}: {problem}")
+    return settings
+
+
+def kube_api_client() -> Any:
+    """A client for the API server: in-cluster, else $KUBECONFIG (as the handlers load it)."""
+    from kubernetes import client
+    from kubernetes import config as kube_config
+
+    try:
+        kube_config.load_incluster_config()
+    except kube_config.ConfigException:
+        kube_config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
+    return client.ApiClient()
+
+
+def become_leader(settings: LeaseSettings, health_port: int) -> LeaderElector | None:
+    """Waits for the Lease, answering the kubelet's probes meanwhile; None when told to stop
+    first. Once it holds the Lease, a thread renews it; losing it ends the process at once
+    (as client-go's controllers do): another replica may be reconciling by then."""
+    from .standby import standby_health
+
+    elector = LeaderElector(kube_api_client(), settings)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        with standby_health(health_port):
+            if not elector.acquire(stop):
+                return None
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    def lost() -> None:
+        log.error("stopping: this replica no longer holds the Lease")
+        logging.shutdown()
+        os._exit(1)
+
+    elector.keep(lost)
+    return elector
 
 
 def main(argv: List[str] | None = None) -> int:
@@ -66,11 +151,19 @@ def main(argv: List[str] | None = None) -> int:
         namespaces = [n.strip() for n in watch.split(",") if n.strip()]
     clusterwide = args.all_namespaces or not namespaces
     liveness = f"http://0.0.0.0:{SETTINGS.health_port}/healthz" if SETTINGS.health_port else None
+    elector = None
+    if args.lease is not None:
+        elector = become_leader(args.lease, SETTINGS.health_port)
+        if elector is None:
+            return 0
     try:
         kopf.run(standalone=True, clusterwide=clusterwide, namespaces=[] if clusterwide else namespaces,
                  liveness_endpoint=liveness)
     except KeyboardInterrupt:
         return 0
+    finally:
+        if elector is not None:
+            elector.release()  # a standby takes over at once, not a lease duration later
     return 0
 
 

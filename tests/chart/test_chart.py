@@ -76,7 +76,9 @@ def test_defaults_install_one_operator_of_the_package_version() -> None:
         "autolinks.qdmesh.io", "linkroutes.qdmesh.io", "routermeshes.qdmesh.io", "vhostpolicies.qdmesh.io"]
     [deployment] = by_kind(docs, "Deployment")
     spec = deployment["spec"]
-    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
+    # One replica, leader election on: upgrades roll, the new pod waiting for the old one's Lease.
+    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "RollingUpdate"}
+    assert env_of(deployment)["QDMESH_LEADER_ELECTION"] == "true"
     pod = spec["template"]["spec"]
     [container] = pod["containers"]
     assert container["image"] == f"qdmesh/operator:{version}"
@@ -117,9 +119,14 @@ def test_rbac_is_least_privilege() -> None:
     assert set().union(*discovery.values()) == {"get", "list", "watch"}
 
 
+def watch_roles(docs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The Roles that grant rights on the watched namespaces (not the Lease's)."""
+    return [r for r in by_kind(docs, "Role") if not r["metadata"]["name"].endswith("-leader-election")]
+
+
 def test_namespace_scope_grants_roles_only_in_the_watched_namespaces() -> None:
     docs = render([VALUES / "namespace-scope.yaml"])
-    roles = by_kind(docs, "Role")
+    roles = watch_roles(docs)
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
     bindings = by_kind(docs, "RoleBinding")
     assert all(b["subjects"][0]["namespace"] == "qdmesh-system" for b in bindings)
@@ -131,8 +138,31 @@ def test_namespace_scope_grants_roles_only_in_the_watched_namespaces() -> None:
 
 def test_namespace_scope_defaults_to_the_release_namespace() -> None:
     docs = render([], "--set", "watch.scope=namespace", namespace="messaging")
-    assert [r["metadata"]["namespace"] for r in by_kind(docs, "Role")] == ["messaging"]
+    assert [r["metadata"]["namespace"] for r in watch_roles(docs)] == ["messaging"]
     assert env_of(by_kind(docs, "Deployment")[0])["QDMESH_WATCH_NAMESPACES"] == "messaging"
+
+
+def test_leader_election_has_its_lease_rights_and_lets_replicas_run() -> None:
+    docs = render([], "--set", "operator.replicas=3", namespace="messaging")
+    [deployment] = by_kind(docs, "Deployment")
+    assert deployment["spec"]["replicas"] == 3
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    pod_name = next(e for e in container["env"] if e["name"] == "POD_NAME")
+    assert pod_name["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    [role] = [r for r in by_kind(docs, "Role") if r["metadata"]["name"] == "qd-qdmesh-leader-election"]
+    assert role["metadata"]["namespace"] == "messaging"
+    assert rules_of(role) == {"coordination.k8s.io/leases": {"get", "create", "update"}}
+    [binding] = [b for b in by_kind(docs, "RoleBinding")
+                 if b["roleRef"]["name"] == "qd-qdmesh-leader-election"]
+    assert binding["subjects"][0] == {"kind": "ServiceAccount", "name": "qd-qdmesh", "namespace": "messaging"}
+
+
+def test_without_leader_election_one_operator_is_recreated_and_has_no_lease_rights() -> None:
+    docs = render([], "--set", "operator.leaderElection=false")
+    [deployment] = by_kind(docs, "Deployment")
+    assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert env_of(deployment)["QDMESH_LEADER_ELECTION"] == "false"
+    assert not [r for r in by_kind(docs, "Role") if "leases" in str(r["rules"])]
 
 
 def test_custom_values_reach_the_deployment_and_rbac() -> None:
@@ -176,6 +206,7 @@ def test_monitoring_and_sample_mesh() -> None:
     ("sampleMesh.size=0", "at '/sampleMesh/size': minimum: got 0, want 1"),
     ("operator.logLevel=loud", "at '/operator/logLevel': value must be one of 'debug', 'info'"),
     ("replicas=2", "additional properties 'replicas' not allowed"),
+    ("operator.replicas=0", "at '/operator/replicas': minimum: got 0, want 1"),
     ("metrics.serviceMonitor.interval=often",
      "at '/metrics/serviceMonitor/interval': 'often' does not match"),
 ])
@@ -191,6 +222,8 @@ def test_bad_values_are_refused_by_the_schema_naming_the_field(setting: str, say
     ("routerImage=qdmesh/router:latest", 'routerImage: "qdmesh/router:latest" uses the \'latest\' tag'),
     ("routerImage=registry:5000/qdmesh/router", 'routerImage: "registry:5000/qdmesh/router" has no tag'),
     ("watch.namespaces={a}", "watch.namespaces: only used with watch.scope=namespace"),
+    ("operator.replicas=2,operator.leaderElection=false",
+     "operator.replicas: 2 replicas need operator.leaderElection=true"),
 ])
 def test_values_the_schema_cannot_phrase_are_refused_by_the_chart(setting: str, says: str) -> None:
     result = helm("template", "qd", str(CHART), "--kube-version", "1.36.0", "--set", setting, check=False)

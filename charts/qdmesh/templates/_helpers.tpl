@@ -105,6 +105,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- fail (printf "routerImage: %q uses the 'latest' tag; name a version (for example qdmesh/router:1.2.3) or a digest" .) -}}
 {{- end -}}
 {{- end -}}
+{{- if and (gt (int .Values.operator.replicas) 1) (not .Values.operator.leaderElection) -}}
+{{- fail (printf "operator.replicas: %d replicas need operator.leaderElection=true (without a Lease they would all reconcile)" (int .Values.operator.replicas)) -}}
+{{- end -}}
 {{- if and (eq .Values.watch.scope "cluster") .Values.watch.namespaces -}}
 {{- fail "watch.namespaces: only used with watch.scope=namespace (watch.scope=cluster watches every namespace)" -}}
 {{- end -}}
