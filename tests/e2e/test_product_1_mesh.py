@@ -46,6 +46,22 @@ def test_chart_installs_operator(operator_namespace: str, k8s: Any) -> None:
     assert container.image == f"qdmesh/operator:{package_version()}"
     assert container.image_pull_policy == "Never"
     assert dep.status.ready_replicas == 1
+    # The chart's default leader election: the operator's pod holds the Lease in its namespace.
+    [pod] = [p for p in client.CoreV1Api(k8s).list_namespaced_pod(
+        operator_namespace, label_selector="app.kubernetes.io/name=qdmesh-operator").items
+        if p.metadata.deletion_timestamp is None]
+
+    def lease_holder() -> str:
+        try:
+            lease = client.CoordinationV1Api(k8s).read_namespaced_lease("qdmesh-operator", operator_namespace)
+        except client.ApiException as e:
+            if e.status == 404:
+                return ""
+            raise
+        return str(lease.spec.holder_identity or "")
+
+    eventually(lambda: lease_holder() == pod.metadata.name, 60, "the operator's pod holding its Lease",
+               describe=lambda: f"holder: {lease_holder()!r}, pod: {pod.metadata.name}")
 
 
 def test_mesh_becomes_ready(mesh: MeshState, k8s: Any) -> None:
