@@ -394,7 +394,8 @@ def measure_router(args: argparse.Namespace, sc: Scenario, workdir: Path) -> Mea
 
 def measure_forward(args: argparse.Namespace, sc: Scenario, workdir: Path) -> Measurement:
     """The scenario with bench/loadgen/qdm-forward, a C forwarder on the router's proton-C
-    engine, where the router runs: the most a router on that engine reaches here."""
+    engine, where the router runs: what a router on that engine reaches here when all it does
+    is forward."""
     return measure_middle(args, sc, workdir, "forward")
 
 
