@@ -67,18 +67,33 @@ class LeaderElector:
         self._renewer: threading.Thread | None = None
 
     # -- one attempt -----------------------------------------------------------------------
-    def try_acquire_or_renew(self) -> bool:
-        """One attempt to hold the Lease; True when we hold it after it."""
+    def _call(self, what: str, method: Callable[..., Any], *args: Any,
+              expected: Tuple[int, ...] = ()) -> Tuple[Any, int]:
+        """``method(*args)`` and 0, or None and the HTTP status it failed with (-1: the API
+        server could not be reached). Failures other than ``expected`` are logged; none
+        escapes, so the renewal thread never dies of one (it must judge the deadline)."""
         from kubernetes.client.rest import ApiException
 
         s = self.settings
         try:
-            lease = self.api.read_namespaced_lease(s.name, s.namespace)
+            return method(*args), 0
         except ApiException as e:
-            if e.status != 404:
-                log.warning("reading Lease %s/%s failed: %s %s", s.namespace, s.name, e.status, e.reason)
-                return False
+            if e.status not in expected:
+                log.warning("%s Lease %s/%s failed: %s %s", what, s.namespace, s.name, e.status, e.reason)
+            return None, int(e.status or -1)
+        except Exception as e:  # urllib3's and the socket's errors: the API server is away
+            log.warning("%s Lease %s/%s failed: %s", what, s.namespace, s.name, e)
+            return None, -1
+
+    def try_acquire_or_renew(self) -> bool:
+        """One attempt to hold the Lease; True when we hold it after it."""
+        s = self.settings
+        lease, status = self._call("reading", self.api.read_namespaced_lease, s.name, s.namespace,
+                                   expected=(404,))
+        if status == 404:
             return self._create()
+        if status:
+            return False
         spec = lease.spec
         holder = spec.holder_identity or ""
         record = (holder, str(spec.renew_time), spec.lease_transitions)
@@ -96,11 +111,10 @@ class LeaderElector:
             spec.acquire_time = _micro(spec.acquire_time)
         spec.renew_time = _micro()
         spec.lease_duration_seconds = int(s.duration_s)
-        try:
-            self.api.replace_namespaced_lease(s.name, s.namespace, lease)
-        except ApiException as e:
-            if e.status != 409:  # 409: another replica wrote first
-                log.warning("updating Lease %s/%s failed: %s %s", s.namespace, s.name, e.status, e.reason)
+        # 409: another replica wrote first.
+        _, status = self._call("updating", self.api.replace_namespaced_lease, s.name, s.namespace, lease,
+                               expected=(409,))
+        if status:
             return False
         if holder != s.identity:
             log.info("became the leader (Lease %s/%s, identity %s)", s.namespace, s.name, s.identity)
@@ -108,19 +122,16 @@ class LeaderElector:
         return True
 
     def _create(self) -> bool:
-        from kubernetes.client.rest import ApiException
-
         s = self.settings
         now = _micro()
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": s.name, "namespace": s.namespace},
                 "spec": {"holderIdentity": s.identity, "leaseDurationSeconds": int(s.duration_s),
                          "acquireTime": now, "renewTime": now, "leaseTransitions": 0}}
-        try:
-            self.api.create_namespaced_lease(s.namespace, body)
-        except ApiException as e:
-            if e.status != 409:  # 409: another replica created it first
-                log.warning("creating Lease %s/%s failed: %s %s", s.namespace, s.name, e.status, e.reason)
+        # 409: another replica created it first.
+        _, status = self._call("creating", self.api.create_namespaced_lease, s.namespace, body,
+                               expected=(409,))
+        if status:
             return False
         log.info("became the leader (created Lease %s/%s, identity %s)", s.namespace, s.name, s.identity)
         self._last_renewal = time.monotonic()
@@ -158,22 +169,18 @@ class LeaderElector:
     def release(self) -> None:
         """Stops renewing, and gives the Lease up if we hold it, so that a standby takes over
         at once."""
-        from kubernetes.client.rest import ApiException
-
         self._stop_renewing.set()
         if self._renewer is not None:
             self._renewer.join(self.settings.retry_s + 5)
         s = self.settings
-        try:
-            lease = self.api.read_namespaced_lease(s.name, s.namespace)
-            if (lease.spec.holder_identity or "") != s.identity:
-                return
-            lease.spec.holder_identity = None
-            lease.spec.lease_duration_seconds = 1
-            lease.spec.renew_time = _micro()
-            if isinstance(lease.spec.acquire_time, datetime.datetime):
-                lease.spec.acquire_time = _micro(lease.spec.acquire_time)
-            self.api.replace_namespaced_lease(s.name, s.namespace, lease)
+        lease, status = self._call("reading", self.api.read_namespaced_lease, s.name, s.namespace)
+        if status or (lease.spec.holder_identity or "") != s.identity:
+            return
+        lease.spec.holder_identity = None
+        lease.spec.lease_duration_seconds = 1
+        lease.spec.renew_time = _micro()
+        if isinstance(lease.spec.acquire_time, datetime.datetime):
+            lease.spec.acquire_time = _micro(lease.spec.acquire_time)
+        _, status = self._call("releasing", self.api.replace_namespaced_lease, s.name, s.namespace, lease)
+        if not status:
             log.info("released Lease %s/%s", s.namespace, s.name)
-        except ApiException as e:
-            log.warning("releasing Lease %s/%s failed: %s %s", s.namespace, s.name, e.status, e.reason)

@@ -101,7 +101,11 @@ def kube_api_client() -> Any:
     try:
         kube_config.load_incluster_config()
     except kube_config.ConfigException:
-        kube_config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
+        try:
+            kube_config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
+        except (kube_config.ConfigException, OSError) as e:
+            raise SystemExit(f"qdmesh-operator: leader election needs the API server, and "
+                             f"neither the in-cluster config nor a kubeconfig is usable: {e}") from None
     return client.ApiClient()
 
 

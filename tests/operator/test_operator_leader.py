@@ -89,6 +89,27 @@ def test_a_leader_whose_lease_is_taken_stops(crds: ControlPlane) -> None:
     assert lease(api, namespace).holder_identity == "usurper", "release must not touch another's Lease"
 
 
+def test_a_leader_cut_off_from_the_api_server_stops_within_the_renew_deadline(crds: ControlPlane) -> None:
+    from kubernetes import client
+
+    api, namespace = api_namespace(crds, "lease")
+    leader = LeaderElector(api, settings(namespace, "leader"))
+    assert leader.try_acquire_or_renew()
+    # From now on every request of the leader's finds nobody listening.
+    unreachable = client.Configuration()
+    unreachable.host = f"http://127.0.0.1:{free_port()}"
+    unreachable.retries = 0
+    leader.api = client.CoordinationV1Api(client.ApiClient(unreachable))
+    assert not leader.try_acquire_or_renew(), "an unreachable API server is a failed attempt, not an error"
+    lost = threading.Event()
+    started = time.monotonic()
+    leader.keep(lost.set)
+    assert lost.wait(10), "the leader kept going without its Lease"
+    # Renew deadline 2 s, counted from the last renewal.
+    assert time.monotonic() - started < 4.0
+    leader.release()  # cannot reach the server either: logged, not raised
+
+
 def start_operator(crds: ControlPlane, namespace: str, name: str, health_port: int,
                    log: Path) -> subprocess.Popen:
     env = {**os.environ, **crds.env(), "POD_NAME": name, "POD_NAMESPACE": namespace}
