@@ -9,7 +9,7 @@ at once when the holder released it (empty ``holderIdentity``). Writes carry the
 resourceVersion they read, so of two replicas racing for the Lease one wins and the other
 gets a conflict. A holder that cannot renew within the renew deadline has lost: it must stop
 reconciling at once (main.py exits), since another replica may take over once the lease
-duration has passed.
+duration has passed. So has one that finds another holder's name in the Lease.
 """
 
 from __future__ import annotations
@@ -157,11 +157,17 @@ class LeaderElector:
             while not self._stop_renewing.wait(s.retry_s):
                 if self.try_acquire_or_renew():
                     continue
-                if time.monotonic() - self._last_renewal >= s.renew_deadline_s:
+                holder = self._observed[0] if self._observed else ""
+                if holder and holder != s.identity:
+                    # Another replica holds it now: stop at once, not at the deadline.
+                    log.error("lost Lease %s/%s to %s", s.namespace, s.name, holder)
+                elif time.monotonic() - self._last_renewal >= s.renew_deadline_s:
                     log.error("lost Lease %s/%s: not renewed for %gs",
                               s.namespace, s.name, s.renew_deadline_s)
-                    on_lost()
-                    return
+                else:
+                    continue
+                on_lost()
+                return
 
         self._renewer = threading.Thread(target=renew, name="lease-renewal", daemon=True)
         self._renewer.start()
