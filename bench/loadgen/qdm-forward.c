@@ -53,6 +53,7 @@ typedef struct conn_t {
   pn_connection_t *connection;
   pn_transport_t *transport;
   uint32_t interest;
+  unsigned written; /* the loop turn it was last written in: once a turn is enough */
   bool closed;
 } conn_t;
 
@@ -109,6 +110,12 @@ static void write_out(forwarder_t *f, conn_t *c) {
     pn_transport_pop(c->transport, (size_t)sent);
   }
   set_interest(f, c, pn_transport_pending(c->transport) > 0 ? EPOLLIN | EPOLLOUT : EPOLLIN);
+}
+
+static void write_once(forwarder_t *f, conn_t *c, unsigned turn) {
+  if (c->written == turn) return;
+  c->written = turn;
+  write_out(f, c);
 }
 
 /* Reads what the socket has, straight into proton's input buffer. */
@@ -191,7 +198,7 @@ static void drain_ring(forwarder_t *f) {
 
 static void on_delivery(forwarder_t *f, pn_delivery_t *d) {
   pn_link_t *l = pn_delivery_link(d);
-  if (l == f->out || (l != f->in && pn_link_is_sender(l))) {
+  if (pn_link_is_sender(l)) {
     on_outcome(f, d);
     return;
   }
@@ -327,9 +334,10 @@ static int listen_on(const qdm_endpoint_t *ep) {
     exit(QDM_EXIT_ERROR);
   }
   int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  if (fd < 0) die("socket");
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 16) != 0) die("listen");
+  if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 16) != 0) die("listen");
   freeaddrinfo(ai);
   struct sockaddr_in bound;
   socklen_t len = sizeof(bound);
@@ -367,7 +375,7 @@ int main(int argc, char **argv) {
 
   struct epoll_event ready[MAX_EVENTS];
   conn_t *touched[MAX_EVENTS];
-  while (!qdm_stop_requested) {
+  for (unsigned turn = 1; !qdm_stop_requested; turn++) {
     int n = epoll_wait(f.epoll_fd, ready, MAX_EVENTS, QDM_TICK_MS);
     if (n < 0 && errno != EINTR) die("epoll_wait");
     int count = 0;
@@ -386,10 +394,11 @@ int main(int argc, char **argv) {
       pn_collector_pop(f.collector);
     }
     give_credit(&f, f.window / 8, false);
-    /* Output can be owed by any connection (a forwarded message, credit): write them all. */
-    for (int i = 0; i < count; i++) write_out(&f, touched[i]);
-    if (f.out) write_out(&f, conn_of(f.out));
-    if (f.in) write_out(&f, conn_of(f.in));
+    /* Output is owed by the connections read from and by the two links' (a forwarded
+     * message, credit, an outcome): each written once. */
+    for (int i = 0; i < count; i++) write_once(&f, touched[i], turn);
+    if (f.out) write_once(&f, conn_of(f.out), turn);
+    if (f.in) write_once(&f, conn_of(f.in), turn);
     for (int i = 0; i < count; i++)
       if (touched[i]->closed || pn_transport_closed(touched[i]->transport)) release(&f, touched[i]);
   }
