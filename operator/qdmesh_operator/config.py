@@ -36,3 +36,15 @@ class Settings:
 
 
 SETTINGS = Settings.from_env()
+
+
+def load_kube_credentials() -> None:
+    """Points the kubernetes package's default client at the API server: the pod's service
+    account in a cluster, else $KUBECONFIG as it is now (read here, not when the package was
+    imported). Raises the package's ConfigException (or OSError) when neither works."""
+    from kubernetes import config as kube_config
+
+    try:
+        kube_config.load_incluster_config()
+    except kube_config.ConfigException:
+        kube_config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))

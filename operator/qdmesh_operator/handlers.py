@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Any
 
 import kopf
-from kubernetes import config as kube_config
 
 from . import contract
 from .apply.kube import KubeApi
-from .config import SETTINGS
+from .config import SETTINGS, load_kube_credentials
 from .metrics import METRICS, serve
 from .reconcile import ROUTING_PLURALS, MeshReconciler, Report
 
@@ -47,11 +45,7 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.finalizer = f"{contract.GROUP}/remove-from-routers"
     settings.posting.level = logging.INFO
     settings.execution.max_workers = 8
-    try:
-        kube_config.load_incluster_config()
-    except kube_config.ConfigException:
-        # KUBECONFIG is read here, not when the kubernetes package was imported.
-        kube_config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
+    load_kube_credentials()
     if SETTINGS.metrics_port:
         _state["metrics"] = await serve(SETTINGS.metrics_port)
 

@@ -94,18 +94,17 @@ def lease_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 
 def kube_api_client() -> Any:
-    """A client for the API server: in-cluster, else $KUBECONFIG (as the handlers load it)."""
+    """A client for the API server, found as the handlers find it."""
     from kubernetes import client
     from kubernetes import config as kube_config
 
+    from .config import load_kube_credentials
+
     try:
-        kube_config.load_incluster_config()
-    except kube_config.ConfigException:
-        try:
-            kube_config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
-        except (kube_config.ConfigException, OSError) as e:
-            raise SystemExit(f"qdmesh-operator: leader election needs the API server, and "
-                             f"neither the in-cluster config nor a kubeconfig is usable: {e}") from None
+        load_kube_credentials()
+    except (kube_config.ConfigException, OSError) as e:
+        raise SystemExit(f"qdmesh-operator: leader election needs the API server, and "
+                         f"neither the in-cluster config nor a kubeconfig is usable: {e}") from None
     return client.ApiClient()
 
 
