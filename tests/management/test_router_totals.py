@@ -56,3 +56,23 @@ def test_link_route_and_auto_link_counts(router_factory: RouterFactory, net: Net
     assert counts() == {"linkRouteCount": 2, "autoLinkCount": 2}
     mgmt.delete("router.config.linkRoute", "lr2")
     assert counts() == {"linkRouteCount": 1, "autoLinkCount": 2}
+
+
+def test_auto_links_and_link_routes_answer_their_deprecated_column_names(
+        router_factory: RouterFactory, net: Net) -> None:
+    """Scripts written for old qdrouterd releases ask for 'addr', 'dir' and 'externalAddr';
+    qdrouterd 1.19's core agent still answers them, so must we."""
+    router = router_factory(extra_config="\n".join([
+        "linkRoute {", "    prefix: queue.lr", "    direction: out", "}",
+        "autoLink {", "    address: queue.al", "    direction: in", "    connection: broker",
+        "    externalAddress: /queue/al", "}",
+    ]))
+    mgmt = MgmtClient(net, net.connect(router.url))
+    [auto_link] = mgmt.query("router.config.autoLink", ["addr", "dir", "externalAddr", "operStatus"])
+    assert auto_link == {"addr": "queue.al", "dir": "in", "externalAddr": "/queue/al",
+                         "operStatus": "inactive"}
+    [link_route] = mgmt.query("router.config.linkRoute", ["prefix", "dir"])
+    assert link_route == {"prefix": "queue.lr", "dir": "out"}
+    # With no attribute names, the columns are qdrouterd's: the old names come too.
+    [everything] = mgmt.query("router.config.autoLink")
+    assert everything["addr"] == everything["address"] == "queue.al"

@@ -65,9 +65,12 @@ def test_policy_dir_json_files_are_loaded_at_start(policy_router: PolicyRouter, 
                                                    tmp_path: Path) -> None:
     policy_dir = tmp_path / "policies"
     policy_dir.mkdir()
-    (policy_dir / "a.json").write_text(json.dumps([["vhost", {
-        "id": "files.example", "allowUnknownUser": True,
-        "groups": {"$default": {"remoteHosts": "*", "sources": "in.*", "targets": ["out.a", "out.b"]}}}]]))
+    # qdrouterd's own policy files open with '##' licence lines; indented '#' lines are comments too.
+    vhost = json.dumps({"id": "files.example", "allowUnknownUser": True, "groups": {
+        "$default": {"remoteHosts": "*", "sources": "in.*", "targets": ["out.a", "out.b"]}}})
+    (policy_dir / "a.json").write_text(
+        "##\n## Licensed to the Apache Software Foundation\n##\n"
+        f"[\n    # the one vhost\n    [\"vhost\", {vhost}]\n]\n")
     (policy_dir / "notes.txt").write_text("not a policy")
     router = policy_router(f"policy {{\n    enableVhostPolicy: true\n    policyDir: {policy_dir}\n}}\n"
                            + ADMIN_VHOST, users=users("u1"))

@@ -41,10 +41,15 @@ def _key_line(text: str, start: int, end: int, key: str, lines: _Lines) -> int |
     return lines.at(m.start()) if m else None
 
 
+def blank_comment_lines(text: str) -> str:
+    """``text`` with whole-line '#' comments made empty, as qdrouterd reads its JSON files (a
+    config in JSON form and policyDir's vhost files); blanking keeps line numbers right."""
+    return _COMMENT_LINE.sub("", text)
+
+
 def parse_json_text(text: str, source: str) -> list[RawSection]:
     """Sections of a JSON config; raises ConfigError for invalid JSON or a wrongly shaped entry."""
-    # Whole-line '#' comments are tolerated; blanking them keeps line numbers right.
-    text = _COMMENT_LINE.sub("", text)
+    text = blank_comment_lines(text)
     lines = _Lines(text)
     decoder = json.JSONDecoder()
     try:

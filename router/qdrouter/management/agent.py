@@ -101,7 +101,7 @@ class ManagementAgent:
         if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
             raise bad_request("QUERY: 'attributeNames' must be a list of strings")
         if not names:
-            names = list(etype.attributes) if etype is not None else ["name", "identity", "type"]
+            names = _default_columns(etype)
         rows = self.rows(etype)
         offset = _int_property(request, "offset", 0)
         count = _int_property(request, "count", None)
@@ -149,15 +149,36 @@ class ManagementAgent:
         elif short == "router.config.autoLink":
             for row, entity in zip(configured, router.store.of_type(etype)):
                 row.update(router.auto_links.status(entity))
+                row.update(_deprecated_columns(etype, row))
         elif short == "router.config.linkRoute":
             for row, entity in zip(configured, router.store.of_type(etype)):
                 row.update(router.link_route_status(entity))
+                row.update(_deprecated_columns(etype, row))
         if short == "router":
             return [operational.router_row(router, configured[0] if configured else {})]
         if short == "policy":
             return [router.policy.policy_row(configured[0] if configured else {"name": "policy",
                                                                                 "identity": "policy"})]
         return configured
+
+
+# qdrouterd's core agent answers these types' columns under their deprecated names too
+# ('addr', 'dir', 'externalAddr'), and scripts written against old releases still ask for them.
+_OLD_NAMES_ANSWERED = frozenset({"router.config.autoLink", "router.config.linkRoute"})
+
+
+def _deprecated_columns(etype: EntityTypeDef, row: Dict[str, Any]) -> Dict[str, Any]:
+    return {old: row.get(attribute.name)
+            for attribute in etype.attributes.values() for old in attribute.deprecated_names}
+
+
+def _default_columns(etype: EntityTypeDef | None) -> List[str]:
+    if etype is None:
+        return ["name", "identity", "type"]
+    names = list(etype.attributes)
+    if etype.short_name in _OLD_NAMES_ANSWERED:
+        names.extend(_deprecated_columns(etype, {}))
+    return names
 
 
 def resolve_type(name: Any) -> EntityTypeDef:

@@ -9,6 +9,7 @@ import logging
 import os
 from typing import Any, Dict, List
 
+from ..config.json_parser import blank_comment_lines
 from ..policy import PolicyEngine, PolicyError, parse_vhost
 from ..schema import entity_type
 from .config_store import ManagedEntity
@@ -83,7 +84,8 @@ def load_policy_dir(directory: str) -> List[tuple]:
     """(file, vhost attributes) for every vhost in the directory's *.json files, in name order.
 
     A file holds a JSON list of ["vhost", {attributes}] pairs (qdrouterd's format) or of
-    attribute maps; anything else is an error naming the file."""
+    attribute maps, with whole-line '#' comments as qdrouterd allows; anything else is an error
+    naming the file."""
     if not os.path.isabs(directory):
         raise bad_request(f"policy: policyDir: {directory!r} must be an absolute path")
     try:
@@ -96,7 +98,7 @@ def load_policy_dir(directory: str) -> List[tuple]:
         where = f"policy: policyDir: {path}"
         try:
             with open(path, encoding="utf-8") as handle:
-                document = json.load(handle)
+                document = json.loads(blank_comment_lines(handle.read()))
         except (OSError, ValueError) as error:
             raise bad_request(f"policy: policyDir: {path}: not readable JSON: {error}") from None
         if isinstance(document, dict):
