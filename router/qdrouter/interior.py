@@ -294,7 +294,14 @@ class MeshNode:
     def node_rows(self) -> List[Dict[str, Any]]:
         table = self.engine.routing_table()
         neighbors = self.engine.neighbors()
-        rows = []
+        # qdrouterd lists the router itself first (its qdstat -n and --all-routers rely on it).
+        rows: List[Dict[str, Any]] = [{
+            "identity": self.router_id, "name": f"router.node/{self.router_id}",
+            "type": "org.apache.qpid.dispatch.router.node", "id": self.router_id,
+            "protocolVersion": 1, "instance": None, "linkState": sorted(neighbors),
+            "nextHop": "(self)", "validOrigins": [], "address": f"amqp:/_topo/0/{self.router_id}",
+            "routerLink": None, "cost": None, "lastTopoChange": None, "index": 0,
+        }]
         for router_id, (next_hop, cost) in sorted(table.items()):
             # A neighbour's routerLink is the identity of our control link to it (qdstat -l).
             peer = self.peers.get(neighbors.get(router_id, -1))

@@ -55,9 +55,10 @@ def link_routes(url: str) -> Dict[str, Dict[str, Any]]:
 
 
 def router_ids_known(url: str) -> List[str]:
-    """Router ids in this router's routing table (router.node)."""
+    """Router ids in this router's routing table (router.node), not counting its own row."""
     with ManagementClient(url, timeout=10) as mgmt:
-        return sorted(str(row.get("id")) for row in mgmt.query(ROUTER_NODE_TYPE, ["id"]))
+        return sorted(str(row.get("id")) for row in mgmt.query(ROUTER_NODE_TYPE, ["id", "nextHop"])
+                      if row.get("nextHop") != "(self)")
 
 
 def inter_router_peers(url: str) -> List[str]:

@@ -26,9 +26,12 @@ def test_every_router_answers_with_a_router_column(local_mesh: LocalMesh) -> Non
     assert result.failures == {}
     assert result.table.heads[0] == "router"
     rows = {(r[0], r[1]): r for r in result.table.rows}
-    # Each router lists the two others, at their shortest-path costs (demo-1 <-> demo-2 goes
-    # through demo-0 at 1 + 1, not over their own cost-4 link).
-    assert set(rows) == {(a, b) for a in PODS for b in PODS if a != b}
+    # Each router lists itself (next hop "(self)", as qdrouterd's do) and the two others, at
+    # their shortest-path costs (demo-1 <-> demo-2 goes through demo-0 at 1 + 1, not over
+    # their own cost-4 link).
+    assert set(rows) == {(a, b) for a in PODS for b in PODS}
+    next_hop = result.table.heads.index("next-hop")
+    assert all(rows[(pod, pod)][next_hop] == "(self)" for pod in PODS)
     cost = result.table.heads.index("cost")
     assert rows[("demo-1", "demo-2")][cost] == 2
     assert rows[("demo-0", "demo-2")][cost] == 1

@@ -213,7 +213,8 @@ class Mesh:
         except ManagementError:
             self.drop_clients(rid)
             raise
-        return {str(r["id"]): r for r in rows}
+        # The router's own row (nextHop "(self)", as qdrouterd lists it) is not a route.
+        return {str(r["id"]): r for r in rows if r.get("nextHop") != "(self)"}
 
     def table_matches(self, rid: str, cut: Sequence[Tuple[str, str]] = (),
                       next_hops: bool = True) -> Tuple[bool, str]:

@@ -126,6 +126,8 @@ class Router:
         self.stdout_path = workdir / f"{router_id}.stdout"
         self.proc: subprocess.Popen | None = None
         self.exit_expected = False
+        # The router program before "-c FILE"; None: router_command() (this checkout's router).
+        self.command: List[str] | None = None
 
     @staticmethod
     def _listener(port: int, attrs: Dict[str, str]) -> Dict[str, str]:
@@ -172,7 +174,7 @@ class Router:
     def start(self, timeout: float = START_TIMEOUT) -> Router:
         with open(self.stderr_path, "wb") as err, open(self.stdout_path, "wb") as out:
             self.proc = subprocess.Popen(
-                [*router_command(), "-c", str(self.config_path)],
+                [*(self.command or router_command()), "-c", str(self.config_path)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 env=router_env(), cwd=str(self.workdir), start_new_session=True,
             )

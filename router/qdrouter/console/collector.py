@@ -82,7 +82,8 @@ class MeshCollector:
         routers = {entry_id: self._read(entry_id, None)}
         for node in nodes:
             router_id = str(node.get("id") or node.get("routerId"))
-            routers[router_id] = self._read(router_id, router_id)
+            if router_id != entry_id:  # the entry router lists itself, as qdrouterd's does
+                routers[router_id] = self._read(router_id, router_id)
         for gone in [key for key in self._clients if key and key not in routers]:
             self._drop(gone)
         view, details, self._counters = build_snapshot(entry_id, routers, self._counters, time.time())

@@ -10,7 +10,9 @@ from ..core.address_table import CLOSEST
 from ..core.links import CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, REJECTED
 from ..schema import EntityTypeDef, UnknownEntityType, entity_type
+from ..schema.validate import validate_attributes
 from . import entity_ops, operational, schema_ops
+from .core_columns import answers_core_columns, complete_row, default_columns
 from .messages import Request, UndecodableRequest, check_request, decode_request, encode_reply
 from .status import INTERNAL_ERROR, OK, ManagementStatus, bad_request, not_found, not_implemented
 
@@ -112,7 +114,9 @@ class ManagementAgent:
         mesh = self.router.mesh
         if mesh is None:
             return []
-        return [f"amqp:/_topo/0/{router_id}/$management" for router_id in sorted(mesh.routes.table)]
+        # Every router of the mesh, this one included, as qdrouterd answers.
+        routers = {*mesh.routes.table, self.router.id}
+        return [f"amqp:/_topo/0/{router_id}/$management" for router_id in sorted(routers)]
 
     def _get_log(self, request: Request) -> Reply:
         limit = _int_property(request, "limit", None)
@@ -149,36 +153,26 @@ class ManagementAgent:
         elif short == "router.config.autoLink":
             for row, entity in zip(configured, router.store.of_type(etype)):
                 row.update(router.auto_links.status(entity))
-                row.update(_deprecated_columns(etype, row))
         elif short == "router.config.linkRoute":
             for row, entity in zip(configured, router.store.of_type(etype)):
                 row.update(router.link_route_status(entity))
-                row.update(_deprecated_columns(etype, row))
+        if answers_core_columns(etype):
+            return [complete_row(etype, row) for row in configured]
         if short == "router":
             return [operational.router_row(router, configured[0] if configured else {})]
         if short == "policy":
-            return [router.policy.policy_row(configured[0] if configured else {"name": "policy",
-                                                                                "identity": "policy"})]
+            # Without a policy section the singleton still answers with its defaults, as
+            # qdrouterd's does (its qdstat --policy reads every one of them).
+            unconfigured = {**validate_attributes(etype, {}).attributes, "name": "policy",
+                            "identity": "policy", "type": etype.long_name}
+            return [router.policy.policy_row(configured[0] if configured else unconfigured)]
         return configured
-
-
-# qdrouterd's core agent answers these types' columns under their deprecated names too
-# ('addr', 'dir', 'externalAddr'), and scripts written against old releases still ask for them.
-_OLD_NAMES_ANSWERED = frozenset({"router.config.autoLink", "router.config.linkRoute"})
-
-
-def _deprecated_columns(etype: EntityTypeDef, row: Dict[str, Any]) -> Dict[str, Any]:
-    return {old: row.get(attribute.name)
-            for attribute in etype.attributes.values() for old in attribute.deprecated_names}
 
 
 def _default_columns(etype: EntityTypeDef | None) -> List[str]:
     if etype is None:
         return ["name", "identity", "type"]
-    names = list(etype.attributes)
-    if etype.short_name in _OLD_NAMES_ANSWERED:
-        names.extend(_deprecated_columns(etype, {}))
-    return names
+    return default_columns(etype)
 
 
 def resolve_type(name: Any) -> EntityTypeDef:
@@ -194,6 +188,8 @@ def _int_property(request: Request, key: str, default: Any) -> Any:
     value = request.properties.get(key, default)
     if value is None:
         return default
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)  # qdmanage's key=value arguments arrive as strings; qdrouterd takes them
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise bad_request(f"application-property '{key}' must be a non-negative integer")
     return value

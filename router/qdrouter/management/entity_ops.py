@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..schema import CREATE, UPDATE, EntityTypeDef, UnknownEntityType, entity_type, validate_attributes
 from .config_store import ManagedEntity
+from .core_columns import answers_core_columns, complete_row
 from .messages import Request
 from .status import CREATED, NO_CONTENT, OK, ManagementStatus, bad_request, not_allowed, not_found
 
@@ -75,6 +76,8 @@ def create(router: Any, request: Request) -> Reply:
     except ManagementStatus:
         router.store.remove(entity)
         raise
+    if answers_core_columns(etype):
+        return CREATED, complete_row(etype, entity.as_map())
     return CREATED, entity.as_map()
 
 

@@ -286,11 +286,14 @@ def router_row(router: Any, configured: Row) -> Row:
     row.update({
         "id": router.id,
         "mode": router.mode,
+        "area": "0",
         "version": __version__,
         "hostName": socket.gethostname(),
         "addrCount": len(address_rows(router)),  # the rows router.address lists
         "linkCount": len(links),
         "blockedLinkCount": 0,
+        # qdrouterd's core agent answers under this name (its qdstat -g reads it), not the schema's.
+        "linksBlocked": 0,
         "nodeCount": len(router.mesh.routes.table) if router.mesh is not None else 0,
         "linkRouteCount": len(router.store.of_type(entity_type("router.config.linkRoute"))),
         "autoLinkCount": len(router.store.of_type(entity_type("router.config.autoLink"))),
