@@ -27,7 +27,9 @@ def test_query_remote_router_entity_via_topo_address(mesh_factory: MeshFactory) 
     assert rows[0]["mode"] == "interior"
     with ManagementClient(mesh["A"].url, router="C", timeout=5) as client:
         nodes = {r["id"]: r for r in client.query("org.apache.qpid.dispatch.router.node")}
-    assert sorted(nodes) == ["A", "B"], "C's own router.node table, read from A"
+    assert sorted(nodes) == ["A", "B", "C"], "C's own router.node table, read from A"
+    # C lists itself, as qdrouterd does: next hop "(self)".
+    assert nodes["C"]["nextHop"] == "(self)" and nodes["A"]["nextHop"] == "B", nodes
 
 
 def test_qdstat_and_qdmanage_with_router_option(mesh_factory: MeshFactory) -> None:
@@ -44,9 +46,11 @@ def test_qdstat_and_qdmanage_with_router_option(mesh_factory: MeshFactory) -> No
     assert out.returncode == 0, out.stderr
 
 
-def test_get_mgmt_nodes_lists_the_other_routers(mesh_factory: MeshFactory) -> None:
+def test_get_mgmt_nodes_lists_every_router(mesh_factory: MeshFactory) -> None:
+    """Every router of the mesh, the one asked included, as qdrouterd answers."""
     mesh = mesh_factory(LINE3)
     with ManagementClient(mesh["A"].url, timeout=5) as client:
         nodes = sorted(str(n) for n in client.get_mgmt_nodes())
     print(nodes)
-    assert nodes == ["amqp:/_topo/0/B/$management", "amqp:/_topo/0/C/$management"], nodes
+    assert nodes == ["amqp:/_topo/0/A/$management", "amqp:/_topo/0/B/$management",
+                     "amqp:/_topo/0/C/$management"], nodes
