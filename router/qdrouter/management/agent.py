@@ -10,7 +10,7 @@ from ..core.address_table import CLOSEST
 from ..core.links import CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, REJECTED
 from ..schema import EntityTypeDef, UnknownEntityType, entity_type
-from . import entity_ops, operational, schema_ops
+from . import entity_ops, operational, schema_ops, fault_hooks
 from .messages import Request, UndecodableRequest, check_request, decode_request, encode_reply
 from .status import INTERNAL_ERROR, OK, ManagementStatus, bad_request, not_found, not_implemented
 
@@ -40,6 +40,8 @@ class ManagementAgent:
             "GET-SCHEMA": lambda r: (OK, schema_ops.schema_map()),
             "GET-JSON-SCHEMA": lambda r: (OK, schema_ops.json_schema()),
             "GET-LOG": self._get_log,
+            # Test only, refused unless the router runs with -T/--test-hooks (fault_hooks.py).
+            "TEST-FAULT": lambda r: fault_hooks.arm(router, r),
         }
         self._entity_operations: Dict[str, Callable[[Request], Reply]] = {
             "CREATE": lambda r: entity_ops.create(router, r),
