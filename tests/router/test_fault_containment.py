@@ -95,11 +95,12 @@ class Bystander:
         self.receiver: ReceiverLink = self.consumer.receiver("closest/busy", credit=500, settle=None)
         self.sender = self.producer.sender("closest/busy")
 
-    def send_and_hold(self) -> List[str]:
-        tags = _send(self.net, self.sender, BUSY, "busy")
+    def send(self) -> List[str]:
+        return _send(self.net, self.sender, BUSY, "busy")
+
+    def wait_held(self) -> None:
         self.net.wait(lambda: len(self.receiver.received) >= BUSY, 30,
                       f"{BUSY} messages at the bystander's receiver")
-        return tags
 
     def settle_and_check(self, tags: List[str]) -> None:
         self.receiver.settle_unsettled(ACCEPTED)
@@ -124,10 +125,21 @@ def test_a_failing_delivery_closes_only_its_connection(router_factory: RouterFac
 
     assert _arm(net, router, point="delivery", address="faulty").status == 200
     faulty = victim.sender("faulty")
-    busy_tags = bystander.send_and_hold()
     net.wait(lambda: faulty.credit > 0, 10, "credit on the armed address")
+    # What the failing client sent, held unsettled by the bystander's consumer.
+    from_victim = bystander.consumer.receiver("closest/from-victim", credit=HELD, settle=None)
+    victim_sender = victim.sender("closest/from-victim")
+    _send(net, victim_sender, HELD, "from-victim")
+    net.wait(lambda: len(from_victim.received) == HELD, 20, "the failing client's messages")
+
+    # The bystander's messages and the failing delivery leave together: the router reads
+    # them in the same loop turn, and the failure falls in the middle of their batch.
+    busy_tags = bystander.send()
     faulty.send(msg("the delivery that fails"))
     _assert_internal_error(net, victim)
+    bystander.wait_held()
+    # Settling what the failed client sent, after it has gone, harms nobody.
+    assert from_victim.settle_unsettled(ACCEPTED) == HELD
 
     # The failing client's peers hear the fate of what it held, as on any connection loss.
     net.wait(lambda: all(t in held_sender.outcomes for t in held_tags), 10,
@@ -152,13 +164,14 @@ def test_a_failing_management_request_closes_only_its_connection(router_factory:
     # A management client that stays connected across the failure.
     steady = MgmtClient(net, net.connect(router.url))
     assert _arm(net, router, point="management").status == 200
-    busy_tags = bystander.send_and_hold()
-
     victim = net.connect(router.url)
     request = MgmtClient(net, victim)
+
+    busy_tags = bystander.send()
     request.sender.send(request.message("QUERY", props={"entityType": ROUTER},
                                         body={"attributeNames": []}))
     _assert_internal_error(net, victim)
+    bystander.wait_held()
 
     # The agent still answers, on a connection that was open all along.
     assert steady.query(ROUTER)[0]["internalErrorCount"] == 1

@@ -17,6 +17,7 @@ from ..core.outcomes import RELEASED
 from ..listen_socket import ListenSocketError, listening_socket
 from . import proton_ffi as pn
 from .connection import AmqpConnection, ListenerSettings
+from .connection_release import ConnectionRelease
 from .deliveries import DeliveryAdaptor
 from .endpoints import EndpointHandler
 from .fault_boundary import FaultBoundary
@@ -33,7 +34,7 @@ class ListenerError(Exception):
     pass
 
 
-class AmqpServer:
+class AmqpServer(ConnectionRelease):
     def __init__(self, router_id: str, table: AddressTable) -> None:
         self.router_id = router_id
         self.collector = lib.pn_collector()
@@ -127,24 +128,6 @@ class AmqpServer:
         self.endpoints.detach_all(connection)
         lib.pn_connection_close(connection.pn_connection)
         self.adaptor.dirty.add(connection)
-
-    def drop_connection(self, connection: AmqpConnection, reason: str) -> None:
-        """Drop a connection without the close handshake, at the end of this batch (never in
-        the middle of one: releasing drains the collector, and the batch is still in it)."""
-        if connection.closed or connection in self._released:
-            return
-        connection.last_error = reason
-        connection.input_closed = True
-        self._released.append(connection)
-
-    def abort_connection(self, connection: AmqpConnection, reason: str) -> None:
-        """Drop a connection at once, without the AMQP close handshake: its peer is not
-        answering (a connect or an open that never completed)."""
-        if connection.closed or connection in self._released:
-            return
-        connection.last_error = reason
-        self._released.append(connection)
-        self._release_finished()
 
     def _accept(self, fd: int) -> None:
         listening, settings = self.listeners[fd]
@@ -391,73 +374,6 @@ class AmqpServer:
             if events != 0:
                 raise
         connection.interest = events
-
-    def _release_finished(self) -> None:
-        if not self._released:
-            return
-        # Events that still name these connections go before the connections are freed;
-        # events of other connections (a request that arrived in the same read, say) are
-        # handled first, never dropped.
-        self._drain_events_of(self._released)
-        for connection in self._released:
-            if connection.closed:
-                continue
-            try:
-                self._release_one(connection)
-            except Exception:
-                self.faults.release_failed(connection)
-                self._forget_failed_release(connection)
-        self._released = []
-        self._flush_output()
-
-    def _release_one(self, connection: AmqpConnection) -> None:
-        self.endpoints.detach_all(connection)
-        self.adaptor.flush_credit()
-        self._set_interest(connection, 0)
-        self.endpoints.connections.pop(connection.pn_connection, None)
-        self.by_fd.pop(connection.fileno, None)
-        connection.release()
-        if self.policer is not None:
-            self.policer.released(connection)
-        log.info("Connection %d %s %s closed%s", connection.identity,
-                 "to" if connection.client else "from", connection.peer,
-                 f": {connection.last_error}" if connection.last_error else "")
-        if connection.on_closed is not None:
-            connection.on_closed(connection)
-
-    def _forget_failed_release(self, connection: AmqpConnection) -> None:
-        """Releasing raised part-way: the loop forgets the connection all the same (its
-        proton objects may leak; freeing them twice would be worse), closes its socket, and
-        tells its connector, which retries."""
-        self.endpoints.connections.pop(connection.pn_connection, None)
-        self.by_fd.pop(connection.fileno, None)
-        try:
-            self._set_interest(connection, 0)
-        except Exception:
-            connection.interest = 0
-        try:
-            connection.sock.close()
-        except OSError:
-            pass
-        if connection.on_closed is not None:
-            try:
-                connection.on_closed(connection)
-            except Exception:
-                log.error("Connection %d's close handler failed", connection.identity, exc_info=True)
-
-    def _drain_events_of(self, released: List[AmqpConnection]) -> None:
-        collector = self.collector
-        gone = {connection.pn_connection for connection in released}
-        while True:
-            event = lib.pn_collector_peek(collector)
-            if not event:
-                return
-            if lib.pn_event_connection(event) not in gone:
-                try:
-                    self._dispatch_one(event)
-                except Exception as error:
-                    self.faults.raw_event_failed(event, error)
-            lib.pn_collector_pop(collector)
 
     def _dispatch_one(self, event: Any) -> None:
         """One event, off the hot loop of _process_events (same handling)."""

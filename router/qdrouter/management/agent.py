@@ -10,7 +10,7 @@ from ..core.address_table import CLOSEST
 from ..core.links import CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, REJECTED
 from ..schema import EntityTypeDef, UnknownEntityType, entity_type
-from . import entity_ops, operational, schema_ops, fault_hooks
+from . import entity_ops, fault_hooks, operational, schema_ops
 from .messages import Request, UndecodableRequest, check_request, decode_request, encode_reply
 from .status import INTERNAL_ERROR, OK, ManagementStatus, bad_request, not_found, not_implemented
 
