@@ -12,9 +12,13 @@ import subprocess
 import sys
 from typing import Any, Dict, List
 
+import pytest
+
 from tests.management.mgmt import ROUTER, MgmtClient
+from tests.prerequisites import require
 from tests.router.amqpclient import ACCEPTED, Client, Net, ReceiverLink, SenderLink, msg
-from tests.router.routerproc import Router, RouterFactory, router_env
+from tests.router.routerproc import Router, RouterFactory, build_proton_shim, router_env
+from tests.router.test_pypy import PYPY
 from tests.router_http.scrape import get, scrape
 
 BUSY = 2000     # the bystander's messages while the failure happens, and as many after it
@@ -114,6 +118,20 @@ class Bystander:
 
 
 def test_a_failing_delivery_closes_only_its_connection(router_factory: RouterFactory, net: Net) -> None:
+    _delivery_fault(router_factory, net)
+
+
+def test_a_failing_delivery_on_pypy_closes_only_its_connection(router_factory: RouterFactory, net: Net,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyPy walks a batch by index (amqp/server.py): the batch resumes at the next index."""
+    require(PYPY.exists(), f"a PyPy venv with python-qpid-proton at {PYPY} (.ci/setup.d/15-pypy.sh)")
+    build = build_proton_shim(str(PYPY))
+    assert build.returncode == 0, f"the proton shim does not build for PyPy:\n{build.stderr[-3000:]}"
+    monkeypatch.setenv("QDROUTER_TEST_CMD", f"{PYPY} -m qdrouter")
+    _delivery_fault(router_factory, net)
+
+
+def _delivery_fault(router_factory: RouterFactory, net: Net) -> None:
     router = _router(router_factory)
     bystander = Bystander(net, router)
     # The failing client also consumes: what it holds unsettled must go back to its producer.
