@@ -51,11 +51,15 @@ class ConnectionRelease:
     def _release_finished(self) -> None:
         if not self._released:
             return
+        # Taken as they are: a connection dropped while these are released (a failure in the
+        # drain below) waits for the next call, its own events drained first like these.
+        released = self._released
+        self._released = []
         # Events that still name these connections go before the connections are freed;
         # events of other connections (a request that arrived in the same read, say) are
         # handled first, never dropped.
-        self._drain_events_of(self._released)
-        for connection in self._released:
+        self._drain_events_of(released)
+        for connection in released:
             if connection.closed:
                 continue
             try:
@@ -63,7 +67,11 @@ class ConnectionRelease:
             except Exception:
                 self.faults.release_failed(connection)
                 self._forget_failed_release(connection)
-        self._released = []
+            if connection.on_closed is not None:
+                try:
+                    connection.on_closed(connection)  # its connector retries
+                except Exception:
+                    self.faults.unattributed(f"telling connection {connection.identity}'s owner it closed")
         self._flush_output()
 
     def _release_one(self, connection: AmqpConnection) -> None:
@@ -78,13 +86,10 @@ class ConnectionRelease:
         log.info("Connection %d %s %s closed%s", connection.identity,
                  "to" if connection.client else "from", connection.peer,
                  f": {connection.last_error}" if connection.last_error else "")
-        if connection.on_closed is not None:
-            connection.on_closed(connection)
 
     def _forget_failed_release(self, connection: AmqpConnection) -> None:
         """Releasing raised part-way: the loop forgets the connection all the same (its
-        proton objects may leak; freeing them twice would be worse), closes its socket, and
-        tells its connector, which retries."""
+        proton objects may leak; freeing them twice would be worse) and closes its socket."""
         self.endpoints.connections.pop(connection.pn_connection, None)
         self.by_fd.pop(connection.fileno, None)
         try:
@@ -95,11 +100,6 @@ class ConnectionRelease:
             connection.sock.close()
         except OSError:
             pass
-        if connection.on_closed is not None:
-            try:
-                connection.on_closed(connection)
-            except Exception:
-                log.error("Connection %d's close handler failed", connection.identity, exc_info=True)
 
     def _drain_events_of(self, released: List[AmqpConnection]) -> None:
         collector = self.collector
