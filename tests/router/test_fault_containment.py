@@ -197,10 +197,27 @@ def test_a_failing_management_request_closes_only_its_connection(router_factory:
     _assert_contained_once(net, router, "handling a delivery")
 
 
+def test_a_failing_http_request_gets_500_and_the_server_keeps_serving(router_factory: RouterFactory,
+                                                                      net: Net) -> None:
+    router = _router(router_factory)
+    bystander = Bystander(net, router)
+    assert _arm(net, router, point="http").status == 200
+    busy_tags = bystander.send()
+    status, text, _ = get(router.ports["http"], "/metrics")
+    assert status == 500 and "internal error" in text, (status, text)
+    bystander.wait_held()
+    bystander.settle_and_check(busy_tags)
+    assert get(router.ports["http"], "/healthz")[0] == 200
+    assert scrape(router.ports["http"])[("qdmesh_internal_errors_total", ())] == 1
+    assert _router_row(net, router)["internalErrorCount"] == 1
+    log = router.stderr_text()
+    assert log.count("Traceback") == 1 and "Internal error answering HTTP GET /metrics" in log, log[-3000:]
+
+
 def test_test_hooks_are_refused_unless_the_router_runs_with_them(router_factory: RouterFactory,
                                                                  net: Net) -> None:
     router = _router(router_factory, hooks=False)
-    for props in ({"point": "delivery", "address": "faulty"}, {"point": "management"}):
+    for props in ({"point": "delivery", "address": "faulty"}, {"point": "management"}, {"point": "http"}):
         reply = _arm(net, router, **props)
         assert reply.status == 403, reply
         assert "-T/--test-hooks" in reply.description

@@ -12,6 +12,7 @@ The management node operation `TEST-FAULT` arms one failure, by its application 
   delivery handling, before the agent's own catch (which answers 500) is reached.
 - `control` (interior routers): the next routing-protocol control message received on an
   inter-router connection raises in the router's control-message handling.
+- `http`: the next HTTP request (/healthz, /readyz, /metrics) raises in its page handler.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..core.address_table import Address
 from ..core.links import CoreLink, InFlight
 from .status import FORBIDDEN, OK, ManagementStatus, bad_request
 
-POINTS = ("delivery", "management", "control")
+POINTS = ("delivery", "management", "control", "http")
 
 
 class ArmedFault(RuntimeError):
@@ -48,6 +49,11 @@ def arm(router: Any, request: Any) -> Tuple[int, Any]:
         if router.mesh is None:
             raise bad_request("TEST-FAULT: point 'control' needs router mode 'interior'")
         _arm_control(router)
+        return OK, {"point": point}
+    if point == "http":
+        if not router.http.listeners:
+            raise bad_request("TEST-FAULT: point 'http' needs a listener with 'http: true'")
+        _arm_http(router)
         return OK, {"point": point}
     raise bad_request(f"TEST-FAULT: application-property 'point' must be one of {', '.join(POINTS)}, "
                       f"not {point!r}")
@@ -89,3 +95,16 @@ def _arm_control(router: Any) -> None:
         raise ArmedFault("test hook: the armed failure of a control message")
 
     adaptor.control_handler = trip
+
+
+def _arm_http(router: Any) -> None:
+    listeners = list(router.http.listeners.values())
+    pages = [(listener, listener.handler) for listener in listeners]
+
+    def trip(request: Any) -> Any:
+        for listener, handler in pages:
+            listener.handler = handler
+        raise ArmedFault("test hook: the armed failure of an HTTP request")
+
+    for listener in listeners:
+        listener.handler = trip
