@@ -36,8 +36,8 @@ def _parser() -> argparse.ArgumentParser:
         "--test-hooks",
         action="store_true",
         help="enable test hooks (for tests only): the management operation TEST-FAULT may then "
-        "arm a failure of the next delivery to an address, management request or routing-protocol "
-        "control message, to test the router's fault containment (docs/management.md)",
+        "arm a failure of the next delivery to an address, management request, routing-protocol "
+        "control message or HTTP request, to test the router's fault containment (docs/management.md)",
     )
     parser.add_argument("-v", "--version", action="version", version=f"qdrouterd (qdmesh) {__version__}")
     return parser
