@@ -35,7 +35,9 @@ def _parser() -> argparse.ArgumentParser:
         "-T",
         "--test-hooks",
         action="store_true",
-        help="accepted for compatibility with qdrouterd; enables nothing extra",
+        help="enable test hooks (for tests only): the management operation TEST-FAULT may then "
+        "arm a failure of the next delivery to an address, management request, routing-protocol "
+        "control message or HTTP request, to test the router's fault containment (docs/management.md)",
     )
     parser.add_argument("-v", "--version", action="version", version=f"qdrouterd (qdmesh) {__version__}")
     return parser
@@ -100,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for warning in getattr(entity, "warnings", ()):
             config_log.warning("%s", warning)
     try:
-        router = Router(entities)
+        router = Router(entities, test_hooks=args.test_hooks)
         router.start_listeners()
     except RouterSetupError as error:
         return _fail(str(error))

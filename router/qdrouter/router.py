@@ -39,8 +39,10 @@ class RouterSetupError(Exception):
 
 
 class Router:
-    def __init__(self, entities: Sequence[Any]) -> None:
+    def __init__(self, entities: Sequence[Any], test_hooks: bool = False) -> None:
         self.started = time.time()
+        # -T/--test-hooks: management's TEST-FAULT may arm failures (management/fault_hooks.py).
+        self.test_hooks = test_hooks
         router_entities = [e for e in entities if e.type.short_name == "router"]
         settings = router_entities[0].attributes if router_entities else {}
         self.id = str(settings.get("id") or "Router.default")

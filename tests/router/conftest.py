@@ -12,9 +12,11 @@ from .routerproc import Router, RouterFactory, build_proton_shim
 # Modules whose tests run twice: routers on the compiled proton shim, and on its Python
 # fallback (QDROUTER_PROTON_SHIM=off; amqp/proton_shim.py). Between them they take every
 # branch where the two differ: each outcome, settled and unsettled, sizes around the 64 KiB
-# single read, streamed and aborted messages, every distribution, messages left waiting.
+# single read, streamed and aborted messages, every distribution, messages left waiting, a
+# failure in the middle of a batch of events (the two walk batches differently).
 BOTH_PROTON_SHIMS = {"test_outcomes.py", "test_message_sizes.py", "test_settle_modes.py",
-                     "test_distribution.py", "test_proton_shim.py", "test_waiting_producers.py"}
+                     "test_distribution.py", "test_proton_shim.py", "test_waiting_producers.py",
+                     "test_fault_containment.py"}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -70,11 +70,28 @@ class Connector:
         self._timer = None
         self.attempts += 1
         self.status = CONNECTING
-        self._resolution = resolve(self.host, self.port)
+        try:
+            self._resolution = resolve(self.host, self.port)
+        except Exception as error:  # the retry series must go on (below)
+            self._internal_error(error)
+            return
         self._resolution_started = time.monotonic()
         self._connect_when_resolved(self._resolution)
 
     def _connect_when_resolved(self, resolution: Resolution) -> None:
+        """The retry series is a chain of timers: a failure in one link of it is contained
+        (amqp/fault_boundary.py) and the connector retries as after any failed attempt."""
+        try:
+            self._connect_or_wait(resolution)
+        except Exception as error:
+            self._internal_error(error)
+
+    def _internal_error(self, error: Exception) -> None:
+        self.server.faults.unattributed(  # type: ignore[attr-defined]
+            f"in connector {self.settings.name} to {self.host}:{self.port}")
+        self._failed(f"internal error: {type(error).__name__} (see the router's log)")
+
+    def _connect_or_wait(self, resolution: Resolution) -> None:
         self._timer = None
         if self.status == CLOSED or resolution is not self._resolution:
             return

@@ -13,11 +13,14 @@ import time
 from typing import Any, Callable, Dict, List, Set, Tuple
 
 from ..core.address_table import AddressTable
+from ..core.outcomes import RELEASED
 from ..listen_socket import ListenSocketError, listening_socket
 from . import proton_ffi as pn
 from .connection import AmqpConnection, ListenerSettings
+from .connection_release import ConnectionRelease
 from .deliveries import DeliveryAdaptor
 from .endpoints import EndpointHandler
+from .fault_boundary import FaultBoundary
 from .proton_ffi import lib
 from .proton_shim import QD_INCOMING_DELIVERY, delivery_key, event_arrays, event_batches, pointer_key
 from .timers import Timers
@@ -31,7 +34,7 @@ class ListenerError(Exception):
     pass
 
 
-class AmqpServer:
+class AmqpServer(ConnectionRelease):
     def __init__(self, router_id: str, table: AddressTable) -> None:
         self.router_id = router_id
         self.collector = lib.pn_collector()
@@ -50,7 +53,9 @@ class AmqpServer:
         self._stop_requested = False
         self._deadline = 0.0
         self._released: List[AmqpConnection] = []
-        self.timers = Timers()
+        # Where failures go: one connection closed, the rest served (amqp/fault_boundary.py).
+        self.faults = FaultBoundary(self)
+        self.timers = Timers(on_failure=self.faults.unattributed)
         self._on_delivery = self.adaptor.delivery_handler()
         self._flush_sends = self.adaptor.flush_pending
         self._next_tick = 0.0
@@ -124,15 +129,6 @@ class AmqpServer:
         lib.pn_connection_close(connection.pn_connection)
         self.adaptor.dirty.add(connection)
 
-    def abort_connection(self, connection: AmqpConnection, reason: str) -> None:
-        """Drop a connection at once, without the AMQP close handshake: its peer is not
-        answering (a connect or an open that never completed)."""
-        if connection.closed or connection in self._released:
-            return
-        connection.last_error = reason
-        self._released.append(connection)
-        self._release_finished()
-
     def _accept(self, fd: int) -> None:
         listening, settings = self.listeners[fd]
         for _ in range(64):
@@ -161,19 +157,26 @@ class AmqpServer:
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> None:
         self._running = True
-        select = self.selector.select
-        listeners = self.listeners
-        by_fd = self.by_fd
         while self._running:
-            for key, mask in select(self._timeout()):
-                fd = key.fd
-                connection = by_fd.get(fd)
-                if connection is None:
-                    if fd in listeners:
-                        self._accept(fd)
-                    elif fd in self.io_handlers:
-                        self.io_handlers[fd](fd, mask)
-                    continue
+            try:
+                self._turn()
+            except Exception:  # the fault boundary's last line: the loop itself goes on
+                self.faults.unattributed("in the event loop")
+        self._close_listeners()
+
+    def _turn(self) -> None:
+        """One turn of the loop: sockets, the events they raised, timers, the tick."""
+        by_fd = self.by_fd
+        for key, mask in self.selector.select(self._timeout()):
+            fd = key.fd
+            connection = by_fd.get(fd)
+            if connection is None:
+                if fd in self.listeners:
+                    self._accept(fd)
+                elif fd in self.io_handlers:
+                    self.io_handlers[fd](fd, mask)
+                continue
+            try:
                 if connection.connecting:
                     if not connection.check_connected():
                         self._released.append(connection)
@@ -184,16 +187,17 @@ class AmqpServer:
                     self.adaptor.dirty.add(connection)
                 if mask & selectors.EVENT_WRITE:
                     self.adaptor.dirty.add(connection)
-            self._process_events()
-            now = time.monotonic()
-            self.timers.run_due(now)
-            if now >= self._next_tick:
-                self._tick(now)
-            if self._stop_requested and not self._stopping:
-                self.stop()
-            if self._stopping and (not by_fd or now > self._deadline):
-                self._running = False
-        self._close_listeners()
+            except Exception as error:
+                self.faults.connection_failed(connection, "reading its socket", error)
+        self._process_events()
+        now = time.monotonic()
+        self.timers.run_due(now)
+        if now >= self._next_tick:
+            self._tick(now)
+        if self._stop_requested and not self._stopping:
+            self.stop()
+        if self._stopping and (not by_fd or now > self._deadline):
+            self._running = False
 
     def _timeout(self) -> float:
         deadline = self._next_tick
@@ -221,44 +225,68 @@ class AmqpServer:
         # elsewhere a delivery is its own key.
         arrays = self._event_arrays
         next_events = self._next_events
+        event_failed = self.faults.event_failed
+        # The fault boundary (amqp/fault_boundary.py): a try around each batch, not each
+        # event, costs nothing until something raises. Then the event in hand names the
+        # connection to close, and the batch resumes after it: no other event is lost.
         while True:
             if arrays is not None:
                 count = arrays.next_count()
                 if count:
                     kinds, objects, links, keys = arrays.kinds, arrays.objects, arrays.links, arrays.keys
-                    for index in range(count):
-                        kind = kinds[index]
-                        if kind == incoming_type:
-                            on_delivery(objects[index], links[index], keys[index])
-                        elif kind == delivery_type:
-                            key = keys[index]
-                            message = outgoing_get(key)
-                            if message is not None:
-                                consumer_disposition(message, objects[index])
-                            else:
-                                on_delivery(objects[index], links[index], key)
-                        else:
-                            other_event(kind, objects[index])
+                    start = 0
+                    while start < count:
+                        try:
+                            for index in range(start, count):
+                                kind = kinds[index]
+                                if kind == incoming_type:
+                                    on_delivery(objects[index], links[index], keys[index])
+                                elif kind == delivery_type:
+                                    key = keys[index]
+                                    message = outgoing_get(key)
+                                    if message is not None:
+                                        consumer_disposition(message, objects[index])
+                                    else:
+                                        on_delivery(objects[index], links[index], key)
+                                else:
+                                    other_event(kind, objects[index])
+                            break
+                        except Exception as error:
+                            event_failed(kinds[index], objects[index], links[index], error)
+                            start = index + 1
                     continue
             else:
                 events = next_events()
                 if events is not None:
-                    for kind, item, link_key in events:
-                        if kind == incoming_type:
-                            on_delivery(item, link_key, item)
-                        elif kind == delivery_type:
-                            message = outgoing_get(item)
-                            if message is not None:
-                                # A consumer's disposition on a delivery of ours: its link is known.
-                                consumer_disposition(message, item)
-                            else:
-                                on_delivery(item, link_key, item)
-                        else:
-                            other_event(kind, item)
+                    while True:
+                        try:
+                            # Resumed after a failure, the same iterator goes on from the
+                            # event after the failed one.
+                            for kind, item, link_key in events:
+                                if kind == incoming_type:
+                                    on_delivery(item, link_key, item)
+                                elif kind == delivery_type:
+                                    message = outgoing_get(item)
+                                    if message is not None:
+                                        # A consumer's disposition on a delivery of ours: its link is known.
+                                        consumer_disposition(message, item)
+                                    else:
+                                        on_delivery(item, link_key, item)
+                                else:
+                                    other_event(kind, item)
+                            break
+                        except Exception as error:
+                            event_failed(kind, item, link_key, error)
                     continue
             if pending_sends or pending_outcomes:
-                flush_sends()
-            adaptor.flush_credit()
+                try:
+                    flush_sends()
+                except Exception:
+                    self._sends_failed()
+            try:
+                adaptor.flush_credit()
+            except Exception:
+                self.faults.unattributed("returning credit to producers")
             if not adaptor.dirty:
                 break
             self._flush_output()
@@ -272,7 +300,10 @@ class AmqpServer:
         far go first, so the core's view and proton's agree when it is handled."""
         adaptor = self.adaptor
         if adaptor.pending_sends or adaptor.pending_outcomes:
-            self._flush_sends()
+            try:
+                self._flush_sends()
+            except Exception:  # not this event's connection's fault
+                self._sends_failed()
         if kind == pn.LINK_FLOW:
             pn_link = lib.pn_event_link(event)
             link = adaptor.links.get(pointer_key(pn_link))
@@ -285,6 +316,22 @@ class AmqpServer:
         if handler is not None:
             handler(event)
 
+    def _sends_failed(self) -> None:
+        """The batched sends raised part-way (amqp/send_queue.py): logged and counted; what
+        was not sent goes back to its producers as released (nobody has seen it), and the
+        queues are emptied, so the next batch does not fail on the same entry again."""
+        self.faults.unattributed("sending the batch's messages")
+        adaptor = self.adaptor
+        try:
+            for _, _, message in adaptor.pending_sends:
+                if message is not None and message.out_key is None:
+                    adaptor.finish_incoming(message, RELEASED)
+        except Exception:
+            log.error("Releasing the unsent messages failed too", exc_info=True)
+        adaptor.pending_sends.clear()
+        adaptor.pending_outcomes.clear()
+        adaptor.arena_used = 0
+
     def _flush_output(self) -> None:
         dirty: Set[AmqpConnection] = self.adaptor.dirty
         while dirty:
@@ -294,14 +341,19 @@ class AmqpServer:
             if connection.connecting:
                 self._set_interest(connection, selectors.EVENT_WRITE)
                 continue
-            connection.write()
-            if connection.finished():
-                self._released.append(connection)
-                continue
-            events = selectors.EVENT_READ if not connection.input_closed else 0
-            if connection.want_write:
-                events |= selectors.EVENT_WRITE
-            self._set_interest(connection, events)
+            try:
+                connection.write()
+                if connection.finished():
+                    self._released.append(connection)
+                    continue
+                events = selectors.EVENT_READ if not connection.input_closed else 0
+                if connection.want_write:
+                    events |= selectors.EVENT_WRITE
+                self._set_interest(connection, events)
+            except Exception as error:
+                # Closing it marks it dirty again: written next turn, or dropped if it fails twice.
+                self.faults.connection_failed(connection, "writing to its socket", error)
+                dirty.discard(connection)
 
     def _set_interest(self, connection: AmqpConnection, events: int) -> None:
         # The connection remembers what its socket is registered for: asking the selector
@@ -322,43 +374,6 @@ class AmqpServer:
             if events != 0:
                 raise
         connection.interest = events
-
-    def _release_finished(self) -> None:
-        if not self._released:
-            return
-        # Events that still name these connections go before the connections are freed;
-        # events of other connections (a request that arrived in the same read, say) are
-        # handled first, never dropped.
-        self._drain_events_of(self._released)
-        for connection in self._released:
-            if connection.closed:
-                continue
-            self.endpoints.detach_all(connection)
-            self.adaptor.flush_credit()
-            self._set_interest(connection, 0)
-            self.endpoints.connections.pop(connection.pn_connection, None)
-            self.by_fd.pop(connection.fileno, None)
-            connection.release()
-            if self.policer is not None:
-                self.policer.released(connection)
-            log.info("Connection %d %s %s closed%s", connection.identity,
-                     "to" if connection.client else "from", connection.peer,
-                     f": {connection.last_error}" if connection.last_error else "")
-            if connection.on_closed is not None:
-                connection.on_closed(connection)
-        self._released = []
-        self._flush_output()
-
-    def _drain_events_of(self, released: List[AmqpConnection]) -> None:
-        collector = self.collector
-        gone = {connection.pn_connection for connection in released}
-        while True:
-            event = lib.pn_collector_peek(collector)
-            if not event:
-                return
-            if lib.pn_event_connection(event) not in gone:
-                self._dispatch_one(event)
-            lib.pn_collector_pop(collector)
 
     def _dispatch_one(self, event: Any) -> None:
         """One event, off the hot loop of _process_events (same handling)."""
@@ -393,16 +408,22 @@ class AmqpServer:
 
     def _tick(self, now: float) -> None:
         self._next_tick = now + TICK_INTERVAL_S
-        self.adaptor.forwarder.recheck_held()
+        try:
+            self.adaptor.forwarder.recheck_held()
+        except Exception:
+            self.faults.unattributed("rechecking held credit")
         now_ms = int(now * 1000)
         for connection in list(self.by_fd.values()):
-            if self.policer is not None and self.policer.overdue(connection, now):
-                # Slow or refused peers are dropped without waiting for them (slow-loris).
-                connection.input_closed = True
-                self._released.append(connection)
-                continue
-            connection.tick(now_ms)
-            self.adaptor.dirty.add(connection)
+            try:
+                if self.policer is not None and self.policer.overdue(connection, now):
+                    # Slow or refused peers are dropped without waiting for them (slow-loris).
+                    connection.input_closed = True
+                    self._released.append(connection)
+                    continue
+                connection.tick(now_ms)
+                self.adaptor.dirty.add(connection)
+            except Exception as error:
+                self.faults.connection_failed(connection, "ticking its transport", error)
         self._process_events()
         self._flush_output()
 

@@ -1,4 +1,8 @@
-"""One-shot timers for the event loop (connector retries, protocol timers)."""
+"""One-shot timers for the event loop (connector retries, protocol timers).
+
+A callback that raises is reported (the fault boundary logs and counts it) and the others
+run. A periodic timer reschedules itself in a ``finally`` (interior.py's tick) so that a
+failure of one run does not end the series."""
 
 from __future__ import annotations
 
@@ -24,9 +28,11 @@ class Timer:
 
 
 class Timers:
-    def __init__(self) -> None:
+    def __init__(self, on_failure: Callable[[str], None] | None = None) -> None:
         self._heap: List[Tuple[float, int, Timer]] = []
         self._order = itertools.count()
+        # Called inside the except block with what was being done (it logs the traceback).
+        self._on_failure = on_failure
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
         timer = Timer(time.monotonic() + delay, callback)
@@ -47,4 +53,8 @@ class Timers:
             try:
                 timer.callback()
             except Exception:  # one failing timer must not stop the loop
-                log.exception("Timer callback failed")
+                if self._on_failure is not None:
+                    name = getattr(timer.callback, "__qualname__", timer.callback)
+                    self._on_failure(f"running timer {name!r}")
+                else:
+                    log.exception("Timer callback failed")

@@ -86,6 +86,10 @@ def metrics_text(router: Any, max_addresses: int = DEFAULT_MAX_ADDRESSES) -> str
                         "(ingress) and sent to (egress) route-container connections (brokers).")
     containers.add({**base, "direction": "ingress"}, int(info.get("deliveriesIngressRouteContainer") or 0))
     containers.add({**base, "direction": "egress"}, int(info.get("deliveriesEgressRouteContainer") or 0))
+    family("qdmesh_internal_errors_total", "counter",
+           "Failures inside the router that it contained and survived (router internalErrorCount): "
+           "each closed one connection with amqp:internal-error, or ended one timer run, HTTP request "
+           "or loop step that named no connection.").add(base, int(info.get("internalErrorCount") or 0))
     family("qdmesh_unsettled_deliveries", "gauge", "Deliveries on the router's links not yet settled.").add(
         base, sum(int(link.get("unsettledCount") or 0) for link in links))
     family("qdmesh_undelivered_deliveries", "gauge",

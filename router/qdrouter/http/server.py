@@ -85,6 +85,18 @@ class HttpServer:
 
     # ---- socket events ------------------------------------------------------------------
     def on_io(self, fd: int, mask: int) -> None:
+        """The fault boundary of the HTTP side: a failure closes the one HTTP connection it
+        happened on (or, on a listener, ends that accept), is logged and counted, and the
+        loop goes on."""
+        try:
+            self._on_io(fd, mask)
+        except Exception:
+            self.amqp.faults.unattributed("serving HTTP")
+            connection = self.connections.get(fd)
+            if connection is not None:
+                self._close(connection)
+
+    def _on_io(self, fd: int, mask: int) -> None:
         listener = self.listeners.get(fd)
         if listener is not None:
             self._accept(listener)
@@ -142,7 +154,7 @@ class HttpServer:
         try:
             response = connection.listener.handler(request)
         except Exception as error:  # a bug in a page must not take the router down
-            log.exception("HTTP %s %s failed", request.method, request.path)
+            self.amqp.faults.unattributed(f"answering HTTP {request.method} {request.path}")
             response = error_response(500, f"internal error: {error}")
         if request.method == "HEAD":
             response = Response(response.status, b"", response.content_type, response.headers,

@@ -11,7 +11,7 @@ from ..core.links import CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, REJECTED
 from ..schema import EntityTypeDef, UnknownEntityType, entity_type
 from ..schema.validate import validate_attributes
-from . import entity_ops, operational, schema_ops
+from . import entity_ops, fault_hooks, operational, schema_ops
 from .core_columns import answers_core_columns, complete_row, default_columns
 from .messages import Request, UndecodableRequest, check_request, decode_request, encode_reply
 from .status import INTERNAL_ERROR, OK, ManagementStatus, bad_request, not_found, not_implemented
@@ -42,6 +42,8 @@ class ManagementAgent:
             "GET-SCHEMA": lambda r: (OK, schema_ops.schema_map()),
             "GET-JSON-SCHEMA": lambda r: (OK, schema_ops.json_schema()),
             "GET-LOG": self._get_log,
+            # Test only, refused unless the router runs with -T/--test-hooks (fault_hooks.py).
+            "TEST-FAULT": lambda r: fault_hooks.arm(router, r),
         }
         self._entity_operations: Dict[str, Callable[[Request], Reply]] = {
             "CREATE": lambda r: entity_ops.create(router, r),

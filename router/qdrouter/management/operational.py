@@ -315,6 +315,8 @@ def router_row(router: Any, configured: Row) -> Row:
         "deliveriesRedirectedToFallback": 0,
         "uptimeSeconds": int(time.time() - router.started),
         "memoryUsage": _resident_bytes(),
+        # qdmesh's own: failures the fault boundary contained (amqp/fault_boundary.py).
+        "internalErrorCount": router.server.faults.count,
     })
     return row
 

@@ -37,6 +37,10 @@ _ROUTER_STATS = (
     count("deliveriesRedirectedToFallback", "Deliveries sent to a fallback destination."),
     count("uptimeSeconds", "Seconds since the router started."),
     count("memoryUsage", "Memory used by the router process, in bytes."),
+    count("internalErrorCount", "qdmesh: failures inside the router that it contained and survived: "
+                                "each closed one connection with amqp:internal-error, or ended one "
+                                "timer run, HTTP request or loop step that named no connection "
+                                "(logged at error level with a traceback)."),
 )
 
 ROUTER = entity(

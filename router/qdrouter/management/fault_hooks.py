@@ -1,0 +1,110 @@
+"""Test hooks: failures made to order, so that tests can show the fault boundary
+(amqp/fault_boundary.py) contains them. TEST ONLY, refused unless the router was started with
+`-T/--test-hooks` (as qdrouterd's test hooks are).
+
+The management node operation `TEST-FAULT` arms one failure, by its application property
+`point`; each armed failure fires once, then the router is as before:
+- `delivery` (with `address`): the router serves the address itself, as an in-process
+  endpoint (like `$management`), until the next delivery to it, which raises inside the
+  router's delivery handling. Arm it before the sender attaches, and with no consumer of the
+  address on this router (a local consumer would be served first, by the fast path).
+- `management`: the next request to the management agent raises in the management node's
+  delivery handling, before the agent's own catch (which answers 500) is reached.
+- `control` (interior routers): the next routing-protocol control message received on an
+  inter-router connection raises in the router's control-message handling.
+- `http`: the next HTTP request (/healthz, /readyz, /metrics) raises in its page handler.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Tuple
+
+from ..core.address_table import Address
+from ..core.links import CoreLink, InFlight
+from .status import FORBIDDEN, OK, ManagementStatus, bad_request
+
+POINTS = ("delivery", "management", "control", "http")
+
+
+class ArmedFault(RuntimeError):
+    """The failure a test hook raises."""
+
+
+def arm(router: Any, request: Any) -> Tuple[int, Any]:
+    """TEST-FAULT: arm one failure (module docstring); 403 without test hooks."""
+    if not getattr(router, "test_hooks", False):
+        raise ManagementStatus(FORBIDDEN, "TEST-FAULT: test hooks are off (start the router with "
+                                          "-T/--test-hooks)")
+    point = request.properties.get("point")
+    if point == "delivery":
+        address = request.properties.get("address")
+        if not isinstance(address, str) or not address:
+            raise bad_request("TEST-FAULT: application-property 'address' must be a non-empty string")
+        _arm_address(router, address)
+        return OK, {"point": point, "address": address}
+    if point == "management":
+        _arm_management(router)
+        return OK, {"point": point}
+    if point == "control":
+        if router.mesh is None:
+            raise bad_request("TEST-FAULT: point 'control' needs router mode 'interior'")
+        _arm_control(router)
+        return OK, {"point": point}
+    if point == "http":
+        if not router.http.listeners:
+            raise bad_request("TEST-FAULT: point 'http' needs a listener with 'http: true'")
+        _arm_http(router)
+        return OK, {"point": point}
+    raise bad_request(f"TEST-FAULT: application-property 'point' must be one of {', '.join(POINTS)}, "
+                      f"not {point!r}")
+
+
+def _arm_address(router: Any, address: str) -> None:
+    table = router.table
+    target = table.get(table.ingress_key(address))
+    previous = target.handler
+
+    def trip(message: InFlight) -> int:
+        target.handler = previous
+        table.discard_if_unused(target)
+        raise ArmedFault(f"test hook: the armed failure of a delivery to {address!r}")
+
+    target.handler = trip
+
+
+def _arm_management(router: Any) -> None:
+    table = router.table
+    nodes: List[Tuple[Address, Callable[[InFlight], int] | None]] = [
+        (address, address.handler) for address in (table.get(key) for key in router.agent.addresses())]
+
+    def trip(message: InFlight) -> int:
+        for address, handler in nodes:
+            address.handler = handler
+        raise ArmedFault("test hook: the armed failure of a management request")
+
+    for address, _ in nodes:
+        address.handler = trip
+
+
+def _arm_control(router: Any) -> None:
+    adaptor = router.server.adaptor
+    original = adaptor.control_handler
+
+    def trip(link: CoreLink, raw: bytes) -> None:
+        adaptor.control_handler = original
+        raise ArmedFault("test hook: the armed failure of a control message")
+
+    adaptor.control_handler = trip
+
+
+def _arm_http(router: Any) -> None:
+    listeners = list(router.http.listeners.values())
+    pages = [(listener, listener.handler) for listener in listeners]
+
+    def trip(request: Any) -> Any:
+        for listener, handler in pages:
+            listener.handler = handler
+        raise ArmedFault("test hook: the armed failure of an HTTP request")
+
+    for listener in listeners:
+        listener.handler = trip
