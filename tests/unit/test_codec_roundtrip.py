@@ -376,3 +376,14 @@ def test_malformed_messages_are_refused() -> None:
                 b"\x00\x53\x75\xa1\x01x", b"\x40"):
         with pytest.raises(MessageFormatError):
             decode_message(bad)
+
+
+def test_a_message_read_without_its_body_still_checks_its_framing() -> None:
+    raw = encode_message(codec.Message(properties=codec.Properties(reply_to="r"),
+                                       application_properties={"operation": "QUERY"},
+                                       body={"attributeNames": ["n"] * 1000}))
+    head = decode_message(raw, with_body=False)
+    assert head.reply_to == "r" and head.application_properties == {"operation": "QUERY"}
+    assert head.body is None and head.body_kind == codec.AMQP_VALUE
+    with pytest.raises(MessageFormatError):
+        decode_message(raw[:-1], with_body=False)

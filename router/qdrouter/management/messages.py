@@ -45,8 +45,10 @@ class UndecodableRequest(Exception):
 def decode_request(raw: bytes) -> Request:
     """The request's addressing, or UndecodableRequest; check_request then validates it, so
     that a bad request can still be answered at its reply-to address."""
+    too_large = len(raw) > MAX_REQUEST_BYTES
     try:
-        message = decode_message(raw)
+        # An oversized request is answered 413 at its reply-to: its body is not built.
+        message = decode_message(raw, with_body=not too_large)
     except MessageFormatError as error:
         raise UndecodableRequest(f"malformed AMQP message: {error}") from None
     fields = message.properties or Properties()
@@ -59,7 +61,7 @@ def decode_request(raw: bytes) -> Request:
     request = Request("", {}, _body(message), reply_to, correlation_id)
     properties = message.application_properties
     request.properties = properties if isinstance(properties, dict) else {}
-    if len(raw) > MAX_REQUEST_BYTES:
+    if too_large:
         request.extra["too_large"] = len(raw)
     return request
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Tuple
 
-from ..amqp_types import MessageFormatError, section_descriptor, truncated
+from ..amqp_types import MessageFormatError, section_descriptor, skip_value, truncated
 from .decoder import decode_value
 from .encoder import AmqpEncodeError, encode_into
 from .types import Symbol, Timestamp, UByte, UInt
@@ -138,8 +138,10 @@ def _typed_list(record: Any, types: Tuple[Any, ...]) -> List[Any]:
 _BODY_CODES = {DATA: AMQP_DATA, AMQP_SEQUENCE_CODE: AMQP_SEQUENCE, AMQP_VALUE_CODE: AMQP_VALUE}
 
 
-def decode_message(raw: bytes) -> Message:
-    """The message encoded in ``raw`` (every byte of it); MessageFormatError if it is not one."""
+def decode_message(raw: bytes, *, with_body: bool = True) -> Message:
+    """The message encoded in ``raw`` (every byte of it); MessageFormatError if it is not one.
+    ``with_body=False`` checks the body and footer sections' framing without building their
+    values (body None): what a reply to an oversized request needs costs no more than that."""
     message = Message(body_kind=None)
     last = HEADER - 1
     body_parts: List[Any] = []
@@ -153,6 +155,11 @@ def decode_message(raw: bytes) -> Message:
             raise MessageFormatError(f"AMQP section 0x{code:x} at offset {pos} is out of order")
         if value_pos >= end:
             raise truncated(value_pos)
+        if not with_body and code >= DATA:
+            pos = skip_value(raw, value_pos)
+            last = code
+            message.body_kind = _BODY_CODES.get(code, message.body_kind)
+            continue
         value, pos = decode_value(raw, value_pos)
         last = code
         if code == HEADER:
