@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from typing import Any, Dict, List
 
 import pytest
@@ -93,3 +94,15 @@ def test_query_offset_and_count_page_as_qdrouterd_does(router: Router, net: Net)
     assert query(mgmt, offset=500, count=500) == every[500:1000]
     remaining = [row for row in every if row != ["M0paged/0"]]
     assert query(mgmt, offset=0, count=500) == remaining[:500], "a new walk starts a new snapshot"
+
+
+def test_qdmanage_query_pages_through_a_large_table(router: Router, net: Net) -> None:
+    open_receivers(net, router.urls["bulk"], 1_200, "listed/")
+    result = run_tool_pumping(net, "qdmanage", "-b", router.urls["bulk"][len("amqp://"):], "query",
+                              "--type", "router.address", "name", "distribution")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    rows = json.loads(result.stdout)
+    assert result.stdout == json.dumps(rows, indent=2) + "\n", "printed a page at a time, as one list"
+    listed = sorted(row["name"] for row in rows if row["name"].startswith("M0listed/"))
+    assert listed == sorted(f"M0listed/{n}" for n in range(1_200))
+    assert all(set(row) == {"name", "distribution"} for row in rows)
