@@ -9,9 +9,9 @@ import logging
 import time
 from typing import Any, Callable, Dict, Hashable, List, Set
 
-from proton import Message
-
+from .amqp.codec import MessageFormatError, decode_message
 from .amqp.control_wire import encode_control
+from .amqp.message_sections import find_sections, rewrite_annotations
 from .amqp.proton_ffi import ffi, lib
 from .amqp.server import AmqpServer
 from .control_counters import ControlCounters
@@ -142,21 +142,22 @@ class MeshNode:
             self.server.timers.call_later(TICK_S, self._tick)
 
     def _on_control(self, link: CoreLink, raw: bytes) -> None:
-        message = Message()
         try:
-            message.decode(raw)
-        except Exception as error:  # a peer's garbage must not stop the router
+            message = decode_message(raw)
+        except MessageFormatError as error:  # a peer's garbage must not stop the router
             log.info("Undecodable control message from connection %s: %s", link.connection.identity, error)
             return
-        properties: Dict[str, Any] = dict(message.properties or {})
+        # qdrouterd's application-property keys are symbols: the codec gives them as str
+        # subclasses, so looking them up by their text works for both routers' messages.
+        properties: Dict[Any, Any] = message.application_properties or {}
         opcode = properties.get("opcode")
         body = message.body
-        address = message.address or ""
+        address = message.to if isinstance(message.to, str) else ""
         origin = body.get("id") if isinstance(body, dict) else None
         conn_key = link.connection.identity
-        annotations: Dict[Any, Any] = dict(message.annotations or {})
+        annotations: Dict[Any, Any] = message.annotations or {}
         trace = annotations.get(TRACE_KEY)
-        trace = list(trace) if isinstance(trace, list) else []
+        trace = list(trace) if isinstance(trace, list) else list(getattr(trace, "elements", ()))
         if opcode != "HELLO" and ls_log.isEnabledFor(logging.DEBUG):
             ls_log.debug("RCVD %s on conn %s to %s trace %s: %s", opcode, conn_key, address, trace, body)
         if not address.startswith("_local/"):
@@ -168,9 +169,16 @@ class MeshNode:
             targets = self.engine.forward_targets(address, str(origin) if origin else self.router_id)
             forward = [key for key in targets.conns if key != conn_key]
             if forward:
-                annotations[TRACE_KEY] = [*trace, self._trace_id]
-                message.annotations = annotations
-                encoded = bytes(message.encode())
+                # This router's id spliced into the trace; every other byte travels as it came
+                # (a C router's symbol keys stay symbols).
+                try:
+                    ma_start, ma_end, _ = find_sections(raw)
+                    encoded = rewrite_annotations(
+                        raw, ma_start, ma_end, strip_qd=False, keep_to_override=True, ingress=None,
+                        trace_append=self._trace_id, trace_create=True)
+                except MessageFormatError as error:
+                    log.info("Control message from connection %s not forwarded: %s", conn_key, error)
+                    return
                 for key in forward:
                     self._send_raw(key, encoded)
             if not targets.local:

@@ -133,7 +133,8 @@ def test_query_count_and_offset_paginate(mgmt: MgmtClient) -> None:
     assert second == every[2:4]
     assert rest == every[4:]
     assert mgmt.ok("QUERY", props={"entityType": "log", "offset": len(every)}, body=names)["results"] == []
-    assert mgmt.ok("QUERY", props={"entityType": "log", "count": 0}, body=names)["results"] == []
+    # qdrouterd answers count 0 with every row (its agent stops only when count rows are sent).
+    assert mgmt.ok("QUERY", props={"entityType": "log", "count": 0}, body=names)["results"] == every
 
 
 def test_query_unknown_attribute_name_gives_none_column(mgmt: MgmtClient) -> None:

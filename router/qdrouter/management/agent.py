@@ -14,11 +14,14 @@ from ..schema.validate import validate_attributes
 from . import entity_ops, fault_hooks, operational, schema_ops
 from .core_columns import answers_core_columns, complete_row, default_columns
 from .messages import Request, UndecodableRequest, check_request, decode_request, encode_reply
+from .query_snapshots import QuerySnapshots
 from .status import INTERNAL_ERROR, OK, ManagementStatus, bad_request, not_found, not_implemented
 
 log = logging.getLogger("qdrouter.AGENT")
 
 MANAGEMENT_TYPE = "org.amqp.management"
+# qdrouterd's QDR_AGENT_MAX_COLUMNS: a QUERY naming this many attributes or more gets them all.
+MAX_QUERY_COLUMNS = 64
 Reply = Tuple[int, Any]
 
 
@@ -32,6 +35,7 @@ class ManagementAgent:
             address = self.forwarder.table.get(key)
             address.handler = self.handle
             address.distribution = CLOSEST  # as qdrouterd reports its agent
+        self._snapshots = QuerySnapshots()
         self._node_operations: Dict[str, Callable[[Request], Reply]] = {
             "QUERY": self._query,
             "GET-TYPES": lambda r: (OK, schema_ops.types_map(self._entity_type_filter(r))),
@@ -104,13 +108,19 @@ class ManagementAgent:
         names = body.get("attributeNames") or []
         if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
             raise bad_request("QUERY: 'attributeNames' must be a list of strings")
-        if not names:
+        if not names or len(names) >= MAX_QUERY_COLUMNS:
+            # qdrouterd's agent answers a list of 64 names or more with every attribute, as
+            # it does an empty one: a reply's columns stay bounded whatever the request names.
             names = _default_columns(etype)
-        rows = self.rows(etype)
         offset = _int_property(request, "offset", 0)
-        count = _int_property(request, "count", None)
-        rows = rows[offset:] if count is None else rows[offset:offset + count]
-        return OK, {"attributeNames": names, "results": [[row.get(name) for name in names] for row in rows]}
+        # As qdrouterd: rows from offset on, at most count of them; no count (or 0) is every row.
+        count = _int_property(request, "count", None) or None
+
+        def table() -> List[List[Any]]:
+            return [[row.get(name) for name in names] for row in self.rows(etype)]
+
+        key = (etype.long_name if etype is not None else None, tuple(names))
+        return OK, {"attributeNames": names, "results": self._snapshots.results(key, offset, count, table)}
 
     def _management_nodes(self) -> List[str]:
         mesh = self.router.mesh

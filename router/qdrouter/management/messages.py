@@ -1,7 +1,7 @@
-"""Decoding management requests and encoding replies.
-
-Proton's Python Message class is used here: management is off the data path, and
-correctness of the AMQP types matters more than microseconds.
+"""Decoding management requests and encoding replies, with the router's own AMQP codec
+(amqp/codec/): it has no limit on the number of values a message holds, so a reply of any
+size that AMQP allows can be sent, and a request of any shape is decoded or refused with
+a MessageFormatError, never an exception that could take the router down.
 """
 
 from __future__ import annotations
@@ -9,10 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict
 
-from proton import Message
-
-from ..amqp.message_sections import MessageFormatError, skip_value
-from .status import ManagementStatus, bad_request, describe
+from ..amqp.codec import (
+    AMQP_DATA,
+    AMQP_VALUE,
+    AmqpEncodeError,
+    Header,
+    Message,
+    MessageFormatError,
+    Properties,
+    decode_message,
+    encode_message,
+)
+from .status import INTERNAL_ERROR, ManagementStatus, bad_request, describe
 
 MAX_REQUEST_BYTES = 1024 * 1024
 
@@ -37,41 +45,33 @@ class UndecodableRequest(Exception):
 def decode_request(raw: bytes) -> Request:
     """The request's addressing, or UndecodableRequest; check_request then validates it, so
     that a bad request can still be answered at its reply-to address."""
-    _check_complete(raw)
-    message = Message()
+    too_large = len(raw) > MAX_REQUEST_BYTES
     try:
-        message.decode(raw)
-        # Proton decodes strings lazily: invalid UTF-8 surfaces only when a field is read.
-        reply_to = message.reply_to
-        properties = message.properties
-        correlation_id = message.correlation_id if message.correlation_id is not None else message.id
-        body = message.body
-    except Exception as error:  # proton raises several types for malformed input
+        # An oversized request is answered 413 at its reply-to: its body is not built.
+        message = decode_message(raw, with_body=not too_large)
+    except MessageFormatError as error:
         raise UndecodableRequest(f"malformed AMQP message: {error}") from None
+    fields = message.properties or Properties()
+    reply_to = fields.reply_to
+    correlation_id = fields.correlation_id if fields.correlation_id is not None else fields.message_id
     if reply_to is not None and not isinstance(reply_to, str):
         raise UndecodableRequest("malformed AMQP message: reply-to is not a string")
     if reply_to is not None and reply_to.startswith("amqp:/"):
         reply_to = reply_to[6:]
-    if isinstance(correlation_id, memoryview):
-        correlation_id = bytes(correlation_id)  # proton would encode a memoryview as null
-    request = Request("", {}, body, reply_to, correlation_id)
+    request = Request("", {}, _body(message), reply_to, correlation_id)
+    properties = message.application_properties
     request.properties = properties if isinstance(properties, dict) else {}
-    if len(raw) > MAX_REQUEST_BYTES:
+    if too_large:
         request.extra["too_large"] = len(raw)
     return request
 
 
-def _check_complete(raw: bytes) -> None:
-    """Every section must be whole: proton's decoder silently drops a truncated body, and a
-    truncated CREATE must not run with whatever attributes survived."""
-    position = 0
-    try:
-        while position < len(raw):
-            position = skip_value(raw, position)
-    except MessageFormatError as error:
-        raise UndecodableRequest(f"malformed AMQP message: {error}") from None
-    if position != len(raw):
-        raise UndecodableRequest("malformed AMQP message: trailing bytes after the last section")
+def _body(message: Message) -> Any:
+    if message.body_kind == AMQP_VALUE:
+        return message.body
+    if message.body_kind == AMQP_DATA:
+        return b"".join(message.body)
+    return message.body  # amqp-sequence sections: a list of lists, which no operation takes
 
 
 def check_request(request: Request) -> None:
@@ -98,10 +98,18 @@ def check_request(request: Request) -> None:
 
 
 def encode_reply(request: Request, code: int, description: str | None, body: Any) -> bytes:
-    reply = Message(
-        address=request.reply_to,
-        correlation_id=request.correlation_id,
-        properties={"statusCode": code, "statusDescription": description or describe(code)},
+    """The reply, as qdrouterd shapes it: header, properties (to = the request's reply-to,
+    its correlation-id with its AMQP type kept), statusCode/statusDescription, the body."""
+    try:
+        return _reply(request, code, description or describe(code), body)
+    except AmqpEncodeError as error:  # a value the agent should never have produced
+        return _reply(request, INTERNAL_ERROR, f"internal error: reply not encodable: {error}", None)
+
+
+def _reply(request: Request, code: int, description: str, body: Any) -> bytes:
+    return encode_message(Message(
+        header=Header(),
+        properties=Properties(to=request.reply_to, correlation_id=request.correlation_id),
+        application_properties={"statusCode": code, "statusDescription": description},
         body=body,
-    )
-    return bytes(reply.encode())
+    ))

@@ -12,7 +12,7 @@ import json
 import re
 import socket
 import uuid
-from typing import Any, Dict, List, Tuple, cast
+from typing import Any, Dict, Iterator, List, Tuple, cast
 
 from proton import ConnectionException, Delivery, Message, ProtonException, SSLDomain, Timeout, Url
 from proton.handlers import IncomingMessageHandler
@@ -24,6 +24,10 @@ from .errors import BadReply, ManagementConnectionError, ManagementError, Manage
 
 DEFAULT_URL = "127.0.0.1:5672"
 _REPLY_CREDIT = 16
+#: Rows a QUERY asks for at a time, as qdrouterd's own client does (its
+#: MAX_ALLOWED_COUNT_PER_REQUEST): a page of links (about 30 attributes) stays far below the
+#: 65,535 values proton's decoder holds.
+PAGE_ROWS = 500
 _FAILED_STATES = (Delivery.REJECTED, Delivery.RELEASED, Delivery.MODIFIED)
 
 
@@ -231,10 +235,44 @@ class ManagementClient:
     # -- node operations ---------------------------------------------------------------------
     def query_raw(self, entity_type: str | None = None, attribute_names: List[str] | None = None,
                   count: int | None = None, offset: int | None = None) -> Tuple[List[str], List[List[Any]]]:
-        """(attributeNames, rows) of a QUERY; empty ``attribute_names`` asks for all attributes."""
-        body = self.call(wire.node_request("QUERY", entity_type, wire.query_body(attribute_names),
-                                           count=count, offset=offset))
-        return wire.query_result(body)
+        """(attributeNames, rows) of a QUERY; empty ``attribute_names`` asks for all attributes.
+        Large tables come a page at a time (query_pages)."""
+        names: List[str] = []
+        rows: List[List[Any]] = []
+        for page_names, page in self.query_pages(entity_type, attribute_names, count, offset):
+            names = page_names
+            rows.extend(page)
+        return names, rows
+
+    def query_pages(self, entity_type: str | None = None, attribute_names: List[str] | None = None,
+                    count: int | None = None, offset: int | None = None,
+                    page_rows: int = PAGE_ROWS) -> Iterator[Tuple[List[str], List[List[Any]]]]:
+        """(attributeNames, rows) of each page of a QUERY, at most ``page_rows`` rows a page
+        (QUERY's offset and count), until ``count`` rows or the table's end. Each reply stays
+        small whatever the table's size: proton's decoder, which this client uses, holds at most
+        65,535 values a message."""
+        position = offset or 0
+        wanted = count or None  # 0 asks for every row, as with qdrouterd
+        first: List[List[Any]] | None = None
+        while True:
+            ask = page_rows if wanted is None else min(page_rows, wanted)
+            body = self.call(wire.node_request("QUERY", entity_type, wire.query_body(attribute_names),
+                                               count=ask, offset=position))
+            names, rows = wire.query_result(body)
+            if len(rows) > ask:
+                # An agent that ignores count (qdrouterd's Python agent does, for configured
+                # entities) sent its whole table: that is the answer, not a page of it.
+                yield names, rows if wanted is None else rows[:wanted]
+                return
+            if first is not None and rows and rows == first:
+                return  # an agent that ignores offset: the same page again
+            first = rows if first is None else first
+            yield names, rows
+            position += len(rows)
+            if wanted is not None:
+                wanted -= len(rows)
+            if len(rows) < ask or wanted == 0:
+                return
 
     def query(self, entity_type: str | None = None, attribute_names: List[str] | None = None,
               count: int | None = None, offset: int | None = None) -> List[Dict[str, Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Sequence
 
@@ -192,6 +193,22 @@ def execute(client: ManagementClient, req: Request, stdin: Any = None, limit: in
                           body=req.attributes or None)
 
 
+def write_query(client: ManagementClient, req: Request, indent: int) -> None:
+    """The query's entities as the JSON list format_result would print, written a page at a
+    time as the pages come (QUERY's offset and count), so that a table of any size costs this
+    tool one page of memory."""
+    out = sys.stdout
+    prefix = " " * max(indent, 0)
+    first = True
+    for names, rows in client.query_pages(req.entity_type, req.words):
+        for row in rows:
+            out.write("[\n" if first else ",\n")
+            first = False
+            out.write(textwrap.indent(json.dumps(dict(zip(names, row)), indent=indent), prefix))
+    out.write("[]\n" if first else "\n]\n")
+    out.flush()
+
+
 def format_result(result: Any, indent: int = 2) -> str:
     if isinstance(result, str):
         # GET-JSON-SCHEMA's string: pretty-print it when it is JSON, as everything else is.
@@ -225,6 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if stdin is not None and req.operation not in ("create", "update"):
             raise UsageError("--stdin goes with create or update")
         with client_from_args(args, PROG) as client:
+            if req.operation == "query":
+                write_query(client, req, args.indent)
+                return 0
             result = execute(client, req, stdin, limit)
         if result is not None:
             write_out(format_result(result, args.indent))
