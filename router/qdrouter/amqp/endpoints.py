@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import sys
 import uuid
 from typing import Any, Callable, Dict, List
 
@@ -68,7 +69,9 @@ class EndpointHandler:
         if connection.settings.role == INTER_ROUTER:
             connection.remote_cost = read_int_property(
                 lib.pn_connection_remote_properties(pn_connection), COST_PROPERTY)
-        connection.user = connection.authenticated_user()
+        user = connection.authenticated_user()
+        # Interned: thousands of connections share a handful of user names ("anonymous").
+        connection.user = sys.intern(user) if user is not None else None
         policer = self.policer
         if policer is not None and policer.applies(connection) \
                 and not policer.opened(connection, pn_connection):

@@ -102,10 +102,9 @@ class ManagementAgent:
             raise bad_request("QUERY: 'attributeNames' must be a list of strings")
         if not names:
             names = list(etype.attributes) if etype is not None else ["name", "identity", "type"]
-        rows = self.rows(etype)
         offset = _int_property(request, "offset", 0)
         count = _int_property(request, "count", None)
-        rows = rows[offset:] if count is None else rows[offset:offset + count]
+        rows = self.rows(etype, slice(offset, None if count is None else offset + count))
         return OK, {"attributeNames": names, "results": [[row.get(name) for name in names] for row in rows]}
 
     def _management_nodes(self) -> List[str]:
@@ -122,20 +121,27 @@ class ManagementAgent:
         return OK, entries
 
     # ---- entity rows -------------------------------------------------------------------
-    def rows(self, etype: EntityTypeDef | None) -> List[Dict[str, Any]]:
+    def rows(self, etype: EntityTypeDef | None, window: slice = operational.ALL) -> List[Dict[str, Any]]:
+        """The entities of ``etype`` (all types: None), or those in ``window`` (a QUERY's
+        offset and count): the live ones with many rows make only those."""
         if etype is None:
             rows: List[Dict[str, Any]] = []
             for each in schema_ops.selected(None):
                 rows.extend(self.rows(each))
-            return rows
+            return rows[window]
         short = etype.short_name
         router = self.router
         if short == "connection":
-            return operational.connection_rows(router)
+            return operational.connection_rows(router, window)
         if short == "router.link":
-            return operational.link_rows(router)
+            return operational.link_rows(router, window)
         if short == "router.address":
-            return operational.address_rows(router)
+            return operational.address_rows(router, window)
+        return self._few_rows(etype)[window]
+
+    def _few_rows(self, etype: EntityTypeDef) -> List[Dict[str, Any]]:
+        short = etype.short_name
+        router = self.router
         if short == "vhostStats":
             return router.policy.vhost_stats_rows()
         if short == "router.node":
