@@ -29,6 +29,7 @@ SEND = BUILD_DIR / "qdm-send"
 RECV = BUILD_DIR / "qdm-recv"
 RELAY = BUILD_DIR / "qdm-relay"
 FORWARD = BUILD_DIR / "qdm-forward"
+HOLD = BUILD_DIR / "qdm-hold"
 # qdrouterd's default linkCapacity, the router's too: the forwarder's window unless told.
 DEFAULT_LINK_CAPACITY = 250
 
@@ -155,7 +156,7 @@ def build_forwarder(python: str) -> str:
 def ensure_built(force: bool) -> None:
     sources = [*list(LOADGEN_DIR.glob("*.[ch]")), LOADGEN_DIR / "build.sh"]
     newest = max(p.stat().st_mtime for p in sources)
-    if not force and all(b.exists() and b.stat().st_mtime >= newest for b in (SEND, RECV, RELAY)):
+    if not force and all(b.exists() and b.stat().st_mtime >= newest for b in (SEND, RECV, RELAY, HOLD)):
         return
     print("building load generators ...", file=sys.stderr)
     try:

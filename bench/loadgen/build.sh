@@ -1,5 +1,5 @@
 #!/bin/sh
-# Build the qdmesh load generators (qdm-send, qdm-recv) and the byte relay (qdm-relay)
+# Build the qdmesh load generators (qdm-send, qdm-recv, qdm-hold) and the byte relay (qdm-relay)
 # into bench/build/.
 #
 # Needs proton-C >= 0.31 with the proactor (Debian/Ubuntu: libqpid-proton11-dev).
@@ -32,6 +32,8 @@ $cc $cflags $warn $pc_cflags -o "$out/qdm-send" "$here/qdm-send.c" "$here/common
 # shellcheck disable=SC2086
 $cc $cflags $warn $pc_cflags -o "$out/qdm-recv" "$here/qdm-recv.c" "$here/common.c" \
   "$here/body_walk.c" "$here/latency_stats.c" $pc_libs
+# shellcheck disable=SC2086
+$cc $cflags $warn $pc_cflags -o "$out/qdm-hold" "$here/qdm-hold.c" "$here/common.c" $pc_libs
 # The byte relay (bench/run.py --relay) is plain sockets, no proton.
 $cc $cflags $warn -o "$out/qdm-relay" "$here/qdm-relay.c"
-echo "built: $out/qdm-send $out/qdm-recv $out/qdm-relay (proton $(pkg-config --modversion $pkgs | head -n 1))"
+echo "built: $out/qdm-send $out/qdm-recv $out/qdm-hold $out/qdm-relay (proton $(pkg-config --modversion $pkgs | head -n 1))"

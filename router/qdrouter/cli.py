@@ -9,7 +9,7 @@ import signal
 import sys
 from typing import List, Sequence
 
-from . import __version__, log_config
+from . import __version__, log_config, open_files
 
 DESCRIPTION = "qdmesh router: an AMQP 1.0 message router, command-line compatible with qdrouterd."
 
@@ -101,6 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for entity in entities:
         for warning in getattr(entity, "warnings", ()):
             config_log.warning("%s", warning)
+    open_files.raise_soft_limit()
     try:
         router = Router(entities, test_hooks=args.test_hooks)
         router.start_listeners()

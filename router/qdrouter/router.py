@@ -6,7 +6,7 @@ import logging
 import time
 from typing import Any, Dict, List, Sequence
 
-from . import pypy_jit
+from . import open_files, pypy_jit
 from .amqp import proton_shim
 from .amqp.connection import ListenerSettings, configure_sasl
 from .amqp.connector import Connector
@@ -234,6 +234,8 @@ class Router:
                         proton_shim.NOT_COMPILED_BECAUSE)
         if pypy_jit.applied is not None:
             log.info("PyPy JIT: %s (qdrouter/pypy_jit.py)", pypy_jit.applied)
+        if open_files.raised is not None:
+            log.info("Open files: soft limit raised to the hard limit (%s)", open_files.raised)
         self.server.run()
         log.info("Router %s stopped", self.id)
 

@@ -9,6 +9,8 @@ import time
 import pytest
 
 from tests.management.mgmt import ADDRESS, LISTENER, LOG, ROUTER, MgmtClient
+from tests.router.amqpclient import Net
+from tests.router.routerproc import Router
 
 AUTOLINK = "org.apache.qpid.dispatch.router.config.autoLink"
 
@@ -135,6 +137,34 @@ def test_query_count_and_offset_paginate(mgmt: MgmtClient) -> None:
     assert mgmt.ok("QUERY", props={"entityType": "log", "offset": len(every)}, body=names)["results"] == []
     # qdrouterd answers count 0 with every row (its agent stops only when count rows are sent).
     assert mgmt.ok("QUERY", props={"entityType": "log", "count": 0}, body=names)["results"] == every
+
+
+@pytest.mark.parametrize("entity_type", ["router.address", "router.link", "connection"])
+def test_pages_of_live_entities_make_up_the_whole_listing(mgmt: MgmtClient, router: Router, net: Net,
+                                                          entity_type: str) -> None:
+    """Addresses, links and connections make only the rows a page asks for: pages of 3, in
+    order, are the full listing (the $management addresses folded into one row included),
+    and router's addrCount and linkCount count the rows."""
+    clients = [net.connect(router.url) for _ in range(3)]
+    for n, client in enumerate(clients):
+        for k in range(4):
+            client.receiver(f"paging/{n}.{k}")
+        client.sender(f"paging/{n}.0")
+    names = {"attributeNames": ["identity", "name"]}
+    every = mgmt.ok("QUERY", props={"entityType": entity_type}, body=names)["results"]
+    assert len(every) >= 4  # 4 connections, 15 links, 12 addresses and the agent's
+    pages = []
+    for offset in range(0, len(every) + 3, 3):
+        pages += mgmt.ok("QUERY", props={"entityType": entity_type, "count": 3, "offset": offset},
+                         body=names)["results"]
+    assert pages == every
+    assert len({row[0] for row in every}) == len(every), "identities are unique"
+    address_count, link_count = mgmt.ok("QUERY", props={"entityType": "router"},
+                                        body={"attributeNames": ["addrCount", "linkCount"]})["results"][0]
+    if entity_type == "router.address":
+        assert address_count == len(every)
+    elif entity_type == "router.link":
+        assert link_count == len(every)
 
 
 def test_query_unknown_attribute_name_gives_none_column(mgmt: MgmtClient) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import sys
 import uuid
 from typing import Any, Callable, Dict, List
 
@@ -68,7 +69,9 @@ class EndpointHandler:
         if connection.settings.role == INTER_ROUTER:
             connection.remote_cost = read_int_property(
                 lib.pn_connection_remote_properties(pn_connection), COST_PROPERTY)
-        connection.user = connection.authenticated_user()
+        user = connection.authenticated_user()
+        # Interned: thousands of connections share a handful of user names ("anonymous").
+        connection.user = sys.intern(user) if user is not None else None
         policer = self.policer
         if policer is not None and policer.applies(connection) \
                 and not policer.opened(connection, pn_connection):
@@ -98,8 +101,10 @@ class EndpointHandler:
     def detach_consumers(self, connection: AmqpConnection) -> None:
         """The connection's sending links leave the core: what they hold unsettled goes back
         to its senders as modified (see Forwarder.consumer_detached)."""
-        for link in [link for link in connection.links.values() if not link.incoming]:
-            self._forget(link)
+        links = [link for link in connection.links.values() if not link.incoming]
+        taken = self.forwarder.consumers_leaving(links) if len(links) > 1 else ()
+        for link in links:
+            self._forget(link, listed=link not in taken)
 
     def release_waiting(self, connection: AmqpConnection) -> None:
         """Unsettled messages of the connection's producers that no consumer holds (queued for
@@ -112,8 +117,10 @@ class EndpointHandler:
 
     def detach_all(self, connection: AmqpConnection) -> None:
         """The connection is going: every link of it leaves the core."""
-        for link in list(connection.links.values()):
-            self._forget(link)
+        links = list(connection.links.values())
+        taken = self.forwarder.consumers_leaving(links) if len(links) > 1 else ()
+        for link in links:
+            self._forget(link, listed=link not in taken)
         if self.link_router is not None:
             self.link_router.connection_gone(connection)
 
@@ -274,7 +281,7 @@ class EndpointHandler:
         connection.links[link.handle] = link
         self.adaptor.links[pointer_key(link.handle)] = link
 
-    def _forget(self, link: CoreLink, error: str = "connection closed") -> None:
+    def _forget(self, link: CoreLink, error: str = "connection closed", listed: bool = True) -> None:
         handle = link.handle
         if handle is None:
             return
@@ -310,7 +317,7 @@ class EndpointHandler:
         else:
             address = link.address
             self.adaptor.drop_outgoing(link)
-            self.forwarder.consumer_detached(link)
+            self.forwarder.consumer_detached(link, listed)
             if address is not None:
                 self.adaptor.waiting.resume(address)  # to another consumer, or released
         if link.kind != ENDPOINT and self.on_inter_router_link_lost is not None:

@@ -8,6 +8,7 @@ policed: inter-router and route-container connections are not (book 2.6)."""
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any, Dict
 
 from ..policy import ConnectionGrant, Denial, PolicyEngine
@@ -25,8 +26,9 @@ REFUSED_GRACE_S = 2.0
 
 
 def remote_host(peer: str) -> str:
-    """The address part of 'host:port' (IPv6 literals keep their colons)."""
-    return peer.rsplit(":", 1)[0].strip("[]")
+    """The address part of 'host:port' (IPv6 literals keep their colons). Interned: every
+    connection's grant keeps it, and most connections share a few hosts."""
+    return sys.intern(peer.rsplit(":", 1)[0].strip("[]"))
 
 
 class ConnectionPolicer:

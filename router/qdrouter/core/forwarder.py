@@ -129,12 +129,33 @@ class Forwarder:
             self.on_routes_changed(address)
         self.table.discard_if_unused(address)
 
-    def consumer_detached(self, link: CoreLink) -> None:
+    def consumers_leaving(self, links: List[CoreLink]) -> Set[CoreLink]:
+        """Many consumers are going at once (their connection dropped): off their
+        addresses' lists in one pass per address, but for each address's last one, which
+        consumer_detached removes (so the address's last consumer leaving is seen once).
+        Removed one by one, 50,000 consumers of one address took seconds per thousand.
+        Returns those taken off: detach each with ``listed=False``."""
+        leaving: Dict[int, List[CoreLink]] = {}
+        for link in links:
+            if not link.incoming and link.address is not None:
+                leaving.setdefault(id(link.address), []).append(link)
+        taken: Set[CoreLink] = set()
+        for group in leaving.values():
+            if len(group) < 2:
+                continue
+            consumers = group[0].address.consumers
+            gone = set(group[:-1])  # links hash and compare by identity
+            consumers[:] = [link for link in consumers if link not in gone]
+            taken |= gone
+        return taken
+
+    def consumer_detached(self, link: CoreLink, listed: bool = True) -> None:
         """Return every message the consumer held: its backlog copies are dropped, and its
         unsettled deliveries go back to their senders as modified (delivery-failed), since
-        the consumer may have seen them."""
+        the consumer may have seen them. ``listed``: still in its address's consumers (not
+        taken off already by consumers_leaving)."""
         address: Address | None = link.address
-        if address is not None:
+        if address is not None and listed:
             _remove(address.consumers, link)
         link.credit = 0
         while link.backlog:

@@ -14,7 +14,6 @@ from ..schema.validate import validate_attributes
 from . import entity_ops, fault_hooks, operational, schema_ops
 from .core_columns import answers_core_columns, complete_row, default_columns
 from .messages import Request, UndecodableRequest, check_request, decode_request, encode_reply
-from .query_snapshots import QuerySnapshots
 from .status import INTERNAL_ERROR, OK, ManagementStatus, bad_request, not_found, not_implemented
 
 log = logging.getLogger("qdrouter.AGENT")
@@ -35,7 +34,6 @@ class ManagementAgent:
             address = self.forwarder.table.get(key)
             address.handler = self.handle
             address.distribution = CLOSEST  # as qdrouterd reports its agent
-        self._snapshots = QuerySnapshots()
         self._node_operations: Dict[str, Callable[[Request], Reply]] = {
             "QUERY": self._query,
             "GET-TYPES": lambda r: (OK, schema_ops.types_map(self._entity_type_filter(r))),
@@ -114,13 +112,10 @@ class ManagementAgent:
             names = _default_columns(etype)
         offset = _int_property(request, "offset", 0)
         # As qdrouterd: rows from offset on, at most count of them; no count (or 0) is every row.
+        # Only the page's rows are made (the large tables make no others).
         count = _int_property(request, "count", None) or None
-
-        def table() -> List[List[Any]]:
-            return [[row.get(name) for name in names] for row in self.rows(etype)]
-
-        key = (etype.long_name if etype is not None else None, tuple(names))
-        return OK, {"attributeNames": names, "results": self._snapshots.results(key, offset, count, table)}
+        rows = self.rows(etype, slice(offset, None if count is None else offset + count))
+        return OK, {"attributeNames": names, "results": [[row.get(name) for name in names] for row in rows]}
 
     def _management_nodes(self) -> List[str]:
         mesh = self.router.mesh
@@ -138,20 +133,27 @@ class ManagementAgent:
         return OK, entries
 
     # ---- entity rows -------------------------------------------------------------------
-    def rows(self, etype: EntityTypeDef | None) -> List[Dict[str, Any]]:
+    def rows(self, etype: EntityTypeDef | None, window: slice = operational.ALL) -> List[Dict[str, Any]]:
+        """The entities of ``etype`` (all types: None), or those in ``window`` (a QUERY's
+        offset and count): the live ones with many rows make only those."""
         if etype is None:
             rows: List[Dict[str, Any]] = []
             for each in schema_ops.selected(None):
                 rows.extend(self.rows(each))
-            return rows
+            return rows[window]
         short = etype.short_name
         router = self.router
         if short == "connection":
-            return operational.connection_rows(router)
+            return operational.connection_rows(router, window)
         if short == "router.link":
-            return operational.link_rows(router)
+            return operational.link_rows(router, window)
         if short == "router.address":
-            return operational.address_rows(router)
+            return operational.address_rows(router, window)
+        return self._few_rows(etype)[window]
+
+    def _few_rows(self, etype: EntityTypeDef) -> List[Dict[str, Any]]:
+        short = etype.short_name
+        router = self.router
         if short == "vhostStats":
             return router.policy.vhost_stats_rows()
         if short == "router.node":

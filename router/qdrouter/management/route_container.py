@@ -7,7 +7,7 @@ went (detach, connection close), so the numbers never go down."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Iterable, List, Tuple
 
 from ..amqp.link_routing import ROUTE_CONTAINER
 from ..core.address_table import Address
@@ -41,11 +41,12 @@ def route_container_totals(router: Any) -> Pair:
     return ingress, egress
 
 
-def by_address(router: Any) -> Dict[Address, Pair]:
+def by_address(router: Any, addresses: Iterable[Address] | None = None) -> Dict[Address, Pair]:
     """Per address of the table: the live route-container links bound to it (an auto-link's
     address, the address a broker's own link attached to), plus the ones gone, which the
     address keeps in its counters. An anonymous link from a broker has no address of its
-    own, so its deliveries count in the router's totals only."""
+    own, so its deliveries count in the router's totals only. ``addresses``: only those
+    (a page of router.address), not the whole table."""
     counts: Dict[Address, List[int]] = {}
     for link in list(router.server.adaptor.links.values()):
         address = link.address
@@ -54,7 +55,7 @@ def by_address(router: Any) -> Dict[Address, Pair]:
         pair = counts.setdefault(address, [0, 0])
         pair[0 if link.incoming else 1] += link.counters.delivered
     result: Dict[Address, Pair] = {}
-    for address in router.table:
+    for address in router.table if addresses is None else addresses:
         live = counts.get(address, [0, 0])
         result[address] = (address.counters.route_container_ingress + live[0],
                            address.counters.route_container_egress + live[1])
