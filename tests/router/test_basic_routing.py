@@ -7,7 +7,7 @@ import uuid
 from proton import Message
 
 from .amqpclient import ACCEPTED, RELEASED, Net, msg, send_and_settle
-from .routerproc import Router
+from .routerproc import Router, RouterFactory
 
 
 def test_send_receive_unsettled(router: Router, net: Net) -> None:
@@ -80,17 +80,24 @@ def test_anonymous_sender_unroutable_message_is_released(router: Router, net: Ne
     assert ok.bodies() == ["kept"]
 
 
-def test_to_override_annotation_wins_over_to(router: Router, net: Net) -> None:
-    c = net.connect(router.url)
-    by_to = c.receiver("override.by-to")
-    by_annotation = c.receiver("override.by-annotation")
-    snd = c.sender(None)
-    m = msg("redirected", to="override.by-to",
-            annotations={"x-opt-qd.to": "override.by-annotation"})
-    assert [o.state for o in send_and_settle(net, snd, [m])] == [ACCEPTED]
+def test_to_override_annotation_wins_over_to_only_where_annotations_are_kept(
+        router_factory: RouterFactory, net: Net) -> None:
+    """x-opt-qd.to routes a message in place of its 'to' when it comes over a connection whose
+    annotations the router keeps (stripAnnotations: no or out: another router, a trusted
+    client); a client on a listener that strips what comes in (the default, both) cannot
+    redirect its messages with it. qdrouterd 1.19 does the same (its parse_annotations)."""
+    router = router_factory(extra_listeners={"keeps": {"stripAnnotations": "no"}})
+    receiving = net.connect(router.url)
+    by_to = receiving.receiver("override.by-to")
+    by_annotation = receiving.receiver("override.by-annotation")
+    for url, delivered in ((router.url, by_to), (router.urls["keeps"], by_annotation)):
+        snd = net.connect(url).sender(None)
+        m = msg(f"via {url}", to="override.by-to", annotations={"x-opt-qd.to": "override.by-annotation"})
+        assert [o.state for o in send_and_settle(net, snd, [m])] == [ACCEPTED]
+        net.wait(lambda d=delivered: len(d.received) == 1, 5, f"the message sent via {url}")
     net.pump(0.2)
-    assert by_annotation.bodies() == ["redirected"]
-    assert by_to.bodies() == []
+    assert by_to.bodies() == [f"via {router.url}"]
+    assert by_annotation.bodies() == [f"via {router.urls['keeps']}"]
 
 
 def test_request_response_with_dynamic_reply_to(router: Router, net: Net) -> None:

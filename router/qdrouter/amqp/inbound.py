@@ -81,17 +81,20 @@ def inspect(link: CoreLink, message: InFlight) -> str | None:
     phase = None
     if ma_start >= 0:
         annotations, ingress_id, trace_ids = _read(raw, ma_start, ma_end)
-        to_override = annotations.to_override
         if not link.strip_in:
-            # Only other routers' (or trusted) annotations count for mesh decisions. They
-            # name routers as "<area>/<id>"; routing works with ids. (trace_ids is shared
-            # by every message with this section: read, never changed.)
+            # Only other routers' (or trusted) annotations count, for mesh decisions and for
+            # routing by x-opt-qd.to, as in qdrouterd: a client on a listener that strips
+            # annotations cannot redirect its messages with one. They name routers as
+            # "<area>/<id>"; routing works with ids. (trace_ids is shared by every message
+            # with this section: read, never changed.)
+            to_override = annotations.to_override
             message.ingress = ingress_id
             if trace_ids is not None:
                 message.trace = trace_ids
             phase = annotations.phase
-        if (to_override is not None or annotations.ingress is not None or annotations.trace is not None
-                or annotations.phase is not None or annotations.has_other_qd_keys):
+        if (annotations.to_override is not None or annotations.ingress is not None
+                or annotations.trace is not None or annotations.phase is not None
+                or annotations.has_other_qd_keys):
             # Made only if a consumer that strips annotations takes it (see stripped()):
             # a message passing through to another router never needs it.
             message.payload = None
@@ -126,7 +129,7 @@ def annotated(message: InFlight, out_link: CoreLink, node: str) -> bytes:
     address, phase = split_phase(message.key) if to_mesh and message.key else (message.key, 0)
     return _rewrite(raw, ma_start, ma_end, (
         message.in_link.strip_in,  # strip_qd
-        True,  # keep_to_override
+        not message.in_link.strip_in,  # keep_to_override: a client's is stripped with the rest
         node,  # ingress
         node,  # trace_append
         address if to_mesh else None,  # to_override
