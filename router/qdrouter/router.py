@@ -233,6 +233,7 @@ class Router:
         if pypy_jit.applied is not None:
             log.info("PyPy JIT: %s (qdrouter/pypy_jit.py)", pypy_jit.applied)
         self.server.run()
+        self.server.shutdown()
         log.info("Router %s stopped", self.id)
 
     def request_stop(self) -> None:
