@@ -25,7 +25,7 @@ RETRY_S = 2.0
 
 class AutoLink:
     __slots__ = ("address", "connection", "connection_name", "container_id", "external", "identity",
-                 "incoming", "last_error", "link", "phase", "retry", "status")
+                 "incoming", "last_error", "link", "phase", "retry", "session", "status")
 
     def __init__(self, entity: ManagedEntity) -> None:
         attrs = entity.attributes
@@ -42,6 +42,8 @@ class AutoLink:
         self.link: CoreLink | None = None
         self.connection: Any = None
         self.retry: Any = None
+        # The proton session of the current attach (its own: see AutoLinks._attach).
+        self.session: Any = None
 
     def matches(self, connection: Any) -> bool:
         if self.connection_name is not None:
@@ -77,6 +79,7 @@ class AutoLinks:
             self.endpoints.link_watchers.pop(handle, None)
             self.endpoints.link_closed_locally(link)
             lib.pn_link_close(handle)
+            _end_session(auto)
             self.server.adaptor.dirty.add(link.connection)
 
     def status(self, entity: ManagedEntity) -> Dict[str, Any]:
@@ -100,6 +103,7 @@ class AutoLinks:
         # (RabbitMQ does), which must not take the other auto-links down with it.
         session = lib.pn_session(connection.pn_connection)
         lib.pn_session_open(session)
+        auto.session = session
         name = f"qdlink.auto.{auto.identity}.{self.endpoints.new_link_id()}".encode()
         if auto.incoming:
             pn_link = lib.pn_receiver(session, name)
@@ -141,9 +145,13 @@ class AutoLinks:
         auto.link = None
         connection = auto.connection
         if error == "connection closed" or connection is None or connection.closed:
+            auto.session = None  # goes with its connection
             auto.status = INACTIVE
             auto.last_error = error if error != "connection closed" else auto.last_error
             return
+        # Each attempt has a session of its own: ended with it, so that retries on a
+        # long-lived connection do not pile sessions up (the peer's end frees it).
+        _end_session(auto)
         auto.status = FAILED
         auto.last_error = error or "detached by the container"
         log.warning("Auto-link %s failed: %s; retrying in %g s", auto.identity, error, RETRY_S)
@@ -158,6 +166,12 @@ class AutoLinks:
 
     def rows(self) -> List[AutoLink]:
         return list(self.links.values())
+
+
+def _end_session(auto: AutoLink) -> None:
+    session, auto.session = auto.session, None
+    if session is not None and not lib.pn_session_state(session) & lib.PN_LOCAL_CLOSED:
+        lib.pn_session_close(session)
 
 
 def _is_open(connection: Any) -> bool:

@@ -237,6 +237,7 @@ class Router:
         if open_files.raised is not None:
             log.info("Open files: soft limit raised to the hard limit (%s)", open_files.raised)
         self.server.run()
+        self.server.shutdown()
         log.info("Router %s stopped", self.id)
 
     def request_stop(self) -> None:

@@ -17,7 +17,7 @@ from proton import SSLDomain
 from qdrouter.tools.management_client import ManagementClient
 from tests.policy.harness import PolicyRouter, login
 from tests.prerequisites import require
-from tests.router.amqpclient import Net
+from tests.router.amqpclient import Net, msg
 from tests.router.routerproc import Router, free_port, run_qdrouter
 from tests.security.certs import Cert, CertAuthority
 
@@ -298,3 +298,38 @@ def test_inter_router_over_mutual_tls(tmp_path: Path, pki: Pki) -> None:
     finally:
         for router in routers:
             router.stop(check=True)
+
+
+def test_ssl_profile_and_listener_removed_while_connections_use_them(policy_router: PolicyRouter, net: Net,
+                                                                    pki: Pki) -> None:
+    """Deleting a TLS listener and its sslProfile at run time frees their proton SSL domain
+    only once the last connection made from it has gone: the open TLS connection keeps
+    carrying messages, the router lives, and a new profile and listener serve TLS again."""
+    router = policy_router(profile("tls", pki.server, None), extra_listeners=ADMIN)
+    secure_port, later_port = free_port(), free_port()
+    with ManagementClient(router.urls["admin"]) as admin:
+        admin.create("listener", {"host": "127.0.0.1", "port": str(secure_port), "sslProfile": "tls",
+                                  "saslMechanisms": "ANONYMOUS"}, name="secure")
+    url = f"amqps://localhost:{secure_port}"
+    for _ in range(20):  # connections made from the domain come and go
+        login(net, url, ssl_domain=client_tls(pki)).close()
+    staying = login(net, url, ssl_domain=client_tls(pki))
+    with ManagementClient(router.urls["admin"]) as admin:
+        admin.delete("listener", name="secure")
+        admin.delete("sslProfile", name="tls")
+    rcv = staying.receiver("tls.after-delete")
+    snd = staying.sender("tls.after-delete")
+    net.wait(lambda: snd.credit > 0, 10, "credit on the TLS connection")
+    for n in range(50):
+        snd.send(msg(n))
+    net.wait(lambda: snd.settled_count() == 50, 10, "outcomes over the TLS connection")
+    assert snd.outcome_counts() == {"accepted": 50} and len(rcv.received) == 50
+    staying.close()
+    with ManagementClient(router.urls["admin"]) as admin:
+        admin.create("sslProfile", {"certFile": str(pki.server.cert), "privateKeyFile": str(pki.server.key),
+                                    "password": PASSWORD}, name="tls")
+        admin.create("listener", {"host": "127.0.0.1", "port": str(later_port), "sslProfile": "tls",
+                                  "saslMechanisms": "ANONYMOUS"}, name="secure-again")
+    again = login(net, f"amqps://localhost:{later_port}", ssl_domain=client_tls(pki))
+    assert any(row["ssl"] for row in rows(router))
+    again.close()

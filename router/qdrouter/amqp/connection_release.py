@@ -50,6 +50,7 @@ class ConnectionRelease:
 
     def _release_finished(self) -> None:
         if not self._released:
+            self._free_closed()
             return
         # Taken as they are: a connection dropped while these are released (a failure in the
         # drain below) waits for the next call, its own events drained first like these.
@@ -59,6 +60,9 @@ class ConnectionRelease:
         # events of other connections (a request that arrived in the same read, say) are
         # handled first, never dropped.
         self._drain_events_of(released)
+        # Closed links and sessions before their connections (pn_connection_release frees
+        # whatever of a connection is left: freeing one of its links after would be twice).
+        self._free_closed()
         for connection in released:
             if connection.closed:
                 continue
@@ -73,6 +77,12 @@ class ConnectionRelease:
                 except Exception:
                     self.faults.unattributed(f"telling connection {connection.identity}'s owner it closed")
         self._flush_output()
+
+    def _free_closed(self) -> None:
+        try:
+            self.endpoints.free_closed()
+        except Exception:
+            self.faults.unattributed("freeing closed links and sessions")
 
     def _release_one(self, connection: AmqpConnection) -> None:
         self.endpoints.detach_all(connection)

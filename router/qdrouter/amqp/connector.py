@@ -11,6 +11,7 @@ from typing import Callable
 from .connection import AmqpConnection, ListenerSettings
 from .resolver import Resolution, resolve
 from .timers import Timer
+from .tls import release_domain, retain_domain
 
 log = logging.getLogger("qdrouter.CONN_MGR")
 
@@ -49,11 +50,18 @@ class Connector:
         self._open_timer: Timer | None = None
         self._resolution: Resolution | None = None
         self._resolution_started = 0.0
+        # The connector holds its SSL domain while it may connect (amqp/tls.py).
+        self._holds_domain = settings.ssl_domain is not None
+        if self._holds_domain:
+            retain_domain(settings.ssl_domain)
 
     def start(self) -> None:
         self._attempt()
 
     def stop(self) -> None:
+        if self._holds_domain:
+            self._holds_domain = False
+            release_domain(self.settings.ssl_domain)
         self.status = CLOSED
         self.message = "Connector deleted"
         if self._timer is not None:

@@ -59,6 +59,11 @@ class EndpointHandler:
         self.link_router: Any = None
         # Policy for user connections (amqp/policing.py), when the router has one.
         self.policer: Any = None
+        # Links and sessions closed at both ends, freed by free_closed() at the end of the
+        # loop turn (docs/architecture.md, "Native objects"): keyed by pointer, so one closed
+        # twice in a turn is freed once.
+        self._closed_links: Dict[Any, AmqpConnection] = {}
+        self._closed_sessions: Dict[Any, AmqpConnection] = {}
 
     # ---- connections -------------------------------------------------------------------
     def connection_opened(self, pn_connection: Any) -> None:
@@ -154,6 +159,7 @@ class EndpointHandler:
             if self.policer is not None and not lib.pn_session_state(session) & LOCAL_CLOSED:
                 self.policer.session_ended(connection)
             self.adaptor.dirty.add(connection)
+            self._closed_sessions[session] = connection
         lib.pn_session_close(session)
 
     # ---- links -------------------------------------------------------------------------
@@ -255,6 +261,11 @@ class EndpointHandler:
         return terminus_address(remote_source)
 
     def link_closed(self, pn_link: Any) -> None:
+        connection = self.connections.get(lib.pn_session_connection(lib.pn_link_session(pn_link)))
+        if connection is not None:
+            # Detached by the peer, and by us below (or by the link router): nothing of the
+            # router points at it after this handler.
+            self._closed_links[pn_link] = connection
         if self.link_router is not None and self.link_router.remote_closed(pn_link):
             return
         watcher = self.link_watchers.pop(pn_link, None)
@@ -266,6 +277,23 @@ class EndpointHandler:
             self.adaptor.dirty.add(link.connection)
         if not lib.pn_link_state(pn_link) & LOCAL_CLOSED:
             lib.pn_link_close(pn_link)
+
+    def free_closed(self) -> None:
+        """Free the links and sessions closed at both ends this turn. Their events have all
+        been handled (the collector is empty between turns; events the shim still holds keep
+        their own references). Links go before sessions (pn_session_free frees the links
+        still in it), and nothing of a connection already released (pn_connection_release freed
+        it all) is freed twice."""
+        links, sessions = self._closed_links, self._closed_sessions
+        if not links and not sessions:
+            return
+        self._closed_links, self._closed_sessions = {}, {}
+        for pn_link, connection in links.items():
+            if not connection.closed:
+                lib.pn_link_free(pn_link)
+        for session, connection in sessions.items():
+            if not connection.closed:
+                lib.pn_session_free(session)
 
     def link_closed_locally(self, link: CoreLink) -> None:
         """The router itself detaches one of its links (an auto-link being deleted)."""

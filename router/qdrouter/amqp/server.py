@@ -24,6 +24,7 @@ from .fault_boundary import FaultBoundary
 from .proton_ffi import lib
 from .proton_shim import QD_INCOMING_DELIVERY, delivery_key, event_arrays, event_batches, pointer_key
 from .timers import Timers
+from .tls import release_domain, retain_domain
 
 log = logging.getLogger("qdrouter.SERVER")
 
@@ -82,6 +83,8 @@ class AmqpServer(ConnectionRelease):
         except ListenSocketError as error:
             raise ListenerError(str(error)) from None
         self.listeners[sock.fileno()] = (sock, settings)
+        if settings.ssl_domain is not None:
+            retain_domain(settings.ssl_domain)  # a listener holds its SSL domain (amqp/tls.py)
         self.selector.register(sock, selectors.EVENT_READ)
         bound = sock.getsockname()
         log.info("Listening on %s:%d (%s)", bound[0], bound[1], settings.name)
@@ -98,6 +101,8 @@ class AmqpServer(ConnectionRelease):
         except (KeyError, ValueError):
             pass
         sock.close()
+        if settings.ssl_domain is not None:
+            release_domain(settings.ssl_domain)
         log.info("Stopped listening (%s)", settings.name)
 
     def connect(self, host: str, port: int, settings: ListenerSettings,
@@ -455,13 +460,19 @@ class AmqpServer(ConnectionRelease):
         self._flush_output()
 
     def _close_listeners(self) -> None:
-        for fd, (sock, _) in list(self.listeners.items()):
-            try:
-                self.selector.unregister(sock)
-            except (KeyError, ValueError):
-                pass
-            sock.close()
-            del self.listeners[fd]
+        for fd in list(self.listeners):
+            self.close_listener(fd)
+
+    def shutdown(self) -> None:
+        """After run(): frees every connection left (past the grace period) and the collector,
+        once. The process usually exits next; a router embedded in a longer process (tests)
+        leaves nothing of proton's behind."""
+        self._close_listeners()
+        self._released.extend(c for c in self.by_fd.values() if c not in self._released)
+        self._release_finished()
+        if self.collector is not None:
+            lib.pn_collector_free(self.collector)
+            self.collector = None
 
     def request_stop(self) -> None:
         """Safe from a signal handler: the loop notices within one tick."""

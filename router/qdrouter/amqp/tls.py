@@ -103,6 +103,7 @@ class TlsProfile:
             lib.pn_ssl_domain_free(domain)
             raise
         self._domains[key] = domain
+        retain_domain(domain)  # the profile's own hold, until it is forgotten
         return domain
 
     def _configure(self, domain: Any, server: bool, verify_peer: bool, verify_hostname: bool,
@@ -137,8 +138,9 @@ class TlsProfile:
             lib.pn_ssl_domain_allow_unsecured_client(domain)
 
     def close(self) -> None:
+        """The profile is gone: it lets go of its domains (freed once nothing else holds them)."""
         for domain in self._domains.values():
-            lib.pn_ssl_domain_free(domain)
+            release_domain(domain)
         self._domains.clear()
 
 
@@ -166,6 +168,38 @@ def certificate_uid(transport: Any, uid_format: str, names: Dict[str, str]) -> s
     return names.get(uid, uid)
 
 
+# Holders of each proton SSL domain, by address: the profile that built it, each listener
+# or connector configured with it, each connection made with it. Proton's SSL objects keep only
+# the domain's OpenSSL context, but a listener makes new connections from the domain itself
+# (pn_ssl_init): it is freed when the last holder lets go, never while one still might use it.
+_DOMAIN_HOLDERS: Dict[int, int] = {}
+
+
+def _address(domain: Any) -> int:
+    return int(ffi.cast("uintptr_t", domain))
+
+
+def retain_domain(domain: Any) -> None:
+    key = _address(domain)
+    _DOMAIN_HOLDERS[key] = _DOMAIN_HOLDERS.get(key, 0) + 1
+
+
+def release_domain(domain: Any) -> None:
+    key = _address(domain)
+    left = _DOMAIN_HOLDERS.get(key, 0) - 1
+    if left > 0:
+        _DOMAIN_HOLDERS[key] = left
+        return
+    if key in _DOMAIN_HOLDERS:  # never free what was not held (a crash is worse than a leak)
+        del _DOMAIN_HOLDERS[key]
+        lib.pn_ssl_domain_free(domain)
+
+
+def held_domains() -> int:
+    """How many SSL domains are alive (tests: none left behind)."""
+    return len(_DOMAIN_HOLDERS)
+
+
 class TlsProfiles:
     """sslProfile entities as TlsProfiles, built when a listener or connector first names one."""
 
@@ -188,4 +222,4 @@ class TlsProfiles:
         """A deleted sslProfile: later listeners and connectors cannot use it."""
         profile = self._profiles.pop(name, None)
         if profile is not None:
-            profile._domains.clear()  # domains stay alive: open connections still use them
+            profile.close()  # its domains live on while listeners or connections hold them

@@ -4,6 +4,7 @@ agrees with qdstat at the same instant."""
 
 from __future__ import annotations
 
+import gc
 import os
 import platform
 import resource
@@ -60,6 +61,11 @@ def metrics_text(router: Any, max_addresses: int = DEFAULT_MAX_ADDRESSES) -> str
            "proton shim (compiled or fallback).").add(
         {**base, "mode": str(info.get("mode")), "version": str(info.get("version")), "python": _PYTHON,
          "proton_shim": _PROTON_SHIM}, 1)
+    # Objects Python's cyclic collector tracks (containers: dicts, lists, instances): what
+    # bench/soak.py watches for Python-side leaks next to the process's resident size.
+    family("qdmesh_python_gc_objects", "gauge",
+           "Objects tracked by Python's garbage collector (a leak shows as steady growth).").add(
+        base, len(gc.get_objects()))
     _connections(router, base, family)
     links = _links(router, base, family)
     family("qdmesh_addresses", "gauge", "Addresses known to the router (all classes).").add(
