@@ -180,8 +180,10 @@ def test_topology_tables_and_router_pages(mesh: Mesh, browser: Any, consoles: Li
         assert titles == ["Router Statistics", "Connections", "Router Links", "Router Addresses",
                           "Routers in the Network", "AutoLinks", "Link Routes"]
         nodes = wait_for(browser, "C's routers table", lambda: view_rows(browser, "nodes"))
-        assert sorted(row[0] for row in nodes) == ["A", "B", "D"]
-        assert {row[0]: row[3] for row in nodes} == {"A": "2", "B": "1", "D": "1"}
+        # C among them, as qdstat -n lists the router asked (next hop "(self)").
+        assert sorted(row[0] for row in nodes) == ["A", "B", "C", "D"]
+        assert {row[0]: row[3] for row in nodes if row[0] != "C"} == {"A": "2", "B": "1", "D": "1"}
+        assert [row[1] for row in nodes if row[0] == "C"] == ["(self)"]
         general = dict(view_rows(browser, "general"))
         assert general["Router Id"] == "C" and general["Mode"] == "interior"
         wait_for(browser, "C's accepted count of 20 (plus management replies)",

@@ -125,7 +125,8 @@ def test_views_of_every_router_through_the_api_server(
     # qdstat's own columns (whatever they are: they are qdstat's business), after the router's.
     assert lines[1].split() == ["router", *VIEWS["nodes"].build([]).heads]
     assert "cost" in lines[1].split()
-    assert sum(1 for line in lines[3:] if line.split()[0] == "demo-1") == 2
+    # demo-1's rows: the two other routers it knows, and itself (next hop "(self)").
+    assert sum(1 for line in lines[3:] if line.split()[0] == "demo-1") == 3
 
     forward = FakePortForward(local_mesh.addresses)
     code, out, _ = run(capsys, [*base, "--router", "2", "--json", "-g"], forward)
