@@ -53,13 +53,14 @@ def namespaces() -> Iterator[Dict[str, str]]:
 
 
 def nodes_in_ns(r: str, router: MeshRouter) -> List[str] | None:
-    """router.node ids of ``router``, asked from inside its namespace (None: no answer)."""
+    """router.node ids of ``router`` but its own, asked from inside its namespace (None: no
+    answer)."""
     out = sh("ip", "netns", "exec", NS[r], *router_command()[:1], "-m", "qdrouter.tools.qdmanage",
              "-b", f"{IP[r]}:{router.port}", "-t", "2", "query", "--type", "router.node",
              check=False, timeout=10)
     if out.returncode != 0:
         return None
-    return sorted(str(row.get("id")) for row in json.loads(out.stdout))
+    return sorted(str(row.get("id")) for row in json.loads(out.stdout) if row.get("nextHop") != "(self)")
 
 
 def start_in_ns(r: str, router: MeshRouter) -> subprocess.Popen:
