@@ -6,7 +6,7 @@ The operator's own planner and applier (``sync_mesh``) do the work, exactly as i
 reconciliation; "live" is then confirmed by querying every router independently.  Kubernetes
 (API server round trips, kopf's watch) is not part of these figures.
 
-    python -m bench.operator.live_apply --routers 5 --rounds 20 --resources 200
+    python -m bench.operator_apply.live_apply --routers 5 --rounds 20 --resources 200
 """
 
 from __future__ import annotations

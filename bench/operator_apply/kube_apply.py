@@ -4,7 +4,7 @@ the API write, the watch event reaching kopf, the reconciliation (server-side ap
 mesh's objects, listing its routing resources, management operations on every router) and the
 routers' own answers.  Needs the binaries from tests/e2e/cluster/build.sh.
 
-    python -m bench.operator.kube_apply --rounds 10
+    python -m bench.operator_apply.kube_apply --rounds 10
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.operator.live_apply import live_everywhere, start_mesh, summary  # noqa: E402
+from bench.operator_apply.live_apply import live_everywhere, start_mesh, summary  # noqa: E402
 from qdrouter.tools.management_client import ManagementClient  # noqa: E402
 from tests.kube.controlplane import start_control_plane  # noqa: E402
 from tests.router.routerproc import free_port  # noqa: E402
