@@ -9,8 +9,7 @@ from typing import Any, Callable, Iterator, List
 
 import pytest
 
-from tests.interop.cpeer import CRouter, c_router_binary, stop_all
-from tests.prerequisites import require
+from tests.interop.cpeer import CRouter, require_c_router, stop_all
 from tests.router.fixtures import net, router_factory  # noqa: F401 (shared fixtures)
 
 CRouterFactory = Callable[..., CRouter]
@@ -18,10 +17,7 @@ CRouterFactory = Callable[..., CRouter]
 
 @pytest.fixture
 def c_router(tmp_path: Path) -> Iterator[CRouterFactory]:
-    binary = c_router_binary()
-    require(binary is not None, "the C router qdrouterd 1.19 (bash .ci/setup.d/25-qdrouterd-c.sh builds "
-                                "it, or set $QDROUTERD_C)")
-    assert binary is not None
+    binary = require_c_router()
     started: List[CRouter] = []
 
     def make(router_id: str, **kwargs: Any) -> CRouter:

@@ -14,8 +14,22 @@ from pathlib import Path
 from typing import Dict, List
 
 from tests.ports import free_port
+from tests.prerequisites import require
 
 DEFAULT_C_ROUTER = Path.home() / ".cache" / "qdr-1.19.0" / "bin" / "qdrouterd-c"
+
+
+WHY = "the C router qdrouterd 1.19 (bash .ci/setup.d/25-qdrouterd-c.sh builds it, or set $QDROUTERD_C)"
+
+
+def require_c_router() -> Path:
+    """qdrouterd-c, with its tools qdstat-c and qdmanage-c beside it; else skip (locally) or
+    fail (in CI) the calling test."""
+    binary = c_router_binary()
+    tools = ("qdstat-c", "qdmanage-c")
+    require(binary is not None and all(binary.with_name(tool).exists() for tool in tools), WHY)
+    assert binary is not None
+    return binary
 
 
 def c_router_binary() -> Path | None:

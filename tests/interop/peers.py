@@ -1,39 +1,29 @@
-"""The C router (qdrouterd 1.19, built by .ci/setup.d/25-qdrouterd-c.sh from ../shared/peers) and
-its upstream tools, as live peers for the interoperability tests."""
+"""qdrouterd 1.19's upstream tools (qdstat-c, qdmanage-c) run against a router, and what their
+output shows apart from its values; the C router started from a project Router's config."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-from pathlib import Path
 from typing import List
 
-from tests.prerequisites import require
+from tests.interop.cpeer import require_c_router
 from tests.router.routerproc import Router
 
-PREFIX = Path(os.environ.get("QDR_PREFIX", Path.home() / ".cache" / "qdr-1.19.0"))
-QDROUTERD_C = PREFIX / "bin" / "qdrouterd-c"
-QDSTAT_C = PREFIX / "bin" / "qdstat-c"
-QDMANAGE_C = PREFIX / "bin" / "qdmanage-c"
 DATE_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
-WHY = "the C router qdrouterd 1.19 (bash .ci/setup.d/25-qdrouterd-c.sh builds it)"
-
-
-def require_c_router() -> None:
-    require(QDROUTERD_C.exists() and QDSTAT_C.exists() and QDMANAGE_C.exists(), WHY)
 
 
 def start_c_router(router: Router) -> Router:
     """Start ``router`` (its config already written) as the C router instead of qdmesh's."""
-    require_c_router()
-    router.command = [str(QDROUTERD_C)]
+    router.command = [str(require_c_router())]
     return router.start()
 
 
-def upstream_tool(tool: Path, port: int, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
-    """Run qdstat-c or qdmanage-c against 127.0.0.1:PORT (Debian's python3 runs them)."""
-    return subprocess.run([str(tool), "-b", f"127.0.0.1:{port}", "--timeout", "10", *args],
+def upstream_tool(tool: str, port: int, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    """Run qdrouterd's ``tool`` ("qdstat" or "qdmanage": the -c build beside the C router)
+    against 127.0.0.1:PORT (Debian's python3 runs them)."""
+    command = require_c_router().with_name(f"{tool}-c")
+    return subprocess.run([str(command), "-b", f"127.0.0.1:{port}", "--timeout", "10", *args],
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 

@@ -15,15 +15,7 @@ import pytest
 from tests.router.fixtures import stop_checked
 from tests.router.routerproc import Router
 
-from .peers import (
-    QDMANAGE_C,
-    QDSTAT_C,
-    output_shape,
-    require_c_router,
-    start_c_router,
-    table_rows,
-    upstream_tool,
-)
+from .peers import output_shape, start_c_router, table_rows, upstream_tool
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -79,7 +71,6 @@ Pair = Dict[str, Router]
 @pytest.fixture(scope="module")
 def routers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     """A qdmesh router ("qdmesh", id QM) and a C router ("c", id QC) from the same config."""
-    require_c_router()
     made: Pair = {}
     for kind, router_id in (("qdmesh", "QM"), ("c", "QC")):
         workdir: Path = tmp_path_factory.mktemp(kind)
@@ -94,14 +85,14 @@ def routers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
         stop_checked(made.values())
 
 
-def both(routers: Pair, tool: Path, *args: str) -> Tuple[str, str]:
+def both(routers: Pair, tool: str, *args: str) -> Tuple[str, str]:
     """The tool's output against each router; each run must succeed without a traceback."""
     out = {}
     for kind, router in routers.items():
         result = upstream_tool(tool, router.port, *args)
         text = result.stdout + result.stderr
         assert result.returncode == 0 and "Traceback" not in text, (
-            f"{tool.name} {' '.join(args)} against the {kind} router:\n{text}")
+            f"{tool} {' '.join(args)} against the {kind} router:\n{text}")
         out[kind] = result.stdout
     return out["qdmesh"], out["c"]
 
@@ -113,7 +104,7 @@ SAME_SHAPE = ["-g", "-c", "-l", "-n", "-a", "--autolinks", "--linkroutes", "--po
 
 @pytest.mark.parametrize("view", SAME_SHAPE)
 def test_qdstat_view_has_the_c_routers_shape(routers: Pair, view: str) -> None:
-    ours, theirs = both(routers, QDSTAT_C, view)
+    ours, theirs = both(routers, "qdstat", view)
     assert output_shape(ours) == output_shape(theirs), f"qdmesh:\n{ours}\nC router:\n{theirs}"
     assert output_shape(ours), ours  # the view said something
 
@@ -121,18 +112,18 @@ def test_qdstat_view_has_the_c_routers_shape(routers: Pair, view: str) -> None:
 def test_qdstat_views_that_differ_on_purpose(routers: Pair) -> None:
     """-m lists the C router's memory pools, which a Python router does not have; -e (edge
     routers) is empty on both; --log prints the recent log entries of each."""
-    ours, theirs = both(routers, QDSTAT_C, "-m")
+    ours, theirs = both(routers, "qdstat", "-m")
     assert "No memory statistics available" in ours and "Memory Pools" in theirs
-    ours, theirs = both(routers, QDSTAT_C, "-e")
+    ours, theirs = both(routers, "qdstat", "-e")
     assert output_shape(ours) == output_shape(theirs) == []
-    ours, theirs = both(routers, QDSTAT_C, "--log")
+    ours, theirs = both(routers, "qdstat", "--log")
     assert " ROUTER (info) " in ours and " (info) " in theirs
 
 
 def test_qdstat_rows_name_the_same_configuration(routers: Pair) -> None:
     for view, wanted in (("--autolinks", ["queue.al", "out", "0", "/queue/al"]),
                          ("--linkroutes", ["queue.lr", "in", "linkBalanced", "inactive"])):
-        ours, theirs = both(routers, QDSTAT_C, view)
+        ours, theirs = both(routers, "qdstat", view)
         for text in (ours, theirs):
             rows = table_rows(text)
             assert rows and rows[0][:len(wanted)] == wanted, text
@@ -142,13 +133,13 @@ def test_qdstat_rows_name_the_same_configuration(routers: Pair) -> None:
 def test_qdstat_reaches_routers_by_id(routers: Pair, how: Tuple[str, ...]) -> None:
     for router in routers.values():
         args = [arg.format(router_id=router.router_id) for arg in how]
-        result = upstream_tool(QDSTAT_C, router.port, "-g", *args)
+        result = upstream_tool("qdstat", router.port, "-g", *args)
         assert result.returncode == 0, result.stdout + result.stderr
         assert f"Router Id                        {router.router_id}" in result.stdout
 
 
 def qdmanage_json(routers: Pair, *args: str) -> Tuple[object, object]:
-    ours, theirs = both(routers, QDMANAGE_C, *args)
+    ours, theirs = both(routers, "qdmanage", *args)
     return json.loads(ours), json.loads(theirs)
 
 
@@ -197,7 +188,7 @@ def test_qdmanage_entity_lifecycle(routers: Pair) -> None:
                                              "externalAddr")
     assert auto_links == auto_links_c == [{"addr": "queue.al", "dir": "out", "externalAddr": "/queue/al"}]
     for router in routers.values():
-        deleted = upstream_tool(QDMANAGE_C, router.port, "delete", "--type", "address", "--name", "a1")
+        deleted = upstream_tool("qdmanage", router.port, "delete", "--type", "address", "--name", "a1")
         assert deleted.returncode == 0, deleted.stdout + deleted.stderr
     rows, rows_c = qdmanage_json(routers, "query", "--type", "address", "prefix")
     assert rows == rows_c == [{"prefix": "closest"}]
