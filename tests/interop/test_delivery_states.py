@@ -18,7 +18,7 @@ def _states_through(net: Net, url: str) -> list:
     return exchange(net, receiver, sender, tags)
 
 
-def test_both_routers_carry_received_and_custom_states(c_router: CRouterFactory, router_factory: RouterFactory,
-                                                      net: Net) -> None:
+def test_both_routers_carry_received_and_custom_states(c_router: CRouterFactory,
+                                                      router_factory: RouterFactory, net: Net) -> None:
     assert _states_through(net, c_router("C", mode="standalone").url) == [EXPECTED] * 3
     assert _states_through(net, router_factory().url) == [EXPECTED] * 3
