@@ -100,10 +100,11 @@ def _env() -> Dict[str, str]:
 class OneRouter(Router):
     """A standalone router of either kind from ROUTER (a Router, so run_clients measures its CPU)."""
 
-    def __init__(self, args: argparse.Namespace, kind: str, workdir: Path) -> None:  # noqa: D107
+    def __init__(self, args: argparse.Namespace, kind: str, workdir: Path) -> None:
         self.port = free_port()
         self.config = workdir / f"{kind}-{self.port}.conf"
-        self.config.write_text(ROUTER.format(mode="standalone", router_id=f"{kind}1", host=HOST, port=self.port))
+        self.config.write_text(ROUTER.format(mode="standalone", router_id=f"{kind}1", host=HOST,
+                                             port=self.port))
         self.proc = Proc(KIND_NAMES[kind], router_argv(args, kind, self.config), env=_env())
         try:
             wait_for_port(self.port, self.proc, args.router_start_timeout)
@@ -188,8 +189,8 @@ def throughput(args: argparse.Namespace, workdir: Path) -> List[Dict[str, Any]]:
                       f"p50 {fmt_us(m.p50_us)} µs, lost {m.lost}", file=sys.stderr)
     for sc in scenarios:
         by_kind = {kind: _median_rows(rows) for kind, rows in runs[sc.name].items()}
-        ratios = [q["msgs_per_sec"] / c["msgs_per_sec"] for q, c in zip(runs[sc.name]["Q"], runs[sc.name]["C"])
-                  if c["msgs_per_sec"]]
+        pairs = zip(runs[sc.name]["Q"], runs[sc.name]["C"])
+        ratios = [q["msgs_per_sec"] / c["msgs_per_sec"] for q, c in pairs if c["msgs_per_sec"]]
         results.append({"scenario": sc.name, "title": sc.title, **{k: v for k, v in by_kind.items()},
                         "qdmesh_over_c": median_or_none(ratios), "ratios": ratios})
     return results
@@ -230,13 +231,15 @@ def markdown(report: Dict[str, Any]) -> str:
                 "p50 µs qdmesh / C | router CPU µs/msg qdmesh / C |", "|---|---:|---:|---:|---:|---:|---:|"]
         for r in report["throughput"]:
             q, c = r["Q"], r["C"]
-            out.append(f"| {r['title']} | {fmt_rate(r['direct']['msgs_per_sec'])} | {fmt_rate(q['msgs_per_sec'])} | "
-                       f"{fmt_rate(c['msgs_per_sec'])} | {r['qdmesh_over_c']:.2f} | "
+            out.append(f"| {r['title']} | {fmt_rate(r['direct']['msgs_per_sec'])} | "
+                       f"{fmt_rate(q['msgs_per_sec'])} | {fmt_rate(c['msgs_per_sec'])} | "
+                       f"{r['qdmesh_over_c']:.2f} | "
                        f"{fmt_us(q['p50_us'])} / {fmt_us(c['p50_us'])} | "
                        f"{_us(q['router_cpu_us_per_msg'])} / {_us(c['router_cpu_us_per_msg'])} |")
         out.append("")
     if report.get("lines"):
-        out += ["| line of 3 (1->1 unsettled) | msgs/s | p50 µs | p99 µs | lost |", "|---|---:|---:|---:|---:|"]
+        out += ["| line of 3 (1->1 unsettled) | msgs/s | p50 µs | p99 µs | lost |",
+                "|---|---:|---:|---:|---:|"]
         for r in report["lines"]:
             out.append(f"| {r['line']} | {fmt_rate(r['msgs_per_sec'])} | {fmt_us(r['p50_us'])} | "
                        f"{fmt_us(r['p99_us'])} | {r['lost']:.0f} |")
@@ -247,8 +250,9 @@ def markdown(report: Dict[str, Any]) -> str:
         for r in report["latency"]:
             for kind in ("direct", "Q", "C"):
                 m = r[kind]
-                out.append(f"| {r['rate']:,}/s | {KIND_NAMES.get(kind, kind)} | {fmt_rate(m['msgs_per_sec'])} | "
-                           f"{fmt_us(m['p50_us'])} | {fmt_us(m['p99_us'])} | {fmt_us(m['p999_us'])} |")
+                out.append(f"| {r['rate']:,}/s | {KIND_NAMES.get(kind, kind)} | "
+                           f"{fmt_rate(m['msgs_per_sec'])} | {fmt_us(m['p50_us'])} | {fmt_us(m['p99_us'])} | "
+                           f"{fmt_us(m['p999_us'])} |")
     return "\n".join(out)
 
 
@@ -258,7 +262,8 @@ def _us(value: float | None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--parts", default="throughput,lines,latency", help="comma-separated: throughput,lines,latency")
+    p.add_argument("--parts", default="throughput,lines,latency",
+                   help="comma-separated: throughput,lines,latency")
     p.add_argument("--c-router", type=Path, default=Path(os.environ.get("QDROUTERD_C", DEFAULT_C_ROUTER)),
                    help="the C router's binary (default: .ci/setup.d/25-qdrouterd-c.sh's build)")
     p.add_argument("--python", default=sys.executable, help="interpreter that runs qdmesh (e.g. pypy3)")
