@@ -15,6 +15,16 @@ APPLY = "application/apply-patch+yaml"
 MERGE = "application/merge-patch+json"
 
 
+class KubeRefused(Exception):
+    """The API server refused a request of one stage; ``kind`` names what was being written
+    (the status message says "Kubernetes refused <kind>")."""
+
+    def __init__(self, kind: str, error: ApiException) -> None:
+        super().__init__(f"{kind}: {error.status} {error.reason}")
+        self.kind = kind
+        self.error = error
+
+
 class KubeApi:
     """Thin synchronous wrapper; every call raises ``ApiException`` on failure."""
 

@@ -119,10 +119,10 @@ def mesh_entities(mesh: MeshSpec) -> List[Entity]:
     return out
 
 
-def mesh_state(mesh: MeshSpec, routing: Sequence[RoutingSpec]) -> MeshState:
+def mesh_state(mesh: MeshSpec, routing: Sequence[RoutingSpec], manage_inter_router: bool = True) -> MeshState:
     """Every router's entities; routing resources that do not fit the mesh become problems
     and contribute nothing (never half of their entities)."""
-    state = MeshState(mesh)
+    state = MeshState(mesh, manage_inter_router=manage_inter_router)
     shared = mesh_entities(mesh)
     routed: List[Entity] = []
     for spec in sorted(routing, key=lambda s: (type(s).__name__, s.name)):
