@@ -30,6 +30,7 @@ from .render.manifests import owner_reference
 from .render.mesh import render_mesh
 from .router_urls import overrides, router_urls
 from .status import mesh as mesh_report
+from .status.edges import edge_status
 from .status.report import Event, Report, ref
 from .status.routing import orphan_status, orphans_report, routing_statuses
 from .tls.certs import CertificateError
@@ -88,12 +89,15 @@ class MeshReconciler:
         except SpecError as e:
             return mesh_report.stalled_report(body, str(e), event=str(e))
         mesh = parsed.mesh
-        in_cluster = overrides() is None
+        override = overrides()
+        in_cluster = override is None
         urls = self.urls(mesh, observed.ready_pods)
+        edges_ready = any(pod.ready for pod in observed.edge_pods.values())
         # tls: the mesh's certificates, made or renewed, and the operator's own for management
         try:
             certificates = resolve_certificates(self.kube.core, mesh, owner, observed.stateful_set,
-                                                self.credentials, needs_management=in_cluster and bool(urls))
+                                                observed.edge_workloads, self.credentials,
+                                                needs_management=in_cluster and (bool(urls) or edges_ready))
         except CertificateError as e:
             return mesh_report.stalled_report(body, f"spec.interRouter.tls: {e}", event=str(e))
         except KubeRefused as e:
@@ -107,7 +111,8 @@ class MeshReconciler:
             return mesh_report.stalled_report(body, str(e), event=None)
         # apply: Kubernetes objects, then live entities on each router, then the StatefulSet
         try:
-            applied = apply_mesh(self.kube, self.pool, rendered, state, observed, urls, certificates)
+            applied = apply_mesh(self.kube, self.pool, rendered, state, observed, urls, certificates,
+                                 override)
         except KubeRefused as e:
             report = mesh_report.refused_report(body, e)
             report.events[:0] = [Event(ref(body), *event) for event in certificates.events]
@@ -118,10 +123,11 @@ class MeshReconciler:
         rolling = mesh_report.rolling_event(body, state, applied.rolling)
         if rolling is not None:
             report.events.append(rolling)
-        mesh_report.count(report, applied.outcomes, why)
-        report.statuses[(contract.MESH_PLURAL, mesh.name)] = mesh_report.mesh_status(body, state, applied)
+        mesh_report.count(report, {**applied.outcomes, **applied.edge_outcomes}, why)
+        report.statuses[(contract.MESH_PLURAL, mesh.name)] = mesh_report.mesh_status(
+            body, state, applied, edge_status(state, observed, applied))
         routing_statuses(report, state, observed.routing, parsed.invalid, applied.outcomes)
-        mesh_report.management_events(report, body, applied.outcomes, why)
+        mesh_report.management_events(report, body, {**applied.outcomes, **applied.edge_outcomes}, why)
         return report
 
 

@@ -17,6 +17,7 @@ from ..rolling import TEMPLATE_HASH, next_partition
 from ..status import ROUTER_UNREACHABLE
 from ..tls.resolve import Certificates
 from .converged import mesh_converged
+from .edges import EdgeRouter, apply_edge_objects, edge_routers, sync_edges
 from .kube import KubeApi, KubeRefused
 from .management import ClientPool, RouterOutcome, sync_mesh
 from .observe import Observed
@@ -32,6 +33,9 @@ class Applied:
     rolling: str = ""
     #: Events to post as (type, reason, message).
     events: List[Tuple[str, str, str]] = field(default_factory=list)
+    #: The edge routers managed this time, and what each one's management did and reported.
+    edge_routers: List[EdgeRouter] = field(default_factory=list)
+    edge_outcomes: Dict[str, RouterOutcome] = field(default_factory=dict)
 
 
 def _apply(kube: KubeApi, obj: Mapping[str, Any]) -> None:
@@ -42,7 +46,8 @@ def _apply(kube: KubeApi, obj: Mapping[str, Any]) -> None:
 
 
 def apply_mesh(kube: KubeApi, pool: ClientPool, rendered: RenderedMesh, state: MeshState,
-               observed: Observed, urls: Mapping[str, str], certificates: Certificates) -> Applied:
+               observed: Observed, urls: Mapping[str, str], certificates: Certificates,
+               override: Mapping[str, str] | None = None) -> Applied:
     mesh = state.mesh
     applied = Applied(stateful_set_status=dict((observed.stateful_set or {}).get("status") or {}))
     for obj in rendered.objects:
@@ -55,6 +60,7 @@ def apply_mesh(kube: KubeApi, pool: ClientPool, rendered: RenderedMesh, state: M
         if removed:
             applied.events.append(("Normal", "ConsoleRemoved", f"web console {contract.console(mesh.name)} "
                                    "removed (spec.console.enabled is false)"))
+    applied.edge_routers = edge_routers(state, observed.edge_pods, mesh.inter_router_tls.enabled, override)
     if certificates.management_error is not None:
         applied.events.append(("Warning", ROUTER_UNREACHABLE, certificates.management_error))
     elif urls:
@@ -65,4 +71,8 @@ def apply_mesh(kube: KubeApi, pool: ClientPool, rendered: RenderedMesh, state: M
         list(observed.pods.values()), mesh_converged(mesh, applied.outcomes))
     sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = partition
     _apply(kube, sts)
+    # Edge groups after the interior routers they connect to.
+    applied.events.extend(apply_edge_objects(kube, state, rendered.edge_objects, observed.edge_workloads))
+    if certificates.management_error is None and applied.edge_routers:
+        applied.edge_outcomes = sync_edges(state, applied.edge_routers, pool, certificates.management)
     return applied

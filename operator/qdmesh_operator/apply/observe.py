@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Tuple
 
 from .. import contract
 from ..rolling import PodState
-from .kube import KubeApi
+from .kube import EdgePod, KubeApi
 
 ROUTING_PLURALS = {"LinkRoute": contract.LINK_ROUTE_PLURAL, "AutoLink": contract.AUTO_LINK_PLURAL,
                    "VhostPolicy": contract.VHOST_PLURAL}
@@ -27,6 +27,9 @@ class Observed:
     routing: List[Tuple[str, Dict[str, Any]]] = field(default_factory=list)
     stateful_set: Dict[str, Any] | None = None
     pods: Dict[str, PodState] = field(default_factory=dict)
+    #: The edge groups' Deployments and DaemonSets as they run (with ``kind``), by group name.
+    edge_workloads: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    edge_pods: Dict[str, EdgePod] = field(default_factory=dict)
 
     @property
     def ready_pods(self) -> List[str]:
@@ -51,4 +54,9 @@ def observe(kube: KubeApi, namespace: str, mesh_name: str) -> Observed:
         return observed
     observed.stateful_set = kube.stateful_set(namespace, mesh_name)
     observed.pods = kube.pods(namespace, mesh_name)
+    for workload in kube.edge_workloads(namespace, mesh_name):
+        group = ((workload.get("metadata") or {}).get("labels") or {}).get("qdmesh.io/edge-group")
+        if group:
+            observed.edge_workloads[str(group)] = workload
+    observed.edge_pods = kube.edge_pods(namespace, mesh_name)
     return observed

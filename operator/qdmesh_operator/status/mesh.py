@@ -16,6 +16,7 @@ from ..apply.mesh import Applied
 from ..model.desired import MeshState
 from ..plan import CREATE
 from ..rolling import HELD
+from .edges import EdgeStatus
 from .report import Event, Report, generation_of, ref
 
 
@@ -70,7 +71,8 @@ def router_entry(rid: str, outcome: RouterOutcome | None) -> Dict[str, Any]:
     return entry
 
 
-def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied) -> Dict[str, Any]:
+def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied,
+                edges: EdgeStatus | None = None) -> Dict[str, Any]:
     mesh, outcomes, sts = state.mesh, applied.outcomes, applied.stateful_set_status
     generation = generation_of(body)
     ready_replicas = int(sts.get("readyReplicas") or 0)
@@ -80,6 +82,8 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied) -> 
                      if r.op.name not in routing_names]
     unreachable = [o.error for o in outcomes.values() if not o.reachable]
     routers = [router_entry(rid, outcomes.get(rid)) for rid in mesh.router_ids()]
+    edges = edges or EdgeStatus()
+    mesh_failures += edges.failures
     if mesh_failures:
         verdict = status.Verdict.stalled(status.APPLY_FAILED, "; ".join(str(m) for m in mesh_failures[:3]))
     elif applied.rolling:
@@ -91,6 +95,13 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied) -> 
         verdict = status.Verdict.progressing(status.ROUTER_UNREACHABLE,
                                              "; ".join(str(u) for u in unreachable[:3])
                                              or "routers not reachable yet")
+    elif edges.ready < edges.wanted:
+        verdict = status.Verdict.progressing(status.EDGES_NOT_READY,
+                                             f"{edges.ready}/{edges.wanted} edge routers connected to "
+                                             "an interior router with their configuration live")
+    elif mesh.edge_groups:
+        verdict = status.Verdict.ready(f"{mesh.size} routers and {edges.wanted} edge routers ready, "
+                                       "configuration live on every router")
     else:
         verdict = status.Verdict.ready(f"{mesh.size} routers ready, configuration live on every router")
     previous = body.get("status") or {}
@@ -99,6 +110,9 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied) -> 
                            readyRouters=ready_replicas,
                            selector=f"qdmesh.io/mesh={mesh.name}", image=mesh.image,
                            configHash=mesh.restart_hash(), routerStatus=routers)
+    if mesh.edge_groups:
+        new.update(edges=edges.wanted, readyEdges=edges.ready, edgesReady=f"{edges.ready}/{edges.wanted}",
+                   edgeGroups=edges.groups)
     new["conditions"].append(status.condition(
         status.MESH_CONVERGED, converged, "AllRoutersSeeEachOther" if converged else "NotConverged",
         f"every router reaches the other {mesh.size - 1}, each over its own links" if converged

@@ -16,7 +16,7 @@ from ..apply.credentials import CredentialsError, ManagementCredentials, TlsFile
 from ..apply.kube import KubeRefused
 from ..model.mesh import MeshSpec
 from ..render.manifests import CERT_ANNOTATION
-from ..rolling import rolled_out_annotation
+from ..rolling import rolled_out_annotation, workload_rolled_out_annotation
 from . import mounted
 from .secrets import ensure_managed_tls
 
@@ -25,6 +25,8 @@ from .secrets import ensure_managed_tls
 class Certificates:
     #: Mode Managed: the fingerprint of the routers' certificate (in the pod template).
     revision: str | None = None
+    #: Mode Managed with edge groups: the same for the edge routers' certificate.
+    edge_revision: str | None = None
     #: Digest of the mounted Secrets the operator does not write (in the pod template).
     mounted_digest: str | None = None
     #: What the operator presents to the routers' management listener (None: plain AMQP).
@@ -37,6 +39,7 @@ class Certificates:
 
 def resolve_certificates(core: Any, mesh: MeshSpec, owner: Dict[str, Any],
                          live_stateful_set: Mapping[str, Any] | None,
+                         live_edge_workloads: Mapping[str, Mapping[str, Any]],
                          credentials: ManagementCredentials, needs_management: bool) -> Certificates:
     """``needs_management``: the operator will talk to routers this time (some are ready, and
     they are reached in the cluster rather than through QDMESH_ROUTER_URLS)."""
@@ -44,8 +47,11 @@ def resolve_certificates(core: Any, mesh: MeshSpec, owner: Dict[str, Any],
     try:
         if mesh.inter_router_tls.mode == "Managed":
             running = rolled_out_annotation(live_stateful_set, mesh.size, CERT_ANNOTATION)
-            managed = ensure_managed_tls(core, mesh, owner, running=running)
+            running_edges = [workload_rolled_out_annotation(live_edge_workloads[g.name], CERT_ANNOTATION)
+                             if g.name in live_edge_workloads else None for g in mesh.edge_groups]
+            managed = ensure_managed_tls(core, mesh, owner, running=running, running_edges=running_edges)
             found.revision = managed.revision
+            found.edge_revision = managed.edge_revision
             found.events.extend(managed.events)
         found.mounted_digest = mounted.digest(core, mesh)
     except ApiException as e:
