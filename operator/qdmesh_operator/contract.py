@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Dict
+from typing import Any, Dict, Mapping
 
 GROUP = "qdmesh.io"
 VERSION = "v1alpha1"
@@ -24,6 +24,14 @@ CONSOLE_PORT = 8080  # the web console (spec.console), on its own pod
 
 MANAGER = "qdmesh-operator"
 CONFIG_DIR = "/etc/qdrouterd"
+
+
+def owner_reference(owner: Mapping[str, Any]) -> Dict[str, Any]:
+    """A controller reference to the RouterMesh ``owner`` (its body or metadata-bearing dict):
+    on everything the operator creates for a mesh, so deleting the mesh deletes them."""
+    meta = owner["metadata"]
+    return {"apiVersion": API_VERSION, "kind": "RouterMesh", "name": meta["name"],
+            "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}
 
 
 def package_version() -> str:

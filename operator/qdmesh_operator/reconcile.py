@@ -14,7 +14,6 @@ import threading
 import time
 from typing import Any, Callable, Dict, Mapping, Sequence, Tuple
 
-from . import contract
 from .apply.converged import mesh_converged
 from .apply.credentials import ManagementCredentials
 from .apply.kube import KubeApi, KubeRefused
@@ -26,13 +25,12 @@ from .model.errors import SpecError
 from .model.inputs import parse_inputs
 from .model.mesh import MeshSpec
 from .render.conf import RenderError
-from .render.manifests import owner_reference
 from .render.mesh import render_mesh
 from .router_urls import overrides, router_urls
-from .status import mesh as mesh_report
-from .status.edges import edge_status
-from .status.report import Event, Report, ref
-from .status.routing import orphan_status, orphans_report, routing_statuses
+from .status.compose import reconciled_report, refused_report
+from .status.mesh import stalled_report
+from .status.report import Event, Report
+from .status.routing import orphan_status, orphans_report
 from .tls.certs import CertificateError
 from .tls.resolve import resolve_certificates
 
@@ -82,53 +80,41 @@ class MeshReconciler:
         body = observed.body
         if body is None:
             return orphans_report(observed.routing)
-        owner = owner_reference(body)
         # model: typed specs; a bad RouterMesh stops here, naming the field
         try:
-            parsed = parse_inputs(mesh_name, namespace, body.get("spec") or {}, observed.routing)
+            parsed = parse_inputs(body, observed.routing)
         except SpecError as e:
-            return mesh_report.stalled_report(body, str(e), event=str(e))
-        mesh = parsed.mesh
+            return stalled_report(body, str(e), event=str(e))
+        mesh, owner = parsed.mesh, parsed.owner
         override = overrides()
         in_cluster = override is None
         urls = self.urls(mesh, observed.ready_pods)
-        edges_ready = any(pod.ready for pod in observed.edge_pods.values())
+        # The operator talks to routers this time (so it needs its certificate): some are ready,
+        # and it reaches them in the cluster rather than through QDMESH_ROUTER_URLS.
+        needs_management = in_cluster and (bool(urls) or observed.edges_ready)
         # tls: the mesh's certificates, made or renewed, and the operator's own for management
         try:
             certificates = resolve_certificates(self.kube.core, mesh, owner, observed.stateful_set,
-                                                observed.edge_workloads, self.credentials,
-                                                needs_management=in_cluster and (bool(urls) or edges_ready))
+                                                observed.edge_workloads, self.credentials, needs_management)
         except CertificateError as e:
-            return mesh_report.stalled_report(body, f"spec.interRouter.tls: {e}", event=str(e))
+            return stalled_report(body, f"spec.interRouter.tls: {e}", event=str(e))
         except KubeRefused as e:
-            return mesh_report.refused_report(body, e)
+            return refused_report(body, e)
         # desired: every router's entities
         state = mesh_state(mesh, parsed.routing, manage_inter_router=in_cluster)
         # render: configs and Kubernetes objects
         try:
             rendered = render_mesh(state, owner, certificates)
         except RenderError as e:
-            return mesh_report.stalled_report(body, str(e), event=None)
+            return stalled_report(body, str(e), event=None)
         # apply: Kubernetes objects, then live entities on each router, then the StatefulSet
         try:
             applied = apply_mesh(self.kube, self.pool, rendered, state, observed, urls, certificates,
                                  override)
         except KubeRefused as e:
-            report = mesh_report.refused_report(body, e)
-            report.events[:0] = [Event(ref(body), *event) for event in certificates.events]
-            return report
-        # report: statuses and Events
-        report = Report()
-        report.events.extend(Event(ref(body), *event) for event in certificates.events + applied.events)
-        rolling = mesh_report.rolling_event(body, state, applied.rolling)
-        if rolling is not None:
-            report.events.append(rolling)
-        mesh_report.count(report, {**applied.outcomes, **applied.edge_outcomes}, why)
-        report.statuses[(contract.MESH_PLURAL, mesh.name)] = mesh_report.mesh_status(
-            body, state, applied, edge_status(state, observed, applied))
-        routing_statuses(report, state, observed.routing, parsed.invalid, applied.outcomes)
-        mesh_report.management_events(report, body, {**applied.outcomes, **applied.edge_outcomes}, why)
-        return report
+            return refused_report(body, e, certificates)
+        # status: every status to write and every Event to post
+        return reconciled_report(body, parsed, observed, state, certificates, applied, why)
 
 
 def reconcile_all(reconciler: MeshReconciler, namespace: str, mesh_name: str | None) -> Report | None:

@@ -31,9 +31,10 @@ class Observed:
     edge_workloads: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     edge_pods: Dict[str, EdgePod] = field(default_factory=dict)
 
-    @property
-    def ready_pods(self) -> List[str]:
-        return sorted(name for name, pod in self.pods.items() if pod.ready)
+    #: The interior routers whose pods are ready (only they can answer management).
+    ready_pods: List[str] = field(default_factory=list)
+    #: Whether any edge router's pod is ready.
+    edges_ready: bool = False
 
 
 def routing_bodies(kube: KubeApi, namespace: str, mesh_name: str) -> List[Tuple[str, Dict[str, Any]]]:
@@ -59,4 +60,6 @@ def observe(kube: KubeApi, namespace: str, mesh_name: str) -> Observed:
         if group:
             observed.edge_workloads[str(group)] = workload
     observed.edge_pods = kube.edge_pods(namespace, mesh_name)
+    observed.ready_pods = sorted(name for name, pod in observed.pods.items() if pod.ready)
+    observed.edges_ready = any(pod.ready for pod in observed.edge_pods.values())
     return observed

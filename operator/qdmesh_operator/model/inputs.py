@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
+from .. import contract
 from .errors import SpecError
 from .mesh import MeshSpec, parse_mesh
 from .routing import PARSERS, RoutingSpec
@@ -15,6 +16,8 @@ from .routing import PARSERS, RoutingSpec
 @dataclass
 class ParsedMesh:
     mesh: MeshSpec
+    #: The controller reference every object made for the mesh carries.
+    owner: Dict[str, Any] = field(default_factory=dict)
     routing: List[RoutingSpec] = field(default_factory=list)
     #: Routing resources that did not parse, by (kind, name).
     invalid: Dict[Tuple[str, str], SpecError] = field(default_factory=dict)
@@ -33,9 +36,11 @@ def parse_routing(bodies: Sequence[Tuple[str, Mapping[str, Any]]]
     return specs, invalid
 
 
-def parse_inputs(name: str, namespace: str, spec: Mapping[str, Any],
+def parse_inputs(body: Mapping[str, Any],
                  routing_bodies: Sequence[Tuple[str, Mapping[str, Any]]]) -> ParsedMesh:
-    """Raises SpecError when the RouterMesh itself is invalid."""
-    mesh = parse_mesh(name, namespace, spec)
+    """The RouterMesh ``body`` and its routing resources; raises SpecError when the RouterMesh
+    itself is invalid."""
+    meta = body["metadata"]
+    mesh = parse_mesh(meta["name"], meta["namespace"], body.get("spec") or {})
     routing, invalid = parse_routing(routing_bodies)
-    return ParsedMesh(mesh, routing, invalid)
+    return ParsedMesh(mesh, contract.owner_reference(body), routing, invalid)
