@@ -140,12 +140,13 @@ def test_edge_objects_match_golden_file() -> None:
     objects = edge_objects(edge_mesh(), OWNER, cert_revision="abc", secrets_digest=None)
     check_golden("edge-manifests.yaml", yaml.safe_dump_all(objects, sort_keys=True))
     kinds = [(o["kind"], o["metadata"]["name"]) for o in objects]
-    assert kinds == [("Service", "demo-edge-apps"), ("Deployment", "demo-edge-apps"),
-                     ("Service", "demo-edge-nodes"), ("DaemonSet", "demo-edge-nodes")]
+    assert kinds == [("Service", "demo-edge-apps"), ("PodDisruptionBudget", "demo-edge-apps"),
+                     ("Deployment", "demo-edge-apps"), ("Service", "demo-edge-nodes"),
+                     ("PodDisruptionBudget", "demo-edge-nodes"), ("DaemonSet", "demo-edge-nodes")]
 
 
 def test_per_node_service_keeps_clients_on_their_node_and_pods_stay_out_of_interior_selectors() -> None:
-    service, deployment, node_service, daemon_set = edge_objects(edge_mesh(), OWNER)
+    service, _, deployment, node_service, _, daemon_set = edge_objects(edge_mesh(), OWNER)
     assert "internalTrafficPolicy" not in service["spec"]
     assert node_service["spec"]["internalTrafficPolicy"] == "Local"
     for workload in (deployment, daemon_set):
@@ -168,7 +169,7 @@ def test_per_node_service_keeps_clients_on_their_node_and_pods_stay_out_of_inter
 def test_edge_routers_mount_the_certificate_of_the_mode(tls: Dict[str, Any], secret: str | None) -> None:
     mesh = edge_mesh(**tls)
     assert edge_secret(mesh) == secret
-    volumes = edge_objects(mesh, OWNER)[1]["spec"]["template"]["spec"]["volumes"]
+    volumes = edge_objects(mesh, OWNER)[2]["spec"]["template"]["spec"]["volumes"]
     mounted = [v["secret"]["secretName"] for v in volumes if "secret" in v]
     assert mounted == ([secret] if secret else [])
 

@@ -79,6 +79,9 @@ def test_edge_groups_get_their_objects_certificate_and_status(cluster: Tuple[Any
     assert daemon_set.spec.template.metadata.labels["qdmesh.io/edge-group"] == "nodes"
     assert core.read_namespaced_service("alpha-edge-nodes", ns).spec.internal_traffic_policy == "Local"
     assert core.read_namespaced_service("alpha-edge-apps", ns).spec.internal_traffic_policy == "Cluster"
+    budget = client.PolicyV1Api(api).read_namespaced_pod_disruption_budget("alpha-edge-apps", ns)
+    assert budget.spec.max_unavailable == 1
+    assert budget.spec.selector.match_labels == {"qdmesh.io/edge-of": "alpha", "qdmesh.io/edge-group": "apps"}
 
     # The edge routers' certificate comes from the mesh's CA, like the interior routers'.
     ca, edge = _data(api, ns, "alpha-inter-router-ca"), _data(api, ns, "alpha-edge-tls")
@@ -98,8 +101,10 @@ def test_edge_groups_get_their_objects_certificate_and_status(cluster: Tuple[Any
     report = reconciler.reconcile(ns, "alpha")
     assert apps.read_namespaced_deployment("alpha-edge-apps", ns).spec.replicas == 6
     assert [e.message for e in report.events if e.reason == "EdgeGroupRemoved"] == [
-        "edge group nodes removed (DaemonSet alpha-edge-nodes and its Service)"]
-    for read in (apps.read_namespaced_daemon_set, core.read_namespaced_service):
+        "edge group nodes removed (DaemonSet alpha-edge-nodes, its Service and PodDisruptionBudget)"]
+    policy = client.PolicyV1Api(api)
+    for read in (apps.read_namespaced_daemon_set, core.read_namespaced_service,
+                 policy.read_namespaced_pod_disruption_budget):
         with pytest.raises(ApiException) as caught:
             read("alpha-edge-nodes", ns)
         assert caught.value.status == 404

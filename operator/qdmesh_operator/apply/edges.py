@@ -70,7 +70,8 @@ def apply_edge_objects(kube: KubeApi, state: MeshState, objects: Sequence[Mappin
         except ApiException as e:
             raise KubeRefused(str(workload.get("kind") or "Deployment"), e) from None
         events.append(("Normal", "EdgeGroupRemoved", f"edge group {group} removed "
-                       f"({workload.get('kind')} {workload['metadata']['name']} and its Service)"))
+                       f"({workload.get('kind')} {workload['metadata']['name']}, its Service and "
+                       "PodDisruptionBudget)"))
     return events
 
 

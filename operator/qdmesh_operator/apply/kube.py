@@ -141,11 +141,12 @@ class KubeApi:
         return found
 
     def delete_edge_group(self, namespace: str, workload: Mapping[str, Any]) -> None:
-        """Remove an edge group that left the spec: its workload and its Service."""
+        """Remove an edge group that left the spec: its workload, Service and disruption budget."""
         name = workload["metadata"]["name"]
         delete = (self.apps.delete_namespaced_daemon_set if workload.get("kind") == "DaemonSet"
                   else self.apps.delete_namespaced_deployment)
-        for call in (delete, self.core.delete_namespaced_service):
+        for call in (delete, self.core.delete_namespaced_service,
+                     self.policy.delete_namespaced_pod_disruption_budget):
             try:
                 call(name, namespace)
             except ApiException as e:

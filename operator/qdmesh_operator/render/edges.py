@@ -116,11 +116,22 @@ def edge_workload(mesh: MeshSpec, group: EdgeGroupSpec, owner: Dict[str, Any] | 
                                   "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}}}
 
 
+def edge_disruption_budget(mesh: MeshSpec, group: EdgeGroupSpec, owner: Dict[str, Any] | None
+                           ) -> Dict[str, Any]:
+    """At most one edge router of a group evicted at a time (a node drain): its clients
+    reconnect to the others (a per-node group's clients wait for their node's router)."""
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": _metadata(mesh, group, owner),
+            "spec": {"maxUnavailable": 1,
+                     "selector": {"matchLabels": contract.edge_selector(mesh.name, group.name)}}}
+
+
 def edge_objects(mesh: MeshSpec, owner: Dict[str, Any] | None, cert_revision: str | None = None,
                  secrets_digest: str | None = None) -> List[Dict[str, Any]]:
-    """Every edge group's Service and workload, group by group."""
+    """Every edge group's Service, PodDisruptionBudget and workload, group by group."""
     objects: List[Dict[str, Any]] = []
     for group in mesh.edge_groups:
         objects.append(edge_service(mesh, group, owner))
+        objects.append(edge_disruption_budget(mesh, group, owner))
         objects.append(edge_workload(mesh, group, owner, cert_revision, secrets_digest))
     return objects
