@@ -110,6 +110,18 @@ def test_edge_groups_get_their_objects_certificate_and_status(cluster: Tuple[Any
         assert caught.value.status == 404
     assert "edge-nodes.conf" not in core.read_namespaced_config_map("alpha-config", ns).data
 
+    # A group that changes from size to perNode changes from a Deployment to a DaemonSet.
+    _patch(api, ns, "alpha", {"edgeGroups": [{"name": "apps", "perNode": True}]})
+    report = reconciler.reconcile(ns, "alpha")
+    assert [e.message for e in report.events if e.reason == "EdgeGroupReplaced"] == [
+        "edge group apps is now a DaemonSet: its Deployment alpha-edge-apps removed"]
+    daemon_set = apps.read_namespaced_daemon_set("alpha-edge-apps", ns)
+    assert daemon_set.metadata.labels["qdmesh.io/edge-group"] == "apps"
+    with pytest.raises(ApiException) as caught:
+        apps.read_namespaced_deployment("alpha-edge-apps", ns)
+    assert caught.value.status == 404
+    assert core.read_namespaced_service("alpha-edge-apps", ns).spec.internal_traffic_policy == "Local"
+
 
 def test_mesh_without_edge_groups_has_no_edge_objects_or_status(cluster: Tuple[Any, str]) -> None:
     from kubernetes import client

@@ -54,8 +54,15 @@ def _host(ip: str) -> str:
 
 def apply_edge_objects(kube: KubeApi, state: MeshState, objects: Sequence[Mapping[str, Any]],
                        live_workloads: Mapping[str, Mapping[str, Any]]) -> List[Tuple[str, str, str]]:
-    """Apply every group's objects, remove groups no longer in the spec; Events to post."""
+    """Apply every group's objects, remove groups no longer in the spec (and a workload whose
+    group changed between size and perNode); Events to post."""
     events: List[Tuple[str, str, str]] = []
+    kinds = {g.name: "DaemonSet" if g.per_node else "Deployment" for g in state.mesh.edge_groups}
+    for group, workload in sorted(live_workloads.items()):
+        if group in kinds and workload.get("kind") != kinds[group]:
+            _delete(kube, state.mesh.namespace, workload, workload_only=True)
+            events.append(("Normal", "EdgeGroupReplaced", f"edge group {group} is now a {kinds[group]}: "
+                           f"its {workload.get('kind')} {workload['metadata']['name']} removed"))
     for obj in objects:
         try:
             kube.apply(obj)
@@ -65,14 +72,18 @@ def apply_edge_objects(kube: KubeApi, state: MeshState, objects: Sequence[Mappin
     for group, workload in sorted(live_workloads.items()):
         if group in wanted:
             continue
-        try:
-            kube.delete_edge_group(state.mesh.namespace, workload)
-        except ApiException as e:
-            raise KubeRefused(str(workload.get("kind") or "Deployment"), e) from None
+        _delete(kube, state.mesh.namespace, workload)
         events.append(("Normal", "EdgeGroupRemoved", f"edge group {group} removed "
                        f"({workload.get('kind')} {workload['metadata']['name']}, its Service and "
                        "PodDisruptionBudget)"))
     return events
+
+
+def _delete(kube: KubeApi, namespace: str, workload: Mapping[str, Any], workload_only: bool = False) -> None:
+    try:
+        kube.delete_edge_group(namespace, workload, workload_only)
+    except ApiException as e:
+        raise KubeRefused(str(workload.get("kind") or "Deployment"), e) from None
 
 
 def sync_edges(state: MeshState, routers: Sequence[EdgeRouter], pool: ClientPool,

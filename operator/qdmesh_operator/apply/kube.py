@@ -140,13 +140,16 @@ class KubeApi:
                 ready=any(c.type == "Ready" and c.status == "True" for c in conditions))
         return found
 
-    def delete_edge_group(self, namespace: str, workload: Mapping[str, Any]) -> None:
-        """Remove an edge group that left the spec: its workload, Service and disruption budget."""
+    def delete_edge_group(self, namespace: str, workload: Mapping[str, Any],
+                          workload_only: bool = False) -> None:
+        """Remove an edge group that left the spec: its workload, Service and disruption budget
+        (``workload_only``: the workload, which the group replaces by one of the other kind)."""
         name = workload["metadata"]["name"]
         delete = (self.apps.delete_namespaced_daemon_set if workload.get("kind") == "DaemonSet"
                   else self.apps.delete_namespaced_deployment)
-        for call in (delete, self.core.delete_namespaced_service,
-                     self.policy.delete_namespaced_pod_disruption_budget):
+        calls = [delete] if workload_only else [delete, self.core.delete_namespaced_service,
+                                                 self.policy.delete_namespaced_pod_disruption_budget]
+        for call in calls:
             try:
                 call(name, namespace)
             except ApiException as e:
