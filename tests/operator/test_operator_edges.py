@@ -219,3 +219,18 @@ def test_edge_status_counts_routers_connected_with_their_configuration() -> None
     assert apps["routers"][1]["message"] == "not connected to an interior router yet"
     assert (nodes["kind"], nodes["edges"]) == ("DaemonSet", 2)
     assert found.failures == ["c: refused (501)"]
+
+
+@pytest.mark.parametrize("tls, mounted", [
+    ({"mode": "Managed"}, []),
+    ({"mode": "Secret", "secretName": "mine"}, [("mine", None)]),
+    ({"mode": "CertManager", "issuerRef": {"name": "ca"}}, [("demo-inter-router-tls", None)]),
+    ({"mode": "Disabled"}, []),
+])
+def test_edge_routers_restart_only_for_the_secrets_they_mount(tls: Dict[str, Any], mounted: Any) -> None:
+    """Not for the interior routers' listener certificates or broker passwords."""
+    from qdmesh_operator.tls.mounted import edge_mounted
+
+    spec = {**EDGE_SPEC, "listeners": [{"name": "amqps", "port": 5671, "tlsSecretName": "listener-tls"}]}
+    assert edge_mounted(edge_mesh(spec, **tls)) == mounted
+    assert edge_mounted(edge_mesh(MESH_SPEC, **tls)) == []

@@ -30,5 +30,5 @@ def render_mesh(state: MeshState, owner: Dict[str, Any], certificates: Certifica
     """Raises RenderError when a rendered config would not load in the router."""
     confs = render_all(state)
     objects = mesh_objects(state.mesh, confs, owner, certificates.revision, certificates.mounted_digest)
-    edges = edge_objects(state.mesh, owner, certificates.edge_revision, certificates.mounted_digest)
+    edges = edge_objects(state.mesh, owner, certificates.edge_revision, certificates.edge_mounted_digest)
     return RenderedMesh(confs, objects[:-1], objects[-1], edges)

@@ -29,6 +29,8 @@ class Certificates:
     edge_revision: str | None = None
     #: Digest of the mounted Secrets the operator does not write (in the pod template).
     mounted_digest: str | None = None
+    #: The same for edge routers (only the mesh's certificate of modes Secret, CertManager).
+    edge_mounted_digest: str | None = None
     #: What the operator presents to the routers' management listener (None: plain AMQP).
     management: TlsFiles | None = None
     #: Why ``management`` could not be read (the routers are then left alone this time).
@@ -54,6 +56,7 @@ def resolve_certificates(core: Any, mesh: MeshSpec, owner: Dict[str, Any],
             found.edge_revision = managed.edge_revision
             found.events.extend(managed.events)
         found.mounted_digest = mounted.digest(core, mesh)
+        found.edge_mounted_digest = mounted.digest(core, mesh, mounted.edge_mounted(mesh))
     except ApiException as e:
         raise KubeRefused("Secret", e) from None
     if needs_management:
