@@ -71,6 +71,15 @@ def test_bad_edge_groups_are_refused_naming_the_field(groups: Any, field: str, w
     assert words in caught.value.problem
 
 
+def test_edge_group_service_cannot_be_a_listener_service() -> None:
+    spec = {**MESH_SPEC, "listeners": [{"name": "edge-apps", "port": 5680, "expose": "LoadBalancer"}],
+            "edgeGroups": [{"name": "apps", "size": 1}]}
+    with pytest.raises(SpecError) as caught:
+        parse_mesh("demo", "messaging", spec)
+    assert caught.value.field == "spec.edgeGroups[0].name"
+    assert "Service demo-edge-apps" in caught.value.problem
+
+
 # -- desired state ------------------------------------------------------------------------------------
 
 def test_interior_routers_get_an_edge_listener_only_with_edge_groups() -> None:

@@ -208,6 +208,11 @@ def parse_mesh(name: str, namespace: str, spec: Mapping[str, Any]) -> MeshSpec:
         interval=console.need_integer("intervalSeconds", default=2, minimum=1, maximum=60),
         resources=console.mapping("resources"))
     mesh.edge_groups = parse_edge_groups(f, name)
+    exposed = {x.name for x in mesh.listeners if x.expose != "ClusterIP"}
+    for i, group in enumerate(mesh.edge_groups):
+        if f"edge-{group.name}" in exposed:  # both would be Service <mesh>-edge-<group>
+            raise SpecError(f"spec.edgeGroups[{i}].name", f"its Service {name}-edge-{group.name} would be "
+                            f"the one of listener 'edge-{group.name}' (exposed as NodePort or LoadBalancer)")
     return mesh
 
 
