@@ -43,14 +43,18 @@ def pytest_report_header(config: pytest.Config) -> List[str]:
 
 
 def _missing_lines() -> List[str]:
+    # The end-to-end suite needs a whole cluster: CI runs it on its own, after this command.
+    e2e = ["tests/e2e skips here (it needs a cluster): tests/e2e/run.sh runs it (docs/e2e.md)"]
+    if os.environ.get("QDMESH_E2E") == "1":
+        e2e = []
     if not _missing:
-        return ["test prerequisites: all installed (nothing skips for want of one)"]
+        return ["test prerequisites: all installed (nothing skips for want of one)"] + e2e
     how = "fail (QDMESH_REQUIRE_ALL=1)" if os.environ.get("QDMESH_REQUIRE_ALL") == "1" else "skip"
     lines = [f"test prerequisites missing ({len(_missing)}): the tests needing them {how}"]
     lines += [f"  - {what}: {tests} (.ci/setup.d/{step})" if step.endswith(".sh")
               else f"  - {what}: {tests} ({step})" for what, tests, step in _missing]
     lines.append(f"  install them all (Debian/Ubuntu, root or sudo): {INSTALL_COMMAND}")
-    return lines
+    return lines + e2e
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
