@@ -48,7 +48,7 @@ def _missing_lines() -> List[str]:
     if os.environ.get("QDMESH_E2E") == "1":
         e2e = []
     if not _missing:
-        return ["test prerequisites: all installed (nothing skips for want of one)"] + e2e
+        return ["test prerequisites: all installed (nothing skips for want of one)", *e2e]
     how = "fail (QDMESH_REQUIRE_ALL=1)" if os.environ.get("QDMESH_REQUIRE_ALL") == "1" else "skip"
     lines = [f"test prerequisites missing ({len(_missing)}): the tests needing them {how}"]
     lines += [f"  - {what}: {tests} (.ci/setup.d/{step})" if step.endswith(".sh")
@@ -72,9 +72,23 @@ def pytest_sessionstart(session: object) -> None:
     build_proton_shim()
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: object) -> None:
-    # However the run ends (Ctrl-C and SIGTERM included), nothing it started outlives it.
-    reaper.finish_run(_run_id)
+    # However the run ends (Ctrl-C and SIGTERM included), nothing it started outlives it. Last:
+    # session-scoped fixtures (meshes, brokers) are torn down before, by pytest's own hook, and
+    # must find their processes still running. Should that teardown raise, this is not called:
+    # pytest_unconfigure then, or the watchdog once pytest has exited, does the same.
+    _finish()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _finish()
+
+
+def _finish() -> None:
+    global _run_id
+    run_id, _run_id = _run_id, ""
+    reaper.finish_run(run_id)
 
 
 # Per folder: a hung router, broker, client or cluster must fail its test, never hang the run.

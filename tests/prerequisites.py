@@ -66,7 +66,8 @@ def _c_router() -> bool:
 
 def _helm_tools() -> bool:
     from tests.chart.tools import find_tool
-    return all(find_tool(tool) is not None for tool in ("helm", "kubeconform")) and shutil.which("lua5.4") is not None
+    tools = all(find_tool(tool) is not None for tool in ("helm", "kubeconform"))
+    return tools and shutil.which("lua5.4") is not None
 
 
 def _docker() -> bool:
@@ -100,7 +101,8 @@ PREREQUISITES: List[Tuple[str, str, Callable[[], bool], str]] = [
      _c_toolchain, "apt-get install gcc python3-dev"),
     ("RabbitMQ with its AMQP 1.0 plugin", "tests/broker, tests/linkroute, mesh link routes",
      _rabbitmq, "10-rabbitmq.sh"),
-    ("python-qpid-proton with Cyrus SASL", "tests/policy, tests/security (SASL)", _cyrus, "05-cyrus-proton.sh"),
+    ("python-qpid-proton with Cyrus SASL", "tests/policy, tests/security (SASL)", _cyrus,
+     "05-cyrus-proton.sh"),
     ("PyPy with python-qpid-proton", "tests/router/test_pypy.py", _pypy, "15-pypy.sh"),
     ("proton-C's headers", "bench load generator tests", _proton_c_dev, "20-loadgen.sh"),
     ("the C router qdrouterd 1.19", "tests/interop", _c_router, "25-qdrouterd-c.sh"),

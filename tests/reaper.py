@@ -35,7 +35,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Set, Tuple
 
 MARKER = "QDMESH_TEST_RUN"
 RUNS_DIR = Path(os.environ.get("QDMESH_CACHE", str(Path.home() / ".cache" / "qdmesh"))) / "test-runs"
@@ -45,7 +45,7 @@ TERM_GRACE_S = 3.0
 Proc = Tuple[int, str]       # (pid, start time in clock ticks): a pid alone may be reused
 
 
-def _start_time(pid: int) -> Optional[str]:
+def _start_time(pid: int) -> str | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -54,7 +54,7 @@ def _start_time(pid: int) -> Optional[str]:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
-def _ppid(pid: int) -> Optional[int]:
+def _ppid(pid: int) -> int | None:
     try:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
@@ -136,7 +136,7 @@ def reap(run_id: str, extra: Iterable[Proc] = ()) -> List[int]:
 
 
 # -- the run's record and its watchdog ----------------------------------------------------------
-def _record(run_dir: Path) -> Optional[Dict[str, str]]:
+def _record(run_dir: Path) -> Dict[str, str] | None:
     try:
         return dict(json.loads((run_dir / "run.json").read_text()))
     except (OSError, ValueError):
@@ -169,7 +169,7 @@ def start_run() -> str:
     me = os.getpid()
     (run_dir / "run.json").write_text(json.dumps({"pid": str(me), "start": _start_time(me)}))
     chain = [part for part in os.environ.get(MARKER, "").split(":") if part]
-    os.environ[MARKER] = ":".join(chain + [run_id])
+    os.environ[MARKER] = ":".join([*chain, run_id])
     env = {k: v for k, v in os.environ.items() if k != MARKER}   # the watchdog is not a victim
     repo = str(Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = repo + os.pathsep + env.get("PYTHONPATH", "")

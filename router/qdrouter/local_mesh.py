@@ -152,7 +152,8 @@ def allocate_metrics_ports(n: int, base_port: int | None, taken: Sequence[int]) 
         return [p for p in _free_ports(n + len(taken)) if p not in taken][:n]
     ports = list(range(base_port, base_port + n))
     if set(ports) & set(taken):
-        raise MeshError(f"--metrics-port {base_port}: ports {ports[0]}-{ports[-1]} overlap the routers' AMQP ports")
+        raise MeshError(f"--metrics-port {base_port}: ports {ports[0]}-{ports[-1]} "
+                        "overlap the routers' AMQP ports")
     if base_port < 1 or ports[-1] > 65535:
         raise MeshError(f"--metrics-port {base_port}: ports out of range ({ports[0]}-{ports[-1]})")
     return ports
@@ -379,7 +380,8 @@ def run_local(args: argparse.Namespace) -> int:
             try:
                 console = console_server.BackgroundConsole(specs[0].address, HOST, args.console_port)
             except OSError as e:
-                raise MeshError(f"cannot serve the console on {HOST}:{args.console_port}: {e.strerror}") from None
+                raise MeshError(f"cannot serve the console on {HOST}:{args.console_port}: "
+                                f"{e.strerror}") from None
             print(f"  console: http://{HOST}:{console.port}/ (the mesh read through {specs[0].router_id})",
                   flush=True)
         print(f"Mesh of {args.routers} {noun} ready. Ctrl-C to stop.", flush=True)

@@ -49,7 +49,8 @@ def _tool(tool: str, *args: str, timeout: float = 30) -> subprocess.CompletedPro
 
 
 def test_each_router_serves_metrics_where_the_command_says(mesh: MeshCommand) -> None:
-    urls = [m.group(1) for m in (re.search(r"metrics: (http://\S+/metrics)", line) for line in mesh.seen) if m]
+    found = (re.search(r"metrics: (http://\S+/metrics)", line) for line in mesh.seen)
+    urls = [m.group(1) for m in found if m]
     assert len(urls) == 2, mesh.seen
     for router_id, url in zip(["R1", "R2"], urls):
         assert f'qdmesh_router_info{{router="{router_id}",mode="interior"' in _get(url)

@@ -112,7 +112,8 @@ class BackgroundConsole:
     """The console served from threads of the calling process (``qdmesh local --console-port``);
     raises OSError when it cannot listen."""
 
-    def __init__(self, router: str, host: str, port: int, interval: float = 2.0, timeout: float = 3.0) -> None:
+    def __init__(self, router: str, host: str, port: int, interval: float = 2.0,
+                 timeout: float = 3.0) -> None:
         self.collector = MeshCollector(router, interval, timeout)
         self.httpd = ThreadingHTTPServer((host, port), make_handler(self.collector))
         self.httpd.daemon_threads = True
