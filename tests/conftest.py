@@ -36,6 +36,18 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGTERM, _terminate)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Ctrl-C during a test's setup leaves pytest's tmp_path teardown without the results it
+    # reads (a KeyError from pytest's stash that buries the run's summary): give it an empty
+    # record up front. (pytest's own key; nothing to do if a later pytest renames it.)
+    try:
+        from _pytest.tmpdir import tmppath_result_key
+    except ImportError:
+        return
+    item.stash.setdefault(tmppath_result_key, {})
+
+
 def pytest_report_header(config: pytest.Config) -> List[str]:
     # Said first, so that a run stopped early has still said what it will not cover.
     _missing[:] = missing_prerequisites()
