@@ -132,7 +132,31 @@ def reap(run_id: str, extra: Iterable[Proc] = ()) -> List[int]:
     victims started while dying (rabbitmq-server's script starting beam)."""
     hit = kill_all(marked(run_id) | set(extra))
     hit += kill_all(marked(run_id))
+    remove_containers(run_id)
     return hit
+
+
+# -- Docker containers: the daemon's children, found by label -------------------------------------
+LABEL_PREFIX = "qdmesh.test-run."
+
+
+def container_labels() -> List[str]:
+    """``docker run`` options labelling a container with every run it belongs to."""
+    runs = [part for part in os.environ.get(MARKER, "").split(":") if part]
+    return [option for run_id in runs for option in ("--label", f"{LABEL_PREFIX}{run_id}=1")]
+
+
+def remove_containers(run_id: str) -> None:
+    if shutil.which("docker") is None:
+        return
+    try:
+        listed = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL_PREFIX}{run_id}"],
+                                capture_output=True, text=True, timeout=20)
+        ids = listed.stdout.split()
+        if ids:
+            subprocess.run(["docker", "rm", "-f", *ids], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        pass    # no daemon (it cannot hold containers of ours then) or a stuck one: nothing to do
 
 
 # -- the run's record and its watchdog ----------------------------------------------------------
