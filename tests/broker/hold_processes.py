@@ -15,7 +15,10 @@ from tests.broker.rabbit import RabbitBroker
 from tests.router.routerproc import RouterFactory
 
 
-@pytest.mark.timeout(600)
+# tests/broker/test_reaper.py's timeout case sets a short timeout, with pytest-timeout's
+# thread method, which ends pytest with os._exit: no teardown at all.
+@pytest.mark.timeout(int(os.environ.get("QDMESH_HOLD_TIMEOUT", "600")),
+                     method=os.environ.get("QDMESH_HOLD_TIMEOUT_METHOD", "signal"))
 def test_hold(broker: RabbitBroker, router_factory: RouterFactory) -> None:
     routers = [router_factory(router_id="A"), router_factory(router_id="B")]
     assert broker.proc is not None

@@ -1,7 +1,8 @@
 """Stopping a test run, however it is stopped, leaves nothing it started running.
 
 Runs tests/broker/hold_processes.py (a RabbitMQ node, its epmd, two routers) in a pytest of
-its own, stops that pytest as a user or a CI runner would (Ctrl-C, SIGTERM, SIGKILL), and
+its own, stops that pytest as a user or a CI runner would (Ctrl-C, SIGTERM, SIGKILL, or a
+pytest-timeout that ends the process), and
 checks that every process the run had started has ended within a bounded time
 (tests/reaper.py)."""
 
@@ -30,12 +31,16 @@ def _started_by(report: dict, inner_pid: int) -> Set[reaper.Proc]:
     return reaper.descendants(inner_pid) | reaper.marked(report["run"])
 
 
-@pytest.mark.timeout(240)
-@pytest.mark.parametrize("how", ["ctrl-c", "sigterm", "sigkill"])
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm", "sigkill", "timeout"])
 def test_stopped_run_leaves_nothing(tmp_path: Path, how: str) -> None:
     require(missing_reason() is None, missing_reason() or "")
     report_file = tmp_path / "hold.json"
     env = dict(os.environ, QDMESH_HOLD_REPORT=str(report_file))
+    if how == "timeout":
+        # Long enough for the broker and routers to start on a loaded machine, then
+        # pytest-timeout's thread method dumps the stacks and ends pytest with os._exit(1).
+        env.update(QDMESH_HOLD_TIMEOUT="45", QDMESH_HOLD_TIMEOUT_METHOD="thread")
     log = open(tmp_path / "inner.log", "wb")
     inner = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/broker/hold_processes.py",
@@ -59,10 +64,15 @@ def test_stopped_run_leaves_nothing(tmp_path: Path, how: str) -> None:
         elif how == "sigterm":
             inner.send_signal(signal.SIGTERM)
             bound = 60.0
-        else:
+        elif how == "sigkill":
             inner.send_signal(signal.SIGKILL)          # no teardown: the watchdog's job
             bound = 30.0
+        else:
+            bound = 90.0                               # the timeout fires by itself
         inner.wait(timeout=bound)
+        if how == "timeout":
+            assert "Timeout" in (tmp_path / "inner.log").read_text(errors="replace")
+            bound = 30.0                               # os._exit: the watchdog's job too
         deadline = time.monotonic() + bound
         while time.monotonic() < deadline and (any(reaper._alive(p) for p in started)
                                                or reaper.marked(report["run"])):
