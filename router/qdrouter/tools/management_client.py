@@ -105,7 +105,9 @@ class ManagementClient:
         except BaseException as e:
             self.close()
             raise self._translate(e, f"attaching to {self.address}") from None
-        if self._router:
+        # Only for an interior router's address (_topo/0/ID/...): one reached another way (an
+        # edge router's, say) is not listed in router.node.
+        if self._router and self.address.startswith("_topo/"):
             try:
                 self._check_router_known(self._router)
             except BaseException:
