@@ -36,7 +36,7 @@ class MixedMesh:
         self.timers = Timers()
         self.binary = require_c_router()
         self.routers: Dict[str, AnyRouter] = {}
-        c_sections: Dict[str, str] = {n: C_ADDRESSES + (c_extra or {}).get(n, "") for n in names if is_c(n)}
+        c_sections = {n: C_ADDRESSES + (c_extra or {}).get(n, "") for n in names if is_c(n)}
         q_routers: Dict[str, MeshRouter] = {}
         for name in names:
             (workdir / name).mkdir()
@@ -46,8 +46,9 @@ class MixedMesh:
         for a, b in edges:
             if is_c(b):
                 port = free_port()
-                c_sections[b] += section("listener", {"host": "127.0.0.1", "port": port, "role": "inter-router",
-                                                      "cost": 1, "saslMechanisms": "ANONYMOUS",
+                c_sections[b] += section("listener", {"host": "127.0.0.1", "port": port,
+                                                      "role": "inter-router", "cost": 1,
+                                                      "saslMechanisms": "ANONYMOUS",
                                                       "authenticatePeer": "no"})
             else:
                 port = q_routers[b].listen_for(a, 1)
@@ -61,6 +62,11 @@ class MixedMesh:
                 self.routers[name] = CRouter(self.binary, workdir / name, name, sections=c_sections[name])
             else:
                 self.routers[name] = q_routers[name]
+
+    @property
+    def has_loop(self) -> bool:
+        """Whether some two routers have more than one path between them (connected graphs)."""
+        return len(self.edges) >= len(self.names)
 
     def __getitem__(self, name: str) -> AnyRouter:
         return self.routers[name]
@@ -119,4 +125,4 @@ def line(names: Sequence[str]) -> List[Tuple[str, str]]:
 
 def ring(names: Sequence[str]) -> List[Tuple[str, str]]:
     """A line closed by the last router connecting to the first too."""
-    return line(names) + [(names[-1], names[0])]
+    return [*line(names), (names[-1], names[0])]
