@@ -200,6 +200,10 @@ class RoutingEngine:
         """{address: routers with a consumer}; phase-0 mobile keys decoded to plain addresses."""
         return {decode_address(k): v for k, v in self._mobile.remote_keys().items()}
 
+    def remote_hints(self) -> Dict[str, int]:
+        """{address: treatment hint of a router that announced it} (keys as remote_addresses)."""
+        return {decode_address(k): v for k, v in self._mobile.remote_hints().items()}
+
     def neighbors(self) -> Dict[str, Hashable]:
         return {rid: conn for rid, (conn, _) in self._neighbors.neighbors().items()}
 
