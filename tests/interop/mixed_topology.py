@@ -106,6 +106,15 @@ def node_ids(router: AnyRouter) -> Set[str]:
     return {str(row["id"]) for row in query(router.url, NODE_TYPE, ["id"])}
 
 
+def routes_complete(router: AnyRouter, names: Sequence[str]) -> bool:
+    """Whether ``router`` lists exactly ``names`` and has a path to each other one (a next
+    hop, or a link of its own). The C router lists a router as soon as it hears of it, and
+    computes paths only on its next once-a-second tick: until then it cannot answer it."""
+    rows = query(router.url, NODE_TYPE, ["id", "nextHop", "routerLink"])
+    return ({str(r["id"]) for r in rows} == set(names)
+            and all(r["nextHop"] is not None or r["routerLink"] is not None for r in rows))
+
+
 def remote_count(router: AnyRouter, address: str) -> int:
     """How many other routers ``router`` knows to have a consumer for mobile ``address``."""
     rows = query(router.url, ADDRESS_TYPE, ["key", "remoteCount"])

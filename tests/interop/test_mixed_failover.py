@@ -18,10 +18,10 @@ from tests.interop.mixed_topology import (
     ADDRESS_TYPE,
     AnyRouter,
     MixedMesh,
-    node_ids,
     query,
     remote_count,
     ring,
+    routes_complete,
 )
 from tests.mesh.meshproc import MeshRouter
 from tests.router.amqpclient import Net, ReceiverLink, SenderLink, msg
@@ -47,7 +47,7 @@ def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MixedMesh]:
 def converge(mesh: MixedMesh) -> None:
     net = Net()
     try:
-        net.wait(lambda: all(node_ids(mesh[n]) == set(NAMES) for n in NAMES), 40,
+        net.wait(lambda: all(routes_complete(mesh[n], NAMES) for n in NAMES), 40,
                  f"the ring to (re)converge\n{mesh.logs()}")
     finally:
         net.close()

@@ -12,7 +12,7 @@ from typing import Iterator, Sequence
 import pytest
 
 from tests.interop.cpeer import section
-from tests.interop.mixed_topology import MixedMesh, distribution, line, node_ids, remote_count
+from tests.interop.mixed_topology import MixedMesh, distribution, line, remote_count, routes_complete
 from tests.router.amqpclient import Net, msg, send_and_settle
 
 NAMES = ["Q1", "C1", "Q2", "C2"]
@@ -30,7 +30,7 @@ def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MixedMesh]:
         built.start()
         net = Net()
         try:
-            net.wait(lambda: all(node_ids(built[n]) == set(NAMES) for n in NAMES), 30,
+            net.wait(lambda: all(routes_complete(built[n], NAMES) for n in NAMES), 30,
                      f"the line to converge\n{built.logs()}")
         finally:
             net.close()

@@ -12,7 +12,7 @@ from typing import Iterator, List, Sequence, Tuple
 
 import pytest
 
-from tests.interop.mixed_topology import MixedMesh, is_c, line, node_ids, remote_count, ring
+from tests.interop.mixed_topology import MixedMesh, is_c, line, remote_count, ring, routes_complete
 from tests.router.amqpclient import MODIFIED, REJECTED, RELEASED, Net, msg, send_and_settle
 
 TOPOLOGIES = {
@@ -33,7 +33,7 @@ def mesh(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         built.start()
         net = Net()
         try:
-            net.wait(lambda: all(node_ids(built[n]) == set(names) for n in names), 30,
+            net.wait(lambda: all(routes_complete(built[n], names) for n in names), 30,
                      f"{request.param}: every router to list all four (router.node)\n{built.logs()}")
         finally:
             net.close()
