@@ -217,19 +217,23 @@ class AddressTable:
             if address.handler is None:  # in-process nodes keep their own
                 address.distribution = self.distribution_for(address.key)
 
-    def distribution_for(self, key: str) -> str:
+    def distribution_for(self, key: str, default: str = DEFAULT_DISTRIBUTION) -> str:
+        """The configured distribution of ``key`` (its address entity, prefix or pattern), else
+        ``default``."""
         key = split_phase(key)[0]
         if is_temporary(key):
             # As qdrouterd: a dynamic (reply-to) address has one consumer and is anycast
             # closest whatever the configured prefixes say.
             return CLOSEST
         config = self._configs.match(key)
-        return config.distribution if config is not None else DEFAULT_DISTRIBUTION
+        return config.distribution if config is not None else default
 
-    def get(self, key: str) -> Address:
+    def get(self, key: str, default: str = DEFAULT_DISTRIBUTION) -> Address:
+        """The entry for ``key``, made if new with its configured distribution, else
+        ``default`` (an address first learned from another router: that router's hint)."""
         address = self._addresses.get(key)
         if address is None:
-            address = Address(key, self.distribution_for(key))
+            address = Address(key, self.distribution_for(key, default))
             self._addresses[key] = address
         return address
 

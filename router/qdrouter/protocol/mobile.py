@@ -163,6 +163,16 @@ class MobileAddressSync:
         remote = self._remote.get(router_id)
         return remote.mobile_seq if remote else 0
 
+    def remote_hints(self) -> Dict[str, int]:
+        """{hash key: treatment hint} from the routers that announced the key with one (the
+        first router by id that gave one, so every router picks the same)."""
+        result: Dict[str, int] = {}
+        for rid in sorted(self._remote):
+            for key, hint in self._remote[rid].keys.items():
+                if hint is not None and key not in result:
+                    result[key] = hint
+        return result
+
     def remote_keys(self) -> Dict[str, Set[str]]:
         """{hash key: routers that have a destination for it}."""
         result: Dict[str, Set[str]] = {}
