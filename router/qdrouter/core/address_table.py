@@ -121,7 +121,7 @@ def address_key(address: str, router_id: str = "") -> str:
 
 def is_temporary(key: str) -> bool:
     """A dynamic source's address, as the router makes them: `_topo/0/<router>/temp.<id>`."""
-    return key.startswith("_topo/") and "/temp." in key
+    return (key.startswith("_topo/") or key.startswith("_edge/")) and "/temp." in key
 
 
 def prefix_matches(prefix: str, address: str) -> bool:

@@ -50,6 +50,15 @@ class Forwarder:
         # Told when an address's remote consumers or the paths to them change: producers
         # whose messages wait in the adaptor for credit may have somewhere to go now.
         self.on_routes_changed: Callable[[Address], None] | None = None
+        # Edge routers (router/qdrouter/edge/): told when an address's consumers or
+        # producers change, to keep the proxy links and address tracking in step.
+        self.on_address_changed: Callable[[Address], None] | None = None
+        # Where a message goes that no address here takes: given its key and the message,
+        # an address to forward it to, or None (an edge's uplink; an interior's edges).
+        self.unknown_address: Callable[[str | None, InFlight], Address | None] | None = None
+        # An edge router's uplink address (its one consumer: the anonymous link to the
+        # interior router): multicast from anonymous senders also goes up it.
+        self.uplink: Address | None = None
 
     # ---- links -------------------------------------------------------------------------
     def producer_attached(self, link: CoreLink) -> None:
@@ -58,11 +67,15 @@ class Forwarder:
             link.address.producers.append(link)
         if link.anonymous or self._routable(link.address):
             self._open_window(link)
+        if self.on_address_changed is not None and link.address is not None:
+            self.on_address_changed(link.address)
 
     def producer_detached(self, link: CoreLink) -> None:
         address: Address | None = link.address
         if address is not None:
             _remove(address.producers, link)
+            if self.on_address_changed is not None:
+                self.on_address_changed(address)
             self.table.discard_if_unused(address)
         # Proton frees the link's deliveries: nothing may point at them any more.
         for message in link.unsettled.values():
@@ -82,6 +95,8 @@ class Forwarder:
             self.address_became_routable(address)
             if self.on_local_address is not None and is_mobile(address.key):
                 self.on_local_address(address.key, True)
+        if self.on_address_changed is not None:
+            self.on_address_changed(address)
 
     def address_became_routable(self, address: Address) -> None:
         if self._routable(address):
@@ -127,6 +142,8 @@ class Forwarder:
             self._reroute_undelivered(address)
         if self.on_routes_changed is not None and address.producers:
             self.on_routes_changed(address)
+        if self.on_address_changed is not None:
+            self.on_address_changed(address)
         self.table.discard_if_unused(address)
 
     def consumers_leaving(self, links: List[CoreLink]) -> Set[CoreLink]:
@@ -174,6 +191,8 @@ class Forwarder:
             if self.on_local_address is not None and is_mobile(address.key):
                 self.on_local_address(address.key, False)
             self._reroute_undelivered(address)
+        if self.on_address_changed is not None:
+            self.on_address_changed(address)
         self.table.discard_if_unused(address)
 
     def _reroute_undelivered(self, address: Address) -> None:
@@ -220,6 +239,9 @@ class Forwarder:
             return
         queue = address.undelivered
         while link.credit > 0 and queue:
+            head = queue[0].in_link
+            if head.via_edge and head.connection is link.connection:
+                break  # never back where it came from (an edge): it waits for another consumer
             message = queue.popleft()
             self._send(link, message, message.settled, address)
             self._release_credit(message.in_link)
@@ -265,6 +287,10 @@ class Forwarder:
                 self._send(link, message, message.settled, None)
                 self._release_credit(message.in_link)
                 return
+        if self.unknown_address is not None and (address is None or not address.routable()):
+            elsewhere = self.unknown_address(key, message)
+            if elsewhere is not None:
+                address = elsewhere
         self.forward(message, address)
 
     def forward(self, message: InFlight, address: Address | None) -> None:
@@ -348,9 +374,12 @@ class Forwarder:
         if count:
             start = address.next_index % count
             closest = address.distribution is CLOSEST
+            in_link = message.in_link
+            echo = in_link.connection if in_link.via_edge else _UNSET
             for offset in range(count):
                 candidate = consumers[(start + offset) % count]
-                if candidate.credit > 0 and (least < 0 or candidate.outstanding < least):
+                if candidate.credit > 0 and (least < 0 or candidate.outstanding < least) \
+                        and candidate.connection is not echo:
                     best = candidate
                     least = candidate.outstanding
                     if closest or least == 0:
@@ -373,7 +402,17 @@ class Forwarder:
     def _multicast(self, address: Address, message: InFlight) -> None:
         # Copies go out pre-settled; the sender's delivery is accepted once every copy has
         # left the router (see docs/routing.md).
-        for link in address.consumers:
+        in_link = message.in_link
+        echo = in_link.connection if in_link.via_edge else _UNSET
+        consumers = address.consumers
+        uplink = self.uplink
+        if uplink is not None and in_link.anonymous and echo is _UNSET and uplink is not address:
+            # An edge router: an anonymous sender's multicast goes to the interior too (its
+            # addressed senders reach it through their proxy link, bound as a consumer).
+            consumers = consumers + uplink.consumers
+        for link in consumers:
+            if link.connection is echo:
+                continue
             if link.credit > 0:
                 self._send(link, message, True, address)
             else:

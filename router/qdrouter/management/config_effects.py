@@ -49,9 +49,6 @@ class ConfigEffects:
         kind = entity.etype.short_name
         attrs = entity.attributes
         if kind in ("listener", "connector"):
-            role = attrs.get("role", "normal")
-            if role == "edge":
-                raise ManagementStatus(501, f"{kind}: attribute 'role': 'edge' is not supported")
             if kind == "listener":
                 self.host.open_listener(entity)
             else:

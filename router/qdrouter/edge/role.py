@@ -1,0 +1,39 @@
+"""What a router's mode makes of edges: an edge router's uplink, or an interior router's
+hub and address-lookup server; nothing for a standalone router."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .hub import EdgeHub
+from .lookup_server import LookupServer
+from .terms import EDGE
+from .uplink import EdgeUplink
+
+
+class EdgeRole:
+    def __init__(self, router: Any) -> None:
+        self.mode = router.mode
+        self.uplink: EdgeUplink | None = None
+        self.hub: EdgeHub | None = None
+        self.lookup: LookupServer | None = None
+        server = router.server
+        endpoints = server.endpoints
+        forwarder = server.adaptor.forwarder
+        if router.mode == "edge":
+            # Dynamic addresses name this edge: the interior routes _edge/<id>/... to it.
+            endpoints.dynamic_prefix = f"_edge/{router.id}/temp."
+            self.uplink = EdgeUplink(router.id, endpoints, forwarder)
+        elif router.mode == "interior":
+            self.hub = EdgeHub(endpoints, forwarder)
+            endpoints.edge_links = self.hub.link_opened
+            endpoints.on_connection_lost = self.hub.connection_lost
+            self.lookup = LookupServer(forwarder, router.link_routes,
+                                       lambda route, incoming: router.route_container(route) is not None)
+
+    def settings(self, settings: Any) -> None:
+        """Edge connections carry router annotations as qdrouterd's do: read on both sides;
+        sent by the interior, never by the edge (it adds no ingress or trace)."""
+        if settings.role == EDGE:
+            settings.strip_in = False
+            settings.strip_out = self.mode == "edge"
