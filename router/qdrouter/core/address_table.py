@@ -115,6 +115,8 @@ def address_key(address: str, router_id: str = "") -> str:
         return "L" + address[len(own):]
     if address.startswith("_topo/"):
         return "T" + address[6:]
+    if address.startswith("_edge/") and "/" not in address[6:]:
+        return "H" + address[6:]  # an edge router attached to an interior (edge summary)
     plain, phase = split_phase(address)
     return f"M{phase}{plain}"
 

@@ -314,7 +314,11 @@ class Forwarder:
                 return link
             self._no_route(address, message)
             return None
-        message.key = address.key
+        key = message.key
+        if key is None or not key.startswith(address.key + "/"):
+            # (kept when it names a node under the address: `_edge/<id>/temp.*` routed by
+            # its edge's address goes on by its own, to be told apart where the edge is)
+            message.key = address.key
         if arrived and message.in_link.kind != DATA:
             # As qdrouterd: ingress counts deliveries entering the network here, not those
             # arriving from other routers (those show as transit where they were passed on).
