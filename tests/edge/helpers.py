@@ -58,7 +58,7 @@ def send_until_accepted(net: Net, sender: SenderLink, body: str, timeout: float 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         tag = sender.send(Message(body=body))
-        net.wait(lambda: tag in sender.outcomes, 10, f"outcome of {body!r}")
+        net.wait(lambda tag=tag: tag in sender.outcomes, 10, f"outcome of {body!r}")
         if sender.outcomes[tag].state == ACCEPTED:
             return
         net.pump(0.2)

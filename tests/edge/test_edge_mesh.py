@@ -22,13 +22,13 @@ def _mesh(routers):
 
 
 def test_closest_and_balanced_across_the_mesh(routers, net):
-    i1, i2, e1, e2 = _mesh(routers)
+    _, _, e1, e2 = _mesh(routers)
     for address in ("closest/a", "balanced/b"):
         receiver = net.connect(e2.url).receiver(address)
         sender = net.connect(e1.url).sender(address)
         send_until_accepted(net, sender, "probe", timeout=20)
         tags = [sender.send(Message(body=i)) for i in range(100)]
-        net.wait(lambda: all(t in sender.outcomes for t in tags), 15, f"outcomes on {address}")
+        net.wait(lambda s=sender, ts=tags: all(t in s.outcomes for t in ts), 15, f"outcomes on {address}")
         assert all(sender.outcomes[t].state == ACCEPTED for t in tags)
         assert [b for b in bodies(receiver) if b != "probe"] == list(range(100))
 
@@ -55,7 +55,7 @@ def test_multicast_once_per_receiver_across_edges_and_interiors(routers, net):
 
 
 def test_request_response_between_edges_on_different_interiors(routers, net):
-    i1, i2, e1, e2 = _mesh(routers)
+    _, i2, e1, e2 = _mesh(routers)
     service = net.connect(e2.url)
     requests = service.receiver("closest/svc")
     responder = service.sender(None)

@@ -49,7 +49,7 @@ def test_two_hundred_receivers_on_one_edge(routers, net):
         for i in sorted(pending):
             msg = Message(address=f"closest/r{i}", body=i)
             tags[sender.send(msg)] = i
-        net.wait(lambda: all(t in sender.outcomes for t in tags), 20, "outcomes")
+        net.wait(lambda ts=tags: all(t in sender.outcomes for t in ts), 20, "outcomes")
         pending = {i for t, i in tags.items() if sender.outcomes[t].state != ACCEPTED}
         tags = {}
         net.pump(0.2)

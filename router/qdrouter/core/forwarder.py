@@ -59,6 +59,9 @@ class Forwarder:
         # An edge router's uplink address (its one consumer: the anonymous link to the
         # interior router): multicast from anonymous senders also goes up it.
         self.uplink: Address | None = None
+        # The address that carries another one's messages (qdrouterd's address classes): an
+        # interior's `_edge/<id>` for `_edge/<id>/...`, an edge's uplink for `_topo/...`.
+        self.alias: Callable[[str], Address | None] | None = None
 
     # ---- links -------------------------------------------------------------------------
     def producer_attached(self, link: CoreLink) -> None:
@@ -120,6 +123,10 @@ class Forwarder:
     def _routable(self, address: Address) -> bool:
         if address.routable():
             return True
+        if self.alias is not None:
+            other = self.alias(address.key)
+            if other is not None and other is not address and other.routable():
+                return True
         return self._topological_link(address.key, None) is not None
 
     def _topological_link(self, key: str | None, message: InFlight | None) -> CoreLink | None:
@@ -312,10 +319,15 @@ class Forwarder:
                 self._send(link, message, message.settled, address)
                 self._release_credit(message.in_link)
                 return link
+            other = self.alias(address.key) if self.alias is not None and address is not None else None
+            if other is not None and other is not address and other.routable():
+                message.key = address.key  # type: ignore[union-attr]
+                message.in_link.credit += 1  # taken again
+                return self._forward(message, other, arrived)
             self._no_route(address, message)
             return None
         key = message.key
-        if key is None or not key.startswith(address.key + "/"):
+        if key is None or not (address is self.uplink or key.startswith(address.key + "/")):
             # (kept when it names a node under the address: `_edge/<id>/temp.*` routed by
             # its edge's address goes on by its own, to be told apart where the edge is)
             message.key = address.key
@@ -360,7 +372,8 @@ class Forwarder:
         address = self.table.find(address_key) if address_key else None
         if address is not None and address.handler is not None:
             return False
-        if address is None and topological_router(address_key or "") is None:
+        if address is None and topological_router(address_key or "") is None and (
+                self.alias is None or not address_key or self.alias(address_key) is None):
             return False
         if address is not None:
             address.counters.deliveries_from_container += 1

@@ -45,6 +45,7 @@ class EdgeHub:
         self.origin = CoreLink(0, "edge-address-tracking", True, None, None, None)
         forwarder.on_address_changed = self.address_changed
         forwarder.unknown_address = self.unknown_address
+        forwarder.alias = self.alias
 
     # ---- links of edge connections ------------------------------------------------------
     def link_opened(self, connection: Any, pn_link: Any) -> bool:
@@ -99,11 +100,15 @@ class EdgeHub:
     def unknown_address(self, key: str | None, message: InFlight) -> Address | None:
         """``_edge/<id>/...``: toward that edge, through its downlink (here, or on the
         interior router the mesh says it is attached to)."""
-        summary = summary_key(key)
-        if summary is None:
-            return None
-        address = self.forwarder.table.find(summary)
+        address = self.alias(key) if key else None
         return address if address is not None and address.routable() else None
+
+    def alias(self, key: str) -> Address | None:
+        """The edge-summary address ``_edge/<id>`` that carries ``_edge/<id>/...``."""
+        summary = summary_key(key)
+        if summary is None or summary == key:
+            return None
+        return self.forwarder.table.find(summary)
 
     # ---- address tracking -----------------------------------------------------------------
     def address_changed(self, address: Address) -> None:

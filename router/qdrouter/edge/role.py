@@ -23,6 +23,7 @@ class EdgeRole:
         if router.mode == "edge":
             # Dynamic addresses name this edge: the interior routes _edge/<id>/... to it.
             endpoints.dynamic_prefix = f"_edge/{router.id}/temp."
+            server.adaptor.edge_router = True
             self.uplink = EdgeUplink(router.id, endpoints, forwarder)
         elif router.mode == "interior":
             self.hub = EdgeHub(endpoints, forwarder)
@@ -32,8 +33,8 @@ class EdgeRole:
                                        lambda route, incoming: router.route_container(route) is not None)
 
     def settings(self, settings: Any) -> None:
-        """Edge connections carry router annotations as qdrouterd's do: read on both sides;
-        sent by the interior, never by the edge (it adds no ingress or trace)."""
+        """Edge connections carry router annotations as qdrouterd's do: read on both sides,
+        x-opt-qd.to both ways, ingress and trace only from the interior (inbound.annotated)."""
         if settings.role == EDGE:
             settings.strip_in = False
-            settings.strip_out = self.mode == "edge"
+            settings.strip_out = False

@@ -21,7 +21,7 @@ from ..core.address_table import Address
 from ..core.links import CoreLink, InFlight
 from .address_proxy import AddressProxy
 from .attach import open_link
-from .terms import DOWNLINK_CAPABILITY, EDGE, EDGE_PREFIX, TRACKING_ADDRESS, UPLINK_KEY
+from .terms import DOWNLINK_CAPABILITY, EDGE_PREFIX, TRACKING_ADDRESS, UPLINK_KEY
 
 log = logging.getLogger("qdrouter.ROUTER_CORE")
 
@@ -41,6 +41,7 @@ class EdgeUplink:
         self.uplink_address = forwarder.table.get(UPLINK_KEY)
         forwarder.uplink = self.uplink_address
         forwarder.unknown_address = self.unknown_address
+        forwarder.alias = self.alias
         forwarder.on_address_changed = self.proxy.address_changed
         tracking = forwarder.table.get(TRACKING_KEY)
         tracking.handler = self.proxy.tracking_update
@@ -97,5 +98,12 @@ class EdgeUplink:
             return None
         return self.uplink_address
 
-    def is_edge(self, connection: Any) -> bool:
-        return connection.settings.role == EDGE
+    def alias(self, key: str) -> Address | None:
+        """Other routers' topological addresses (``_topo/...``, another edge's
+        ``_edge/<id>/...``) are the uplink's, as qdrouterd's edge hashes them."""
+        if self.uplink is None:
+            return None
+        if key.startswith("_topo/") or (key.startswith(EDGE_PREFIX)
+                                        and not key.startswith(f"{EDGE_PREFIX}{self.router_id}/")):
+            return self.uplink_address
+        return None
