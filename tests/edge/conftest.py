@@ -8,7 +8,7 @@ from typing import Iterator
 import pytest
 
 from tests.edge.edgeproc import Routers
-from tests.router.fixtures import net, stop_checked  # noqa: F401 (shared fixture)
+from tests.router.fixtures import net, router_factory, stop_checked  # noqa: F401 (shared fixtures)
 
 
 @pytest.fixture

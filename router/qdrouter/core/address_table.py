@@ -172,6 +172,10 @@ class AddressTable:
         (a waypoint: 0 toward the broker, 1 back from it)."""
         self._phases[prefix] = (ingress, egress)
 
+    def phases_of(self, address: str) -> Tuple[int, int]:
+        """(ingress phase, egress phase) configured for ``address`` ((0, 0) if none)."""
+        return self._phases_of(address)
+
     def _phases_of(self, address: str) -> Tuple[int, int]:
         best = -1
         phases = (0, 0)

@@ -12,14 +12,14 @@ The proxy's own links are on the edge connection and never count as local.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 from ..core.address_table import Address, split_phase
 from ..core.links import CoreLink, InFlight
 from ..core.mesh_routes import is_mobile
 from ..core.outcomes import ACCEPTED, REJECTED
 from .attach import close_link, open_link
-from .terms import core_key, read_tracking
+from .terms import core_key, read_tracking, waypoint_capability
 
 log = logging.getLogger("qdrouter.ROUTER_CORE")
 
@@ -55,8 +55,7 @@ class AddressProxy:
         if connection is None or self._busy or address.handler is not None:
             return
         key = address.key
-        if not is_mobile(key) or key.startswith("_edge/") or split_phase(key)[1]:
-            # (waypoint phases are not proxied yet: docs/mesh.md, "Edge routers")
+        if not is_mobile(key) or key.startswith("_edge/"):
             return
         self._busy = True  # attaching and detaching here changes the address again
         try:
@@ -71,8 +70,9 @@ class AddressProxy:
         key = address.key
         link = self.inlinks.get(key)
         if wanted and link is None:
+            plain, caps = self._terminus(key, False)
             link = open_link(self.endpoints, self.connection, self.session,
-                             f"qdlink.edge.in.{self.endpoints.new_link_id()}", True, key, None, key)
+                             f"qdlink.edge.in.{self.endpoints.new_link_id()}", True, plain, None, key, caps)
             self.inlinks[key] = link
             self.forwarder.producer_attached(link)
         elif not wanted and link is not None:
@@ -83,8 +83,9 @@ class AddressProxy:
         key = address.key
         link = self.outlinks.get(key)
         if wanted and link is None:
+            plain, caps = self._terminus(key, True)
             link = open_link(self.endpoints, self.connection, self.session,
-                             f"qdlink.edge.out.{self.endpoints.new_link_id()}", False, None, key, key)
+                             f"qdlink.edge.out.{self.endpoints.new_link_id()}", False, None, plain, key, caps)
             self.outlinks[key] = link
             link.address = address  # known, not yet a consumer: see tracking_update
             if self.reachable.get(key):
@@ -93,6 +94,15 @@ class AddressProxy:
             del self.outlinks[key]
             self.reachable.pop(key, None)
             close_link(self.endpoints, link)
+
+    def _terminus(self, key: str, outgoing: bool) -> Tuple[str, Tuple[str, ...]]:
+        """The proxy link's address, and its waypoint capability for a phased address."""
+        plain, phase = split_phase(key)
+        in_phase, out_phase = self.forwarder.table.phases_of(plain)
+        if out_phase <= 0:
+            return plain, ()  # not a multi-phase address: a plain client link
+        capability = waypoint_capability(phase, outgoing, in_phase, out_phase)
+        return plain, (capability,) if capability else ()
 
     # ---- address tracking ----------------------------------------------------------------
     def tracking_update(self, message: InFlight) -> int:

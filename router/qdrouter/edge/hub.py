@@ -18,9 +18,16 @@ from typing import Any, Dict
 
 from ..amqp.capabilities import capabilities
 from ..amqp.proton_ffi import c_string, lib, terminus_address
-from ..core.address_table import Address
+from ..core.address_table import Address, phased
 from ..core.links import CoreLink, InFlight
-from .terms import DOWNLINK_CAPABILITY, EDGE, TRACKING_ADDRESS, summary_key, tracking_message
+from .terms import (
+    DOWNLINK_CAPABILITY,
+    EDGE,
+    TRACKING_ADDRESS,
+    summary_key,
+    tracking_message,
+    waypoint_ordinal,
+)
 
 log = logging.getLogger("qdrouter.ROUTER_CORE")
 
@@ -50,7 +57,16 @@ class EdgeHub:
     # ---- links of edge connections ------------------------------------------------------
     def link_opened(self, connection: Any, pn_link: Any) -> bool:
         """Handle an edge's attach of the two special kinds; False for any other link."""
-        if lib.pn_link_is_receiver(pn_link):
+        incoming = bool(lib.pn_link_is_receiver(pn_link))
+        terminus = lib.pn_link_remote_target(pn_link) if incoming else lib.pn_link_remote_source(pn_link)
+        ordinal = waypoint_ordinal(capabilities(terminus))
+        address = terminus_address(terminus)
+        if ordinal and address:
+            # An edge's proxy link for a waypoint phase (qdrouterd: address_lookup_client.c,
+            # "override the configured phases and use the waypoint phases").
+            self._attach(connection, pn_link, phased(address, ordinal if incoming else ordinal - 1), incoming)
+            return True
+        if incoming:
             return False  # the edge sends: a client-like producer link
         source = lib.pn_link_remote_source(pn_link)
         address = terminus_address(source)
@@ -70,16 +86,19 @@ class EdgeHub:
             return True
         return False
 
-    def _attach(self, connection: Any, pn_link: Any, key: str) -> CoreLink:
+    def _attach(self, connection: Any, pn_link: Any, key: str, incoming: bool = False) -> CoreLink:
         settings = connection.settings
         name = c_string(lib.pn_link_name(pn_link)) or ""
-        link = CoreLink(self.endpoints.new_link_id(), name, False, key, connection, pn_link,
+        link = CoreLink(self.endpoints.new_link_id(), name, incoming, key, connection, pn_link,
                         settings.strip_in, settings.strip_out)
         link.via_edge = True
         link.capacity = settings.link_capacity
         self.endpoints.register(connection, link)
         lib.pn_link_open(pn_link)
-        self.forwarder.consumer_attached(link)
+        if incoming:
+            self.forwarder.producer_attached(link)
+        else:
+            self.forwarder.consumer_attached(link)
         self.endpoints.adaptor.dirty.add(connection)
         return link
 

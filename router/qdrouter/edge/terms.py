@@ -12,6 +12,7 @@ DOWNLINK_CAPABILITY = "qd.router-edge-downlink"
 TRACKING_ADDRESS = "_$qd.edge_addr_tracking"
 LOOKUP_ADDRESS = "_$qd.addr_lookup"
 EDGE_PREFIX = "_edge/"
+WAYPOINT_CAPABILITY = "qd.waypoint"  # + ".<ordinal>"
 # The address an edge router's uplink consumes (qdrouterd's local address "_edge").
 UPLINK_KEY = "_local/_edge"
 
@@ -58,3 +59,24 @@ def read_tracking(raw: bytes) -> Tuple[str, bool] | None:
             and isinstance(body[1], bool):
         return body[0], body[1]
     return None
+
+
+def waypoint_capability(phase: int, outgoing: bool, in_phase: int, out_phase: int) -> str | None:
+    """The capability an edge's proxy link for address phase ``phase`` carries, as
+    qdrouterd's addr_proxy.c set_waypoint_capability (``outgoing``: the edge sends). None
+    where the link is a plain client link (or the phase is out of the configured range)."""
+    if (outgoing and phase == in_phase) or (not outgoing and phase == out_phase):
+        return None
+    if phase < in_phase or phase > out_phase:
+        return None
+    return f"{WAYPOINT_CAPABILITY}.{phase + (0 if outgoing else 1)}"
+
+
+def waypoint_ordinal(capabilities_: list) -> int:
+    """N of a qd.waypoint.N capability (0: none): producers use phase N, consumers N - 1."""
+    for capability in capabilities_:
+        if capability.startswith(WAYPOINT_CAPABILITY + "."):
+            tail = capability[len(WAYPOINT_CAPABILITY) + 1:]
+            if tail.isdigit() and 0 < int(tail) < 10:
+                return int(tail)
+    return 0
