@@ -68,14 +68,17 @@ def test_request_response_between_edges_on_different_interiors(routers, net):
     for i in range(10):
         ask.send(Message(body=i, reply_to=replies.address, correlation_id=i))
     net.wait(lambda: len([r for r in requests.received if r.message.reply_to]) >= 10, 10, "requests")
+    # the interior advertises the edge to the mesh as qdrouterd does ("H<edge id>"): the
+    # replies have a route once I2 has heard of it
+    wait_until(lambda: any(str(row.get("key")) == "HE1" for row in _addresses(i2)), what="HE1 on I2")
     for got in requests.received:
         if got.message.reply_to:
             responder.send(Message(address=got.message.reply_to, body=got.message.body * 10,
                                    correlation_id=got.message.correlation_id))
     net.wait(lambda: len(replies.received) >= 10, 10, "replies across the mesh")
     assert sorted(bodies(replies)) == [i * 10 for i in range(10)]
-    # the interior advertises the edge to the mesh as qdrouterd does ("H<edge id>")
-    wait_until(lambda: any(str(row.get("key")) == "HE1" for row in _addresses(i2)), what="HE1 on I2")
+    net.wait(responder.all_settled, 10, "the replies' outcomes")
+    assert responder.outcome_counts() == {"accepted": 10}
 
 
 def _addresses(router):
