@@ -39,3 +39,15 @@ def test_nodes_edges_and_remote_agents(routers):
     assert '"role": "edge"' in conns
     # and the other way: an interior router's agent from a client of an edge
     wait_until(lambda: "I2" in _tool("qdstat", "-b", e1.url, "-r", "I2", "-g"), what="I2 through E1")
+    # the map shows each edge attached to its interior router
+    drawn = _tool("qdstat", "-b", i2.url, "--map")
+    assert "E1 --> I1" in drawn and "E2 --> I1" in drawn
+    assert "E1" not in drawn.split("Edge routers")[0]  # not a router of the mesh
+
+
+def test_console_draws_edges_at_their_interior():
+    from qdrouter.console.snapshot import RouterData, _attachments
+    data = RouterData("I1")
+    data.rows["connections"] = [{"role": "edge", "dir": "in", "container": "E7", "host": "10.0.0.7:4000"}]
+    assert _attachments({"I1": data}) == [
+        {"router": "I1", "kind": "edge", "name": "E7", "host": "10.0.0.7:4000"}]
