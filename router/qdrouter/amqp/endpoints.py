@@ -67,6 +67,10 @@ class EndpointHandler:
         self.edge_links: Callable[[AmqpConnection, Any], bool] | None = None
         self.dynamic_prefix = f"_topo/0/{router_id}/temp."
         self.on_connection_lost: Callable[[AmqpConnection], None] | None = None
+        # An edge router's address-lookup client: True when it holds a client's attach until
+        # its interior router says whether the address is link-routed; told of links that go.
+        self.edge_lookup: Callable[[AmqpConnection, Any], bool] | None = None
+        self.edge_lookup_forget: Callable[[Any], None] | None = None
         # Links and sessions closed at both ends, freed by free_closed() at the end of the
         # loop turn (docs/architecture.md, "Native objects"): keyed by pointer, so one closed
         # twice in a turn is freed once.
@@ -198,6 +202,9 @@ class EndpointHandler:
                 return
         if settings.role == EDGE and self.edge_links is not None and self.edge_links(connection, pn_link):
             return
+        if self.edge_lookup is not None and settings.role == "normal" \
+                and self.edge_lookup(connection, pn_link):
+            return
         if self.link_router is not None and settings.role in ("normal", EDGE) \
                 and self.link_router.try_route(connection, pn_link):
             return
@@ -279,6 +286,8 @@ class EndpointHandler:
             # Detached by the peer, and by us below (or by the link router): nothing of the
             # router points at it after this handler.
             self._closed_links[pn_link] = connection
+        if self.edge_lookup_forget is not None:
+            self.edge_lookup_forget(pn_link)
         if self.link_router is not None and self.link_router.remote_closed(pn_link):
             return
         watcher = self.link_watchers.pop(pn_link, None)

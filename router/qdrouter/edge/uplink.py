@@ -21,6 +21,7 @@ from ..core.address_table import Address
 from ..core.links import CoreLink, InFlight
 from .address_proxy import AddressProxy
 from .attach import open_link
+from .lookup_client import LookupClient
 from .terms import DOWNLINK_CAPABILITY, EDGE_PREFIX, TRACKING_ADDRESS, UPLINK_KEY
 
 log = logging.getLogger("qdrouter.ROUTER_CORE")
@@ -29,7 +30,7 @@ TRACKING_KEY = "_local/_edge_tracking"
 
 
 class EdgeUplink:
-    def __init__(self, router_id: str, endpoints: Any, forwarder: Any) -> None:
+    def __init__(self, router_id: str, endpoints: Any, forwarder: Any, timers: Any) -> None:
         self.router_id = router_id
         self.endpoints = endpoints
         self.forwarder = forwarder
@@ -38,6 +39,7 @@ class EdgeUplink:
         self.open: List[Any] = []
         self.uplink: CoreLink | None = None
         self.proxy = AddressProxy(endpoints, forwarder)
+        self.lookup = LookupClient(endpoints, forwarder, timers)
         self.uplink_address = forwarder.table.get(UPLINK_KEY)
         forwarder.uplink = self.uplink_address
         forwarder.unknown_address = self.unknown_address
@@ -61,6 +63,7 @@ class EdgeUplink:
         self.active = None
         self.uplink = None
         self.proxy.deactivate()
+        self.lookup.deactivate()
         alternate = next((c for c in self.open if not c.closed), None)
         if alternate is not None:
             log.info("Edge connection (id=%d) to interior lost, activating alternate id=%d",
@@ -86,6 +89,7 @@ class EdgeUplink:
         tracking = open_link(endpoints, connection, session, f"qdlink.edge.tracking.{connection.identity}",
                              True, TRACKING_ADDRESS, None, TRACKING_KEY)
         self.forwarder.producer_attached(tracking)
+        self.lookup.activate(connection, session)
         self.proxy.activate(connection, session)
 
     # ---- routing ---------------------------------------------------------------------------
