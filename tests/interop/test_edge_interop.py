@@ -98,3 +98,58 @@ def _request_response(net, client_url: str, service_url: str) -> None:
         net.pump(0.3)
         answered = "pong" in bodies(reply_to)
     assert answered, f"no reply at {reply_to.address}"
+
+
+def _routed_attach(net, client, address: str) -> bool:
+    from tests.router.amqpclient import WaitTimeout
+    sender = client.sender(address)
+    try:
+        net.wait(lambda: sender.credit > 0 or sender.remote_closed, 2, "credit through the route")
+    except WaitTimeout:
+        pass
+    if sender.credit <= 0:
+        sender.close()
+        return False
+    tag = sender.send(Message(body="routed"))
+    net.wait(lambda: tag in sender.outcomes, 10, "outcome")
+    return sender.outcomes[tag].name == "accepted"
+
+
+def test_link_route_lookup_both_ways(c_router, tmp_path: Path, net, router_factory):
+    """A C edge asks a qdmesh interior (address-lookup server), a qdmesh edge asks a C
+    interior (client): both pass a client's attach up to the broker's link route."""
+    from tests.edge.helpers import wait_until
+    broker = router_factory(router_id="B")
+    routes = ("linkRoute {\n    prefix: lr\n    direction: in\n    connection: broker\n}\n"
+              "linkRoute {\n    prefix: lr\n    direction: out\n    connection: broker\n}\n"
+              "connector {\n    name: broker\n    host: 127.0.0.1\n"
+              f"    port: {broker.port}\n    role: route-container\n}}\n")
+    on_broker = net.connect(broker.url).receiver("lr.q")
+    workdir = tmp_path / "I1"
+    workdir.mkdir()
+    interior = qd_interior(workdir, "I1", extra=routes)
+    interior.start()
+    try:
+        c_edge = c_router("CE", mode="edge", sections=section("connector", {
+            "host": "127.0.0.1", "port": interior.ports["edge"], "role": "edge",
+            "saslMechanisms": "ANONYMOUS"}))
+        wait_edges(interior, 1)
+        client = net.connect(c_edge.url)
+        wait_until(lambda: _routed_attach(net, client, "lr.q"), timeout=20, what="C edge -> qdmesh route")
+    finally:
+        interior.stop(check=True)
+    edge_port = free_port()
+    c_int = c_router("CI", sections=section("listener", {
+        "host": "127.0.0.1", "port": edge_port, "role": "edge", "saslMechanisms": "ANONYMOUS",
+        "authenticatePeer": "no"}) + routes)
+    workdir = tmp_path / "E1"
+    workdir.mkdir()
+    e1 = qd_edge(workdir, "E1", [edge_port])
+    e1.start()
+    try:
+        client = net.connect(e1.url)
+        wait_until(lambda: _routed_attach(net, client, "lr.q"), timeout=20, what="qdmesh edge -> C route")
+        assert bodies(on_broker).count("routed") == 2
+    finally:
+        e1.stop(check=True)
+        c_int.stop()

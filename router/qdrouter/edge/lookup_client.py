@@ -63,7 +63,9 @@ class LookupClient:
     def _replies_attached(self, up: bool, error: str | None) -> None:
         replies = self.replies
         if up and replies is not None and replies.handle is not None:
-            self.reply_to = terminus_address(lib.pn_link_remote_source(replies.handle))
+            # As the interior named it ("amqp:/_topo/0/<id>/temp.*" from qdrouterd, which finds
+            # its own addresses by that form)
+            self.reply_to = c_string(lib.pn_terminus_get_address(lib.pn_link_remote_source(replies.handle)))
 
     def deactivate(self) -> None:
         """The edge connection went: every held attach is served here."""
