@@ -71,6 +71,8 @@ class EndpointHandler:
         # its interior router says whether the address is link-routed; told of links that go.
         self.edge_lookup: Callable[[AmqpConnection, Any], bool] | None = None
         self.edge_lookup_forget: Callable[[Any], None] | None = None
+        # An interior router's policy for what its edges send (the global maxMessageSize).
+        self.edge_police: Callable[[AmqpConnection, CoreLink], None] | None = None
         # Links and sessions closed at both ends, freed by free_closed() at the end of the
         # loop turn (docs/architecture.md, "Native objects"): keyed by pointer, so one closed
         # twice in a turn is freed once.
@@ -229,6 +231,8 @@ class EndpointHandler:
         self._register(connection, link)
         if connection.policy is not None:
             self.policer.watch_messages(connection, link)
+        elif settings.role == EDGE and self.edge_police is not None:
+            self.edge_police(connection, link)
         lib.pn_link_open(pn_link)
         if incoming:
             self.forwarder.producer_attached(link)

@@ -20,6 +20,7 @@ from ..amqp.capabilities import capabilities
 from ..amqp.proton_ffi import c_string, lib, terminus_address
 from ..core.address_table import Address, phased
 from ..core.links import CoreLink, InFlight
+from ..policy import ConnectionGrant
 from .terms import (
     DOWNLINK_CAPABILITY,
     EDGE,
@@ -53,6 +54,7 @@ class EdgeHub:
         forwarder.on_address_changed = self.address_changed
         forwarder.unknown_address = self.unknown_address
         forwarder.alias = self.alias
+        endpoints.edge_police = self.police
 
     # ---- links of edge connections ------------------------------------------------------
     def link_opened(self, connection: Any, pn_link: Any) -> bool:
@@ -94,6 +96,7 @@ class EdgeHub:
         link.via_edge = True
         link.capacity = settings.link_capacity
         self.endpoints.register(connection, link)
+        self.police(connection, link)
         lib.pn_link_open(pn_link)
         if incoming:
             self.forwarder.producer_attached(link)
@@ -101,6 +104,19 @@ class EdgeHub:
             self.forwarder.consumer_attached(link)
         self.endpoints.adaptor.dirty.add(connection)
         return link
+
+    def police(self, connection: Any, link: CoreLink) -> None:
+        """The policy's global maxMessageSize applies to what edges send their interior router
+        (the reference: "applied to transfers over user connections and to transfers to
+        interior routers from edge routers"); vhost policy does not apply to edges."""
+        policer = self.endpoints.policer
+        if policer is None or not link.incoming:
+            return
+        limit = policer.engine.max_message_size
+        if limit > 0:
+            grant = ConnectionGrant("", f"edge {connection.remote_container}", connection.peer,
+                                    None, None, limit)
+            self.endpoints.adaptor.policed[link.handle] = grant
 
     def _state(self, connection: Any) -> _EdgeState:
         state = self.edges.get(connection)
