@@ -52,3 +52,25 @@ def test_edge_waits_for_its_interior_with_back_off(routers, net):
     remote = net.connect(i1.url).sender("closest/x")
     send_until_accepted(net, remote, "from the interior", timeout=20)
     assert "from the interior" in [r.message.body for r in receiver.received]
+
+
+def test_every_message_gets_an_outcome_when_the_interior_dies_mid_traffic(routers, net):
+    i1 = routers.interior("I1")
+    i2 = routers.interior("I2", connect_to=[i1.ports["mesh"]])
+    e1 = routers.edge("E1", [i1.ports["edge"], i2.ports["edge"]])
+    e2 = routers.edge("E2", [i2.ports["edge"]])
+    wait_edges(i1, 1)
+    wait_edges(i2, 2)
+    receiver = net.connect(e2.url).receiver("closest/mid", credit=500)
+    sender = net.connect(e1.url).sender("closest/mid")
+    send_until_accepted(net, sender, "warm", timeout=20)
+    tags = [sender.send(Message(body=i)) for i in range(200)]
+    net.pump(0.05)
+    routers.stop(i1)  # E1's active interior, with messages on their way through it
+    net.wait(lambda: all(t in sender.outcomes for t in tags), 30, "an outcome for every message")
+    counts = sender.outcome_counts()
+    assert set(counts) <= {"accepted", "released", "modified"}, counts
+    got = [r.message.body for r in receiver.received if r.message.body != "warm"]
+    accepted = [i for i, t in enumerate(tags) if sender.outcomes[t].name == "accepted"]
+    assert set(accepted) <= set(got)  # accepted means a receiver has it
+    send_until_accepted(net, sender, "after", timeout=20)  # and traffic flows on through I2

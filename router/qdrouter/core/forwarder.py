@@ -327,7 +327,7 @@ class Forwarder:
             self._no_route(address, message)
             return None
         key = message.key
-        if key is None or not (address is self.uplink or key.startswith(address.key + "/")):
+        if key != address.key and not (address is self.uplink or (key and key.startswith(address.key + "/"))):
             # (kept when it names a node under the address: `_edge/<id>/temp.*` routed by
             # its edge's address goes on by its own, to be told apart where the edge is)
             message.key = address.key
