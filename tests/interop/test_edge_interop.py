@@ -75,8 +75,30 @@ def test_c_edge_on_qdmesh_interior(c_router, tmp_path: Path, net):
         _exchange(net, interior.url, c_edge.url, "closest/in")
         _exchange(net, c_edge.url, interior.url, "closest/out")
         _request_response(net, client_url=c_edge.url, service_url=interior.url)
+        _multicast_once(net, sender_url=c_edge.url, receiver_urls=[c_edge.url, c_edge.url, interior.url])
+        _multicast_once(net, sender_url=interior.url, receiver_urls=[c_edge.url, interior.url],
+                        address="multicast/down")
     finally:
         interior.stop(check=True)
+
+
+def _multicast_once(net, sender_url: str, receiver_urls, address: str = "multicast/up") -> None:
+    receivers = [net.connect(url).receiver(address) for url in receiver_urls]
+    sender = net.connect(sender_url).sender(address)
+    deadline = time.monotonic() + 20
+    while not all(r.received for r in receivers) and time.monotonic() < deadline:
+        sender.send(Message(body="probe"))
+        net.pump(0.3)
+    assert all(r.received for r in receivers), "multicast did not reach every receiver"
+    net.pump(0.5)
+    for r in receivers:
+        r.received.clear()
+    for i in range(20):
+        sender.send(Message(body=i))
+    net.wait(lambda: all(len(r.received) >= 20 for r in receivers), 15, "20 copies each")
+    net.pump(1.0)
+    for r in receivers:
+        assert bodies(r) == list(range(20))
 
 
 def _request_response(net, client_url: str, service_url: str) -> None:
