@@ -56,3 +56,32 @@ def test_two_hundred_receivers_on_one_edge(routers, net):
     assert not pending, f"{len(pending)} addresses never reached"
     for i, r in enumerate(receivers):
         assert i in [got.message.body for got in r.received]
+
+
+def test_hundred_multicast_receivers_on_one_edge_each_get_one_copy(routers, net):
+    interior = routers.interior("I1")
+    edge = routers.edge("E1", [interior.ports["edge"]])
+    wait_edges(interior, 1)
+    client = net.connect(edge.url)
+    receivers = [client.receiver("multicast/wide", wait=False) for _ in range(100)]
+    net.wait(lambda: all(r.remote_opened for r in receivers), 20, "100 attaches")
+    sender = net.connect(interior.url).sender("multicast/wide")
+    import time
+    deadline = time.monotonic() + 20
+    while not all(r.received for r in receivers) and time.monotonic() < deadline:
+        sender.send(Message(body="probe"))
+        net.pump(0.3)
+    assert all(r.received for r in receivers)
+    net.pump(0.5)
+    for r in receivers:
+        r.received.clear()
+    for i in range(10):
+        sender.send(Message(body=i))
+    net.wait(lambda: all(len(r.received) >= 10 for r in receivers), 20, "10 copies each")
+    net.pump(1.0)
+    assert all([got.message.body for got in r.received] == list(range(10)) for r in receivers)
+    # the interior sent each message over the edge connection once, not once per receiver
+    from tests.edge.helpers import query
+    links = [row for row in query(interior, "org.apache.qpid.dispatch.router.link")
+             if row.get("owningAddr") == "M0multicast/wide" and row.get("linkDir") == "out"]
+    assert len(links) == 1
