@@ -16,6 +16,7 @@ from tests.router.amqpclient import (
     msg,
     send_and_settle,
 )
+from tests.router.delivery_states import EXPECTED, exchange
 from tests.router.routerproc import Router
 
 from .lrutil import Peer, both_ways
@@ -156,3 +157,12 @@ def test_presettled_multi_frame_messages_pass_whole(edge: Router, container: Rou
     net.wait(lambda: len(consumer.received) == len(sent), 20,
              f"every message at the container's consumer (have {len(consumer.received)})")
     assert [r.message.body for r in consumer.received] == [m.body for m in sent]
+
+
+def test_received_and_custom_states_pass_through_a_routed_link(edge: Router, container: Router,
+                                                                 net: Net) -> None:
+    consumer = net.connect(container.url).receiver("lr.states", settle=None)
+    snd = net.connect(edge.url).sender("lr.states")
+    tags = [snd.send(msg(n)) for n in range(3)]
+    net.wait(lambda: len(consumer.received) == 3, 10, "3 messages at the container's consumer")
+    assert exchange(net, consumer, snd, tags) == [EXPECTED] * 3

@@ -97,3 +97,27 @@ def test_create_address_with_an_existing_prefix_is_refused(mgmt: MgmtClient, rou
     assert reply.status == 400, reply
     assert "closest" in reply.description or "prefix" in reply.description, reply
     assert "dup" not in [r["name"] for r in mgmt.query("address", ["name"])]
+
+
+def test_create_and_delete_a_pattern_address_live(mgmt: MgmtClient, router: Router, net: Net) -> None:
+    """An address entity with a pattern ('*' one token, '#' any number) binds at once the
+    addresses it matches, including those with consumers; deleting it unbinds them."""
+    receivers, snd = setup_pair(net, router, "P.eu.orders")
+    other_receivers, other_snd = setup_pair(net, router, "P.eu.invoices")
+    reply = mgmt.request("CREATE", type="address", name="fanout",
+                         body={"pattern": "P.*.orders", "distribution": "multicast"})
+    assert reply.status == 201, reply
+    assert deliver(net, receivers, snd, "multicast") == [10, 10]
+    assert distribution_of(mgmt, "P.eu.orders") == "multicast"
+    assert distribution_of(mgmt, "P.eu.invoices") == "balanced"
+    counts = deliver(net, other_receivers, other_snd, "balanced")
+    assert sum(counts) == 10 and all(c < 10 for c in counts), counts
+
+    duplicate = mgmt.request("CREATE", type="address", name="same-tokens",
+                             body={"pattern": "P/*/orders", "distribution": "closest"})
+    assert duplicate.status == 400 and "pattern" in duplicate.description, duplicate
+
+    assert mgmt.request("DELETE", type="address", name="fanout").status == 204
+    assert distribution_of(mgmt, "P.eu.orders") == "balanced"
+    counts = deliver(net, receivers, snd, "balanced again")
+    assert sum(counts) == 10 and all(c < 10 for c in counts), counts

@@ -69,7 +69,11 @@ def test_get_schema_describes_entity_types(mgmt: MgmtClient) -> None:
     listener = body["entityTypes"]["listener"]
     assert "port" in listener["attributes"]
     assert {"CREATE", "DELETE"} <= set(listener["operations"])
-    assert "router.config.autoLink" in body["entityTypes"]
+    # Keyed as qdrouterd keys them: the router core's configuration entities by their section.
+    auto_link = body["entityTypes"]["autoLink"]
+    assert auto_link["fullyQualifiedType"] == "org.apache.qpid.dispatch.router.config.autoLink"
+    assert "type" not in auto_link["attributes"] and auto_link["attributes"]["name"]["unique"] is True
+    assert body["entityTypes"]["router"]["attributes"]["acceptedDeliveries"]["graph"] is True
 
 
 def test_get_json_schema_parses_as_json(mgmt: MgmtClient) -> None:

@@ -7,6 +7,7 @@ from proton import Condition
 from tests.mesh.conftest import LINE3, MeshFactory
 from tests.mesh.traffic import wait_received, wait_remote
 from tests.router.amqpclient import ACCEPTED, MODIFIED, REJECTED, RELEASED, Net, msg
+from tests.router.delivery_states import EXPECTED, exchange
 
 
 def test_outcomes_across_three_hops(mesh_factory: MeshFactory, net: Net) -> None:
@@ -33,3 +34,16 @@ def test_outcomes_across_three_hops(mesh_factory: MeshFactory, net: Net) -> None
     assert released.state == RELEASED
     assert modified.state == MODIFIED
     assert (modified.failed, modified.undeliverable) == (True, True)
+
+
+def test_received_and_custom_states_across_three_hops(mesh_factory: MeshFactory, net: Net) -> None:
+    """A consumer's Received(section 3, offset 7), then an outcome of its own with its fields,
+    reach a sender two routers away."""
+    mesh = mesh_factory(LINE3)
+    addr = "closest/states"
+    rcv = net.connect(mesh["C"].url).receiver(addr, settle=None)
+    wait_remote(mesh, "A", addr, 1, net=net)
+    snd = net.connect(mesh["A"].url).sender(addr)
+    tags = [snd.send(msg(n)) for n in range(3)]
+    wait_received(net, [rcv], 3)
+    assert exchange(net, rcv, snd, tags) == [EXPECTED] * 3

@@ -55,7 +55,7 @@ def test_bad_vhosts_are_refused_naming_the_field(policy_router: PolicyRouter, at
         assert message in str(raised.value)
         assert [v["hostname"] for v in admin.query("vhost")] == ["127.0.0.1"]
         with pytest.raises(ManagementError) as raised:
-            admin.update("vhost", {"groups": {"g": {"remoteHosts": "1.2.3.*"}}}, name="127.0.0.1")
+            admin.update("vhost", {"groups": {"g": {"remoteHosts": "1.2.3.*"}}}, name="vhost/127.0.0.1")
         assert "must stand alone" in str(raised.value)
         # The failed update left the vhost as it was: management still works.
         assert admin.query("vhost")[0]["groups"]["admins"]["users"] == "anonymous"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 from proton import Condition, Delivery, Endpoint, Handler, Link, Message
 from proton.reactor import AtMostOnce, Container, DynamicNodeProperties
@@ -38,6 +38,8 @@ class Outcome:
     undeliverable: bool = False
     condition: Condition | None = None
     annotations: Dict[Any, Any] | None = None
+    #: The fields of a state of the application's own (not one of AMQP's outcomes).
+    data: Any = None
 
     @property
     def name(self) -> str:
@@ -215,6 +217,8 @@ class SenderLink:
         self.max_credit_seen = 0
         self.outcomes: Dict[str, Outcome] = {}   # tag -> final outcome (unsettled sends only)
         self.tags: List[str] = []
+        # tag -> each non-terminal state seen before settlement: (state, section number, offset)
+        self.progress: Dict[str, List[Tuple[int, int, int]]] = {}
 
     @property
     def credit(self) -> int:
@@ -246,11 +250,14 @@ class SenderLink:
         return tag
 
     def on_delivery(self, dlv: Delivery) -> None:
+        r = dlv.remote
         if dlv.settled:   # remotely settled: record the final outcome, then settle locally
-            r = dlv.remote
             self.outcomes[dlv.tag] = Outcome(dlv.remote_state, bool(r.failed), bool(r.undeliverable),
-                                             r.condition, r.annotations)
+                                             r.condition, r.annotations, r.data)
             dlv.settle()
+        elif dlv.updated and dlv.remote_state:
+            self.progress.setdefault(dlv.tag, []).append(
+                (int(dlv.remote_state), int(r.section_number), int(r.section_offset)))
 
     # -- queries -----------------------------------------------------------------------
     def settled_count(self) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Set, Tuple
 
 from ..core.links import CoreLink, InFlight
-from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED, RELEASED
+from ..core.outcomes import ACCEPTED, MODIFIED, RECEIVED, REJECTED, RELEASED
 from .proton_ffi import lib
 from .proton_shim import QD_SETTLED, STATE_MASK, consumer_update
 
@@ -56,6 +56,9 @@ def disposition_handler(outgoing: Dict[Any, InFlight], dirty: Set[Any],
     return consumer_disposition
 
 
+_STANDARD_STATES = frozenset((ACCEPTED, REJECTED, RELEASED, MODIFIED))
+
+
 def copy_disposition(source: Any, target: Any, state: int) -> None:
     remote = lib.pn_delivery_remote(source)
     local = lib.pn_delivery_local(target)
@@ -70,6 +73,13 @@ def copy_disposition(source: Any, target: Any, state: int) -> None:
         lib.pn_disposition_set_failed(local, lib.pn_disposition_is_failed(remote))
         lib.pn_disposition_set_undeliverable(local, lib.pn_disposition_is_undeliverable(remote))
         lib.pn_data_copy(lib.pn_disposition_annotations(local), lib.pn_disposition_annotations(remote))
+    elif state == RECEIVED:
+        # Non-terminal: how much of the message the consumer has, as qdrouterd passes it on.
+        lib.pn_disposition_set_section_number(local, lib.pn_disposition_get_section_number(remote))
+        lib.pn_disposition_set_section_offset(local, lib.pn_disposition_get_section_offset(remote))
+    elif state not in _STANDARD_STATES:
+        # A state of the application's own (an extension outcome): its fields are its data.
+        lib.pn_data_copy(lib.pn_disposition_data(local), lib.pn_disposition_data(remote))
 
 
 def count_outcome(link: CoreLink, state: int) -> None:

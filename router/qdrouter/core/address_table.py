@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Deque, Dict, Iterable, Iterator, List, Tuple
+from typing import Callable, Deque, Dict, Iterable, Iterator, List, NamedTuple, Tuple
 
+from .address_patterns import PatternTree, normalized
 from .links import CoreLink, InFlight
 
 CLOSEST = "closest"
@@ -17,6 +18,20 @@ DEFAULT_DISTRIBUTION = BALANCED
 _CANONICAL = {distribution: distribution for distribution in DISTRIBUTIONS}
 
 _SEPARATORS = "./"
+
+
+class AddressConfig(NamedTuple):
+    """What an address entity sets for the addresses it matches."""
+
+    distribution: str
+    #: (ingress, egress) phases of a waypoint or phased entity; None: both 0.
+    phases: Tuple[int, int] | None
+
+
+def _config_key(prefix: str | None, pattern: str | None) -> Tuple[str, str, List[str]]:
+    if pattern is not None:
+        return "pattern", pattern, normalized(pattern, is_prefix=False)
+    return "prefix", prefix or "", normalized(prefix or "", is_prefix=True)
 
 
 class AddressCounters:
@@ -138,61 +153,67 @@ def prefix_matches(prefix: str, address: str) -> bool:
 
 class AddressTable:
     def __init__(self, prefixes: Iterable[Tuple[str, str]] = ()) -> None:
-        self._prefixes: List[Tuple[str, str]] = []
+        # The address entities: prefixes and patterns in one tree, matched as qdrouterd does.
+        self._configs: PatternTree[AddressConfig] = PatternTree()
+        # How many entities set phases: without any, ingress and egress keys are the address.
+        self._phased = 0
         self._addresses: Dict[str, Address] = {}
-        # prefix -> (ingress phase, egress phase) of waypoint / phased address entities
-        self._phases: Dict[str, Tuple[int, int]] = {}
         # What addresses counted before they were dropped from the table, so the router's
         # totals (qdstat -g, /metrics counters) never go down.
         self.retired = AddressCounters()
         for prefix, distribution in prefixes:
             self.add_prefix(prefix, distribution)
 
-    def add_prefix(self, prefix: str, distribution: str) -> None:
+    def add_config(self, distribution: str, *, prefix: str | None = None, pattern: str | None = None,
+                   phases: Tuple[int, int] | None = None) -> None:
+        """An address entity: addresses matching ``prefix`` (on token boundaries) or
+        ``pattern`` get ``distribution``; with ``phases``, producers use phase ingress and
+        consumers phase egress (a waypoint: 0 toward the broker, 1 back from it).
+        ValueError names the attribute at fault."""
         if distribution not in DISTRIBUTIONS:
             raise ValueError(f"attribute 'distribution': {distribution!r} is not one of "
                              f"{', '.join(DISTRIBUTIONS)}")
-        if any(existing == prefix for existing, _ in self._prefixes):
+        attribute, value, key = _config_key(prefix, pattern)
+        try:
+            # The constant itself, so hot-path comparisons can be identity checks.
+            self._configs.add(key, AddressConfig(_CANONICAL[distribution], phases))
+        except ValueError as error:
             # As qdrouterd: a second entity would be shadowed and shown but never applied.
-            raise ValueError(f"attribute 'prefix': {prefix!r} conflicts with an existing address entity")
-        # The constant itself, so hot-path comparisons can be identity checks.
-        distribution = _CANONICAL[distribution]
-        self._prefixes.append((prefix, distribution))
-        # Longest prefix first, so the first match is the most specific.
-        self._prefixes.sort(key=lambda entry: len(entry[0]), reverse=True)
+            raise ValueError(f"attribute '{attribute}': {value!r} {error}") from None
+        self._phased += phases is not None
         self._redistribute()
 
-    def remove_prefix(self, prefix: str, distribution: str) -> None:
-        self._prefixes.remove((prefix, distribution))
-        self._phases.pop(prefix, None)
+    def remove_config(self, *, prefix: str | None = None, pattern: str | None = None) -> None:
+        key = _config_key(prefix, pattern)[2]
+        config = self._configs.match_key(key)
+        if config is None:
+            return
+        self._configs.remove(key)
+        self._phased -= config.phases is not None
         self._redistribute()
 
-    def set_phases(self, prefix: str, ingress: int, egress: int) -> None:
-        """Producers to matching addresses use phase ``ingress``, consumers ``egress``
-        (a waypoint: 0 toward the broker, 1 back from it)."""
-        self._phases[prefix] = (ingress, egress)
+    def add_prefix(self, prefix: str, distribution: str) -> None:
+        self.add_config(distribution, prefix=prefix)
 
     def phases_of(self, address: str) -> Tuple[int, int]:
         """(ingress phase, egress phase) configured for ``address`` ((0, 0) if none)."""
         return self._phases_of(address)
 
     def _phases_of(self, address: str) -> Tuple[int, int]:
-        best = -1
-        phases = (0, 0)
-        for prefix, value in self._phases.items():
-            if len(prefix) > best and prefix_matches(prefix, address):
-                best, phases = len(prefix), value
-        return phases
+        config = self._configs.match(address)
+        if config is None or config.phases is None:
+            return (0, 0)
+        return config.phases
 
     def ingress_key(self, address: str) -> str:
         """Where producers' messages for ``address`` go in."""
-        if not self._phases:
+        if not self._phased:
             return address
         return phased(address, self._phases_of(address)[0])
 
     def egress_key(self, address: str) -> str:
         """Where consumers of ``address`` take messages from."""
-        if not self._phases:
+        if not self._phased:
             return address
         return phased(address, self._phases_of(address)[1])
 
@@ -208,10 +229,8 @@ class AddressTable:
             # As qdrouterd: a dynamic (reply-to) address has one consumer and is anycast
             # closest whatever the configured prefixes say.
             return CLOSEST
-        for prefix, distribution in self._prefixes:
-            if prefix_matches(prefix, key):
-                return distribution
-        return DEFAULT_DISTRIBUTION
+        config = self._configs.match(key)
+        return config.distribution if config is not None else DEFAULT_DISTRIBUTION
 
     def get(self, key: str) -> Address:
         address = self._addresses.get(key)

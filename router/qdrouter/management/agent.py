@@ -194,7 +194,9 @@ def resolve_type(name: Any) -> EntityTypeDef:
         raise bad_request("entity type must be a string")
     try:
         return entity_type(name)
-    except (UnknownEntityType, KeyError):
+    except UnknownEntityType as e:
+        raise not_found(str(e)) from None    # the schema's message: with "did you mean", if close
+    except KeyError:
         raise not_found(f"unknown entity type {name!r}") from None
 
 

@@ -40,6 +40,11 @@ class ListenerHost(Protocol):
     def log_entities(self) -> list: ...
 
 
+def _optional(attrs: Dict[str, Any], name: str) -> str | None:
+    value = attrs.get(name)
+    return None if value is None else str(value)
+
+
 class ConfigEffects:
     def __init__(self, host: ListenerHost) -> None:
         self.host = host
@@ -54,19 +59,17 @@ class ConfigEffects:
             else:
                 self.host.open_connector(entity)
         elif kind == "router.config.address":
-            if attrs.get("pattern"):
-                raise ManagementStatus(501, "address: attribute 'pattern' is not supported yet; use 'prefix'")
-            prefix = str(attrs.get("prefix") or "")
-            try:
-                self.host.table.add_prefix(prefix, str(attrs.get("distribution")))
-            except ValueError as error:
-                raise bad_request(f"address: {error}") from None
             waypoint = bool(attrs.get("waypoint"))
             ingress = attrs.get("ingressPhase")
             egress = attrs.get("egressPhase")
+            phases = None
             if waypoint or ingress is not None or egress is not None:
-                self.host.table.set_phases(prefix, int(ingress or 0),
-                                           int(egress if egress is not None else (1 if waypoint else 0)))
+                phases = (int(ingress or 0), int(egress if egress is not None else (1 if waypoint else 0)))
+            try:
+                self.host.table.add_config(str(attrs.get("distribution")), prefix=_optional(attrs, "prefix"),
+                                           pattern=_optional(attrs, "pattern"), phases=phases)
+            except ValueError as error:
+                raise bad_request(f"address: {error}") from None
         elif kind == "log":
             self.apply_logging()
         elif kind == "router.config.autoLink":
@@ -93,7 +96,8 @@ class ConfigEffects:
             self.host.link_routes.remove(entity.identity)
         elif kind == "router.config.address":
             attrs = entity.attributes
-            self.host.table.remove_prefix(str(attrs.get("prefix") or ""), str(attrs.get("distribution")))
+            self.host.table.remove_config(prefix=_optional(attrs, "prefix"),
+                                          pattern=_optional(attrs, "pattern"))
         elif kind == "log":
             raise forbidden("log entities cannot be deleted; update 'enable' instead")
         elif kind == "vhost":

@@ -3,10 +3,10 @@ time, each with an identity, a name and schema-checked attributes."""
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, Dict, Iterator, List
 
 from ..schema import EntityTypeDef
+from .entity_names import EntityNames
 from .status import bad_request, not_found
 
 
@@ -32,13 +32,12 @@ class ManagedEntity:
 class ConfigStore:
     def __init__(self) -> None:
         self._entities: List[ManagedEntity] = []
-        self._numbers = itertools.count(1)
+        self._names = EntityNames()
 
     def add(self, etype: EntityTypeDef, attributes: Dict[str, Any], source: str,
             identity: str | None = None) -> ManagedEntity:
-        identity = identity or f"{etype.short_name}/{next(self._numbers)}"
-        name = attributes.get("name")
-        name = str(name) if name else identity
+        default_identity, name = self._names.assign(etype, attributes)
+        identity = identity or default_identity
         for existing in self._entities:
             if existing.etype is etype and existing.name == name:
                 raise bad_request(f"{etype.short_name}: an entity named {name!r} already exists")

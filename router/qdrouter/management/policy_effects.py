@@ -50,9 +50,6 @@ class PolicyEffects:
         except PolicyError as error:
             raise bad_request(str(error)) from None
         entity.attributes.setdefault("hostname", attrs["hostname"])
-        if entity.name == entity.identity:
-            # As in qdrouterd, a vhost without a name is known by its hostname.
-            entity.name = str(attrs["hostname"])
 
     def vhost_updated(self, entity: ManagedEntity, changes: Dict[str, Any]) -> None:
         merged = dict(entity.attributes)

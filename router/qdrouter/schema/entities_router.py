@@ -129,7 +129,8 @@ MANAGEMENT = entity(
     "management",
     [],
     operational=True,
-    operations=("GET-SCHEMA", "GET-JSON-SCHEMA", "GET-LOG", "PROFILE"),
+    # Its own operations, then those it inherits from org.amqp.management, as qdrouterd lists them.
+    operations=("GET-SCHEMA", "GET-JSON-SCHEMA", "GET-LOG", "PROFILE", *AMQP_MANAGEMENT.operations),
     singleton=True,
     extends=("org.amqp.management", OPERATIONAL_ENTITY, BASE_ENTITY),
     doc="The router's management agent, with its extensions to AMQP management.",

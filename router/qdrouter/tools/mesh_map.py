@@ -201,11 +201,14 @@ def as_json(snapshot: MeshSnapshot) -> Dict[str, Any]:
     }
 
 
-def render(snapshot: MeshSnapshot) -> str:
+def render(snapshot: MeshSnapshot, title: str | None = None) -> str:
+    """The map as text, headed ``title`` (default: the RouterMesh's name, as kubectl qdstat
+    draws a mesh resource; qdstat --map names the router it asked instead)."""
     names = [s.name for s in snapshot.routers]
     ids = {s.name: s.router_id for s in snapshot.routers}
     total = len(names) + len(snapshot.unreachable)
-    out = [f"RouterMesh {snapshot.mesh}: {len(names)} of {total} routers answered", ""]
+    title = title or f"RouterMesh {snapshot.mesh}"
+    out = [f"{title}: {len(names)} of {total} routers answered", ""]
     out.append("Routers")
     for s in snapshot.routers:
         r = s.router
