@@ -12,7 +12,7 @@ from typing import Any, Dict, Protocol
 from .. import log_config
 from ..core.address_table import AddressTable
 from .config_store import ManagedEntity
-from .status import ManagementStatus, bad_request, forbidden
+from .status import bad_request, forbidden
 
 log = logging.getLogger("qdrouter.AGENT")
 
