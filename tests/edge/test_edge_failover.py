@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from proton import Message
 
-from tests.edge.helpers import edge_connections, send_until_accepted, wait_edges, wait_until
+from tests.edge.helpers import edge_connections, query, send_until_accepted, wait_edges, wait_until
 
 
 def test_failover_to_the_other_interior(routers, net):
@@ -17,16 +17,25 @@ def test_failover_to_the_other_interior(routers, net):
     receiver = net.connect(i2.url).receiver("closest/fo")
     sender = net.connect(edge.url).sender("closest/fo")
     send_until_accepted(net, sender, "before", timeout=20)
-    active_first = "I1" if "to interior established" in edge.stderr_text() else None
-    assert active_first is not None
-    routers.stop(i1)
+    active, other = (i1, i2) if _has_uplink(i1) else (i2, i1)
+    assert _has_uplink(active) and not _has_uplink(other)  # one active connection at a time
+    routers.stop(active)
     wait_until(lambda: "activating alternate" in edge.stderr_text(), what="failover logged")
+    wait_until(lambda: _has_uplink(other), what="the uplink on the other interior")
+    if active is i2:  # the receiver went with it: one on the survivor
+        receiver = net.connect(other.url).receiver("closest/fo")
     send_until_accepted(net, sender, "after", timeout=20)
     assert "after" in [r.message.body for r in receiver.received]
     tags = [sender.send(Message(body=i)) for i in range(20)]
     net.wait(lambda: all(t in sender.outcomes for t in tags), 15, "outcomes after failover")
     assert {sender.outcomes[t].name for t in tags} == {"accepted"}
-    assert len(edge_connections(i2)) == 1
+    assert len(edge_connections(other)) == 1
+
+
+def _has_uplink(interior) -> bool:
+    """Whether the edge's active connection is to ``interior``: its uplink is attached there."""
+    return any(str(row.get("linkName", "")).startswith("qdlink.edge.uplink")
+               for row in query(interior, "org.apache.qpid.dispatch.router.link"))
 
 
 def test_edge_waits_for_its_interior_with_back_off(routers, net):
@@ -58,15 +67,15 @@ def test_every_message_gets_an_outcome_when_the_interior_dies_mid_traffic(router
     i1 = routers.interior("I1")
     i2 = routers.interior("I2", connect_to=[i1.ports["mesh"]])
     e1 = routers.edge("E1", [i1.ports["edge"], i2.ports["edge"]])
-    e2 = routers.edge("E2", [i2.ports["edge"]])
-    wait_edges(i1, 1)
+    e2 = routers.edge("E2", [i2.ports["edge"], i1.ports["edge"]])
+    wait_edges(i1, 2)
     wait_edges(i2, 2)
     receiver = net.connect(e2.url).receiver("closest/mid", credit=500)
     sender = net.connect(e1.url).sender("closest/mid")
     send_until_accepted(net, sender, "warm", timeout=20)
     tags = [sender.send(Message(body=i)) for i in range(200)]
     net.pump(0.05)
-    routers.stop(i1)  # E1's active interior, with messages on their way through it
+    routers.stop(i1 if _has_uplink(i1) else i2)  # an active interior, messages on their way
     net.wait(lambda: all(t in sender.outcomes for t in tags), 30, "an outcome for every message")
     counts = sender.outcome_counts()
     assert set(counts) <= {"accepted", "released", "modified"}, counts
