@@ -4,6 +4,8 @@ both directions, multicast once per receiver, and a reply to a dynamic address o
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -58,6 +60,12 @@ def test_qdmesh_edge_on_c_interior(c_router, tmp_path: Path, net, router_factory
         assert [b for b in bodies(r_int) if b != "probe"] == list(range(10))
         # request/response: a client on the edge with a dynamic reply-to, a service on C
         _request_response(net, client_url=e1.url, service_url=interior.url)
+        # the C interior lists the qdmesh edge, and its qdstat reaches the edge's agent
+        tools = interior.binary.parent
+        edges = _run([str(tools / "qdstat-c"), "-b", interior.url, "--edge"])
+        assert any(" E1 " in f" {line} " for line in edges.splitlines()), edges
+        general = _run([str(tools / "qdstat-c"), "-b", interior.url, "-d", "E1", "-g"])
+        assert "E1" in general and "edge" in general, general
     finally:
         e1.stop(check=True)
 
@@ -78,8 +86,23 @@ def test_c_edge_on_qdmesh_interior(c_router, tmp_path: Path, net):
         _multicast_once(net, sender_url=c_edge.url, receiver_urls=[c_edge.url, c_edge.url, interior.url])
         _multicast_once(net, sender_url=interior.url, receiver_urls=[c_edge.url, interior.url],
                         address="multicast/down")
+        # qdrouterd's own tools on the qdmesh interior: its edges, and the C edge's agent
+        # through it; and qdmesh's qdstat to the C edge's agent
+        tools = c_edge.binary.parent
+        edges = _run([str(tools / "qdstat-c"), "-b", interior.url, "--edge"])
+        assert any(" CE " in f" {line} " and "edge" in line for line in edges.splitlines()), edges
+        assert "CE" in _run([str(tools / "qdstat-c"), "-b", interior.url, "-d", "CE", "-g"])
+        assert "CE" in _run([sys.executable, "-m", "qdrouter.tools.qdstat", "-b", interior.url,
+                             "-d", "CE", "-g"])
     finally:
         interior.stop(check=True)
+
+
+def _run(command) -> str:
+    from tests.router.routerproc import router_env
+    done = subprocess.run(command, capture_output=True, text=True, timeout=30, env=router_env())
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def _multicast_once(net, sender_url: str, receiver_urls, address: str = "multicast/up") -> None:
