@@ -338,6 +338,12 @@ class Forwarder:
         if address.distribution is MULTICAST:
             self._multicast(address, message)
             return None
+        in_link = message.in_link
+        if in_link.via_edge and not address.remote and all(
+                consumer.connection is in_link.connection for consumer in address.consumers):
+            # Its only consumers are on the edge it came from: nowhere to go (no echo).
+            self._no_route(address, message)
+            return None
         undelivered = address.undelivered
         if undelivered and undelivered[-1].trace == message.trace:
             # The last message that could go where this one can is still waiting, so nothing
@@ -387,7 +393,7 @@ class Forwarder:
         best: CoreLink | None = None
         least = -1
         consumers = address.consumers
-        count = len(consumers)
+        count = usable = len(consumers)
         if count:
             start = address.next_index % count
             closest = address.distribution is CLOSEST
@@ -395,8 +401,10 @@ class Forwarder:
             echo = in_link.connection if in_link.via_edge else _UNSET
             for offset in range(count):
                 candidate = consumers[(start + offset) % count]
-                if candidate.credit > 0 and (least < 0 or candidate.outstanding < least) \
-                        and candidate.connection is not echo:
+                if candidate.connection is echo:
+                    usable -= 1  # the edge it came from: as if it were not a consumer
+                    continue
+                if candidate.credit > 0 and (least < 0 or candidate.outstanding < least):
                     best = candidate
                     least = candidate.outstanding
                     if closest or least == 0:
@@ -405,7 +413,7 @@ class Forwarder:
                 address.next_index = start + 1
         mesh = self.mesh
         if address.remote and mesh is not None and (
-                (best is None and not consumers) or (address.distribution is BALANCED and least > 0)):
+                (best is None and not usable) or (address.distribution is BALANCED and least > 0)):
             trace = message.trace
             for router in address.remote:
                 link = mesh.link_avoiding(router, trace)
