@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 from measure import REPO_DIR, Router, ensure_built, proton_shim, run_clients
+from memory_routers import INTER_ROUTER_CONNECTOR, INTER_ROUTER_LISTENER, STANDALONE
 from processes import HOST, BenchError, Proc, free_port, wait_for_port
 from report import fmt_rate, fmt_us, machine_info, median_or_none
 from scenarios import SCENARIOS, Measurement, Scenario
@@ -39,50 +40,15 @@ KIND_NAMES = {"Q": "qdmesh", "C": "C router"}
 LINES = ("QQQ", "CCC", "QCQ", "CQC")
 UNSETTLED = SCENARIOS["1to1-unsettled"]
 
-# One config for both kinds. workerThreads 1: the C router's best on two cores (qdmesh has one
-# event loop whatever it says); every port on 127.0.0.1, as the C router binds what it is told.
-ROUTER = """\
-router {{
-    mode: {mode}
-    id: {router_id}
-    workerThreads: 1
-}}
-listener {{
-    host: {host}
-    port: {port}
-    saslMechanisms: ANONYMOUS
-    authenticatePeer: no
-}}
-address {{
-    prefix: closest
-    distribution: closest
-}}
-address {{
-    prefix: balanced
-    distribution: balanced
-}}
-address {{
-    prefix: multicast
-    distribution: multicast
-}}
-"""
-INTER_ROUTER_LISTENER = """\
-listener {{
-    host: {host}
-    port: {port}
-    role: inter-router
-    saslMechanisms: ANONYMOUS
-    authenticatePeer: no
-}}
-"""
-CONNECTOR = """\
-connector {{
-    host: {host}
-    port: {port}
-    role: inter-router
-    saslMechanisms: ANONYMOUS
-}}
-"""
+# One config for both kinds (memory_routers.py's templates): workerThreads 1, the C router's best
+# on two cores (qdmesh has one event loop whatever it says); every port on 127.0.0.1, as the C
+# router binds what it is told; the addresses of run.py's scenarios.
+ADDRESSES = "".join(f"address {{\n    prefix: {name}\n    distribution: {name}\n}}\n"
+                    for name in ("closest", "balanced", "multicast"))
+
+
+def router_config(mode: str, router_id: str, port: int, extra: str = "") -> str:
+    return STANDALONE.format(mode=mode, router_id=router_id, host=HOST, port=port, extra=ADDRESSES + extra)
 
 
 def router_argv(args: argparse.Namespace, kind: str, config: Path) -> List[str]:
@@ -103,8 +69,7 @@ class OneRouter(Router):
     def __init__(self, args: argparse.Namespace, kind: str, workdir: Path) -> None:
         self.port = free_port()
         self.config = workdir / f"{kind}-{self.port}.conf"
-        self.config.write_text(ROUTER.format(mode="standalone", router_id=f"{kind}1", host=HOST,
-                                             port=self.port))
+        self.config.write_text(router_config("standalone", f"{kind}1", self.port))
         self.proc = Proc(KIND_NAMES[kind], router_argv(args, kind, self.config), env=_env())
         try:
             wait_for_port(self.port, self.proc, args.router_start_timeout)
@@ -124,10 +89,10 @@ class Line:
         self.settle = max(args.settle, 3.0)
         try:
             for i, kind in enumerate(kinds):
-                text = ROUTER.format(mode="interior", router_id=f"{kind}{i + 1}", host=HOST, port=ports[i])
-                text += INTER_ROUTER_LISTENER.format(host=HOST, port=inter[i])
+                extra = INTER_ROUTER_LISTENER.format(host=HOST, port=inter[i])
                 if i:
-                    text += CONNECTOR.format(host=HOST, port=inter[i - 1])
+                    extra += INTER_ROUTER_CONNECTOR.format(host=HOST, port=inter[i - 1])
+                text = router_config("interior", f"{kind}{i + 1}", ports[i], extra)
                 config = workdir / f"line-{kinds}-{i + 1}.conf"
                 config.write_text(text)
                 proc = Proc(f"{KIND_NAMES[kind]} {i + 1}", router_argv(args, kind, config), env=_env())
