@@ -108,7 +108,7 @@ def _finish() -> None:
 FOLDER_TIMEOUTS_S: Dict[str, int] = {
     "management": 30,
     "router": 60, "tools": 60, "linkroute": 60, "policy": 60,
-    "mesh": 90, "mesh_local": 90, "router_http": 90, "security": 90,
+    "mesh": 90, "mesh_local": 90, "edge": 90, "router_http": 90, "security": 90,
     "mesh_linkroute": 120, "interop": 180,
     "console": 150,
     "broker": 180,

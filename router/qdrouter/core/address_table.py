@@ -130,13 +130,15 @@ def address_key(address: str, router_id: str = "") -> str:
         return "L" + address[len(own):]
     if address.startswith("_topo/"):
         return "T" + address[6:]
+    if address.startswith("_edge/") and "/" not in address[6:]:
+        return "H" + address[6:]  # an edge router attached to an interior (edge summary)
     plain, phase = split_phase(address)
     return f"M{phase}{plain}"
 
 
 def is_temporary(key: str) -> bool:
     """A dynamic source's address, as the router makes them: `_topo/0/<router>/temp.<id>`."""
-    return key.startswith("_topo/") and "/temp." in key
+    return (key.startswith("_topo/") or key.startswith("_edge/")) and "/temp." in key
 
 
 def prefix_matches(prefix: str, address: str) -> bool:
@@ -192,6 +194,10 @@ class AddressTable:
 
     def add_prefix(self, prefix: str, distribution: str) -> None:
         self.add_config(distribution, prefix=prefix)
+
+    def phases_of(self, address: str) -> Tuple[int, int]:
+        """(ingress phase, egress phase) configured for ``address`` ((0, 0) if none)."""
+        return self._phases_of(address)
 
     def _phases_of(self, address: str) -> Tuple[int, int]:
         config = self._configs.match(address)

@@ -42,11 +42,16 @@ def decode_address(key: str) -> str:
     core.address_table.phased); other keys (link routes, ...) are returned unchanged."""
     if len(key) >= 2 and key[0] == "M" and key[1].isdigit():
         return key[2:] if key[1] == "0" else f"\x00{key[1]}\x00{key[2:]}"
+    if len(key) >= 2 and key[0] == "H":
+        # An edge router attached to the advertising router (upstream's edge-summary class).
+        return f"_edge/{key[1:]}"
     return key
 
 
 def encode_core_key(key: str) -> str:
     """The router core's address key (plain or phased) -> upstream hash key."""
+    if key.startswith("_edge/"):
+        return "H" + key[len("_edge/"):]
     if key.startswith("\x00"):
         phase, _, address = key[1:].partition("\x00")
         return encode_address(address, int(phase))

@@ -57,14 +57,15 @@ class ManagementClient:
                  sasl_mechanisms: str | None = None, username: str | None = None,
                  password: str | None = None, ssl_certificate: str | None = None,
                  ssl_key: str | None = None, ssl_trustfile: str | None = None,
-                 ssl_password: str | None = None, container_id: str | None = None) -> None:
+                 ssl_password: str | None = None, container_id: str | None = None,
+                 edge_router: str | None = None) -> None:
         try:
             self.url = Url(url).defaults()
         except (ValueError, ProtonException) as e:
             raise ManagementConnectionError(f"invalid router address {url!r}: {e}") from None
         self.timeout = timeout
-        self.address = wire.agent_address(router)
-        self._router = router
+        self.address = wire.agent_address(router, edge_router)
+        self._router = router if not edge_router else None
         self._sasl_mechanisms = sasl_mechanisms
         self._username = username
         self._password = password

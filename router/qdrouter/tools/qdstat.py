@@ -27,6 +27,7 @@ _VIEW_OPTIONS = [
     ("-g", "--general", "general"),
     ("-c", "--connections", "connections"),
     (None, "--connectors", "connectors"),
+    ("-e", "--edge", "edges"),
     ("-l", "--links", "links"),
     ("-a", "--address", "addresses"),
     ("-n", "--nodes", "nodes"),
