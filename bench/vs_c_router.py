@@ -7,6 +7,8 @@ Three parts, each repeat measuring every kind back to back so ratios are same-ru
   balanced and multicast), direct, qdmesh and the C router from the same config file;
 * lines: a line of three routers, sender on the first and receiver on the last, 1->1 unsettled,
   for QQQ (all qdmesh), CCC (all C) and the mixed QCQ and CQC;
+* edges: edge to edge through one interior router (qQq: qdmesh edges on a qdmesh interior; cCc
+  the same of the C router; qCq and cQc mixed), 1->1 unsettled, throughput then each fixed rate;
 * latency: 1->1 unsettled at a fixed rate (qdm-send --rate, open loop: each message carries the
   time it was due, so a message held back shows its wait), p50/p99/p99.9 for direct, qdmesh and
   the C router. Throughput-mode latencies of routers at different throughputs do not compare;
@@ -78,24 +80,56 @@ class OneRouter(Router):
             raise
 
 
+EDGE_LISTENER = """
+listener {{
+    host: {host}
+    port: {port}
+    role: edge
+    saslMechanisms: ANONYMOUS
+}}
+"""
+EDGE_CONNECTOR = """
+connector {{
+    host: {host}
+    port: {port}
+    role: edge
+    saslMechanisms: ANONYMOUS
+}}
+"""
+
+
 class Line:
-    """Interior routers of the given kinds in a line; the sender uses the first, receivers the last."""
+    """Routers of the given kinds in a line; the sender uses the first, receivers the last. An
+    upper-case letter is an interior router (Q qdmesh, C the C router), a lower-case one an edge
+    router of that kind attached to its interior neighbour: "qCq" is two qdmesh edge routers
+    on one C interior router."""
 
     def __init__(self, args: argparse.Namespace, kinds: str, workdir: Path) -> None:
         self.procs: List[Proc] = []
         ports = [free_port() for _ in kinds]
         inter = [free_port() for _ in kinds]
+        edge = [free_port() for _ in kinds]
+        interiors = [i for i, kind in enumerate(kinds) if kind.isupper()]
         # The receiver's address needs a few routing-protocol exchanges to reach router 1.
         self.settle = max(args.settle, 3.0)
         try:
             for i, kind in enumerate(kinds):
-                extra = INTER_ROUTER_LISTENER.format(host=HOST, port=inter[i])
-                if i:
-                    extra += INTER_ROUTER_CONNECTOR.format(host=HOST, port=inter[i - 1])
-                text = router_config("interior", f"{kind}{i + 1}", ports[i], extra)
+                if kind.isupper():
+                    extra = INTER_ROUTER_LISTENER.format(host=HOST, port=inter[i])
+                    extra += EDGE_LISTENER.format(host=HOST, port=edge[i])
+                    before = [j for j in interiors if j < i]
+                    if before:
+                        extra += INTER_ROUTER_CONNECTOR.format(host=HOST, port=inter[before[-1]])
+                    mode = "interior"
+                else:
+                    neighbour = min(interiors, key=lambda j: abs(j - i))
+                    extra = EDGE_CONNECTOR.format(host=HOST, port=edge[neighbour])
+                    mode = "edge"
+                text = router_config(mode, f"{kind.upper()}{mode[0]}{i + 1}", ports[i], extra)
                 config = workdir / f"line-{kinds}-{i + 1}.conf"
                 config.write_text(text)
-                proc = Proc(f"{KIND_NAMES[kind]} {i + 1}", router_argv(args, kind, config), env=_env())
+                name = f"{KIND_NAMES[kind.upper()]} {mode} {i + 1}"
+                proc = Proc(name, router_argv(args, kind.upper(), config), env=_env())
                 self.procs.append(proc)
                 wait_for_port(ports[i], proc, args.router_start_timeout)
         except BaseException:
@@ -172,6 +206,26 @@ def lines(args: argparse.Namespace, workdir: Path) -> List[Dict[str, Any]]:
     return [{"line": kinds, **_median_rows(rows)} for kinds, rows in runs.items()]
 
 
+def edges(args: argparse.Namespace, workdir: Path) -> List[Dict[str, Any]]:
+    """Edge to edge through one interior router: throughput, then each fixed rate."""
+    results = []
+    for kinds in args.edge_lines:
+        runs: Dict[str, List[Dict[str, Any]]] = {"throughput": [], **{str(rate): [] for rate in args.rates}}
+        for rep in range(args.repeat):
+            m = measure(args, UNSETTLED, workdir, kinds, "edges", args.messages)
+            runs["throughput"].append(_row(m))
+            print(f"[{rep + 1}/{args.repeat}] edges {kinds}: {m.msgs_per_sec:,.0f} msgs/s, "
+                  f"p50 {fmt_us(m.p50_us)} µs, lost {m.lost}", file=sys.stderr)
+            for rate in args.rates:
+                paced = argparse.Namespace(**{**vars(args), "rate": rate})
+                m = measure(paced, UNSETTLED, workdir, kinds, "edges", int(rate * args.duration))
+                runs[str(rate)].append(_row(m))
+                print(f"[{rep + 1}/{args.repeat}] edges {kinds} at {rate}/s: p50 {fmt_us(m.p50_us)} µs, "
+                      f"p99 {fmt_us(m.p99_us)} µs, p99.9 {fmt_us(m.p999_us)} µs", file=sys.stderr)
+        results.append({"edges": kinds, **{key: _median_rows(rows) for key, rows in runs.items()}})
+    return results
+
+
 def latency(args: argparse.Namespace, workdir: Path) -> List[Dict[str, Any]]:
     results = []
     for rate in args.rates:
@@ -209,6 +263,18 @@ def markdown(report: Dict[str, Any]) -> str:
             out.append(f"| {r['line']} | {fmt_rate(r['msgs_per_sec'])} | {fmt_us(r['p50_us'])} | "
                        f"{fmt_us(r['p99_us'])} | {r['lost']:.0f} |")
         out.append("")
+    if report.get("edges"):
+        rates = [key for key in report["edges"][0] if key not in ("edges", "throughput")]
+        out += ["| edge-interior-edge (1->1 unsettled) | msgs/s | p50 µs | "
+                + " | ".join(f"{int(rate):,}/s p50 / p99 / p99.9 µs" for rate in rates) + " |",
+                "|---|---:|---:|" + "---:|" * len(rates)]
+        for r in report["edges"]:
+            t = r["throughput"]
+            cells = [" / ".join(fmt_us(r[rate][key]) for key in ("p50_us", "p99_us", "p999_us"))
+                     for rate in rates]
+            out.append(f"| {r['edges']} | {fmt_rate(t['msgs_per_sec'])} | {fmt_us(t['p50_us'])} | "
+                       + " | ".join(cells) + " |")
+        out.append("")
     if report.get("latency"):
         out += ["| fixed rate (1->1 unsettled) | kind | achieved msgs/s | p50 µs | p99 µs | p99.9 µs |",
                 "|---|---|---:|---:|---:|---:|"]
@@ -227,8 +293,8 @@ def _us(value: float | None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--parts", default="throughput,lines,latency",
-                   help="comma-separated: throughput,lines,latency")
+    p.add_argument("--parts", default="throughput,lines,edges,latency",
+                   help="comma-separated: throughput,lines,edges,latency")
     p.add_argument("--c-router", type=Path, default=Path(os.environ.get("QDROUTERD_C", DEFAULT_C_ROUTER)),
                    help="the C router's binary (default: .ci/setup.d/25-qdrouterd-c.sh's build)")
     p.add_argument("--python", default=sys.executable, help="interpreter that runs qdmesh (e.g. pypy3)")
@@ -236,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--messages", "-m", type=int, default=100_000, help="messages per throughput run")
     p.add_argument("--scenarios", default=",".join(SCENARIOS), help="throughput scenarios")
     p.add_argument("--lines", default=",".join(LINES), help="line kinds, e.g. QQQ,CCC,QCQ,CQC")
+    p.add_argument("--edge-lines", default="qQq,cCc,qCq,cQc",
+                   help="edge-interior-edge kinds (lower case: an edge router), e.g. qQq,cCc")
     p.add_argument("--rates", default="10000,50000", help="fixed rates, msgs/s")
     p.add_argument("--duration", type=float, default=10.0, help="seconds per fixed-rate run")
     p.add_argument("--size", "-s", type=int, default=100)
@@ -250,6 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.parts = [part for part in args.parts.split(",") if part]
     args.scenarios = [name for name in args.scenarios.split(",") if name]
     args.lines = [kinds.upper() for kinds in args.lines.split(",") if kinds]
+    args.edge_lines = [kinds for kinds in args.edge_lines.split(",") if kinds]
     args.rates = [int(rate) for rate in args.rates.split(",") if rate]
     # run_clients and sender_argv read these from run.py's options.
     args.link_capacity, args.router_cmd, args.rate = None, None, 0
@@ -266,6 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 report["throughput"] = throughput(args, workdir)
             if "lines" in args.parts:
                 report["lines"] = lines(args, workdir)
+            if "edges" in args.parts:
+                report["edges"] = edges(args, workdir)
             if "latency" in args.parts:
                 report["latency"] = latency(args, workdir)
         except BenchError as error:
