@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from typing import List
+from typing import List, Tuple
 
 import pytest
 
@@ -53,7 +53,7 @@ def router_kind() -> str:
 
 
 _SECTION = re.compile(r"^\s*([A-Za-z]+)\s*\{\s*$")
-_ATTRIBUTE = re.compile(r"^(\s*)([A-Za-z]+)\s*:\s*(.*?)\s*$")
+_ATTRIBUTE = re.compile(r"^(\s*)([$A-Za-z][\w-]*)\s*:\s*(.*?)\s*$")
 _ANY_HOST = {"0.0.0.0", "localhost", "::", "::1", "", '""'}
 
 
@@ -62,7 +62,13 @@ def for_c_router(config: str) -> str:
     out: List[str] = []
     section = ""
     has_threads = False
+    json_depth = 0
+    after_close = False
     for line in config.splitlines():
+        if json_depth:
+            json_depth, after_close, line = _json_line(line, json_depth, after_close)
+            out.append(line)
+            continue
         opened = _SECTION.match(line)
         if opened:
             section = opened.group(1)
@@ -85,8 +91,38 @@ def for_c_router(config: str) -> str:
                 line = f"{indent}workerThreads: 1"
             elif name == "host" and value in _ANY_HOST:
                 line = f"{indent}host: 127.0.0.1"
+            elif name in _JSON_VALUED and value == "{":
+                json_depth, after_close = 1, False
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+# qdrouterd's parser takes these attributes' values as JSON (quoted keys); qdmesh also takes
+# them in the file's own form (``name: value``, nested ``name: {``). Given in that form, they
+# are rewritten as JSON for the C router.
+_JSON_VALUED = ("groups", "openProperties")
+_JSON_LITERAL = re.compile(r'^(true|false|null|-?\d+(\.\d+)?|".*"|\[.*\])$')
+
+
+def _json_line(line: str, depth: int, after_close: bool) -> Tuple[int, bool, str]:
+    """One line inside a JSON-valued attribute: (depth after it, whether it closed a map, the
+    line as JSON). qdrouterd reads these lines one by one: a map ends with a bare ``}`` on
+    its line, so a key that follows a closed map takes the comma in front."""
+    stripped = line.split("#")[0].strip()
+    indent = line[:len(line) - len(line.lstrip())]
+    if stripped == "}":
+        return depth - 1, True, f"{indent}}}"
+    attribute = _ATTRIBUTE.match(stripped)
+    if not attribute:
+        return depth, after_close, line
+    _, name, value = attribute.groups()
+    comma = ", " if after_close else ""
+    if value == "{":
+        return depth + 1, False, f'{indent}{comma}"{name}": {{'
+    value = value.rstrip(",")
+    if not _JSON_LITERAL.match(value):
+        value = '"' + value.replace('"', '\\"') + '"'
+    return depth, False, f'{indent}{comma}"{name}": {value},'
 
 
 def apply_marks(items: List[pytest.Item]) -> None:
