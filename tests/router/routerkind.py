@@ -19,9 +19,11 @@ qdrouterd"):
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
+import subprocess
 from typing import List, Tuple
 
 import pytest
@@ -98,9 +100,12 @@ def for_c_router(config: str) -> str:
 
 
 # qdrouterd's parser takes these attributes' values as JSON (quoted keys); qdmesh also takes
-# them in the file's own form (``name: value``, nested ``name: {``). Given in that form, they
-# are rewritten as JSON for the C router.
+# them in the file's own form (``name: value``, nested ``name: {``). Either way they are
+# rewritten in the one JSON layout qdrouterd 1.19 reads: its parser counts a map's end only
+# where ``}`` ends a line, so a closing ``},`` (valid JSON) throws its count off and the rest
+# of the file is misread; the comma goes in front of the next key instead.
 _JSON_VALUED = ("groups", "openProperties")
+_JSON_ATTRIBUTE = re.compile(r'^(?:,\s*)?"?([$A-Za-z][\w-]*)"?\s*:\s*(.*?)\s*$')
 _JSON_LITERAL = re.compile(r'^(true|false|null|-?\d+(\.\d+)?|".*"|\[.*\])$')
 
 
@@ -110,12 +115,12 @@ def _json_line(line: str, depth: int, after_close: bool) -> Tuple[int, bool, str
     its line, so a key that follows a closed map takes the comma in front."""
     stripped = line.split("#")[0].strip()
     indent = line[:len(line) - len(line.lstrip())]
-    if stripped == "}":
+    if stripped.rstrip(",") == "}":
         return depth - 1, True, f"{indent}}}"
-    attribute = _ATTRIBUTE.match(stripped)
+    attribute = _JSON_ATTRIBUTE.match(stripped)
     if not attribute:
         return depth, after_close, line
-    _, name, value = attribute.groups()
+    name, value = attribute.groups()
     comma = ", " if after_close else ""
     if value == "{":
         return depth + 1, False, f'{indent}{comma}"{name}": {{'
@@ -123,6 +128,44 @@ def _json_line(line: str, depth: int, after_close: bool) -> Tuple[int, bool, str
     if not _JSON_LITERAL.match(value):
         value = '"' + value.replace('"', '\\"') + '"'
     return depth, False, f'{indent}{comma}"{name}": {value},'
+
+
+NO_CYRUS = ("C router build: its proton (the system's libqpid-proton-core) has no Cyrus SASL, so it "
+            "cannot log users in with PLAIN or SCRAM")
+
+
+@functools.cache
+def c_router_has_cyrus() -> bool:
+    """Whether the C router of $QDROUTER_TEST_CMD links a proton built with Cyrus SASL (the
+    PLAIN and SCRAM logins of the policy tests need it). The command may be a wrapper script:
+    every executable it names is looked at with ldd."""
+    command = shlex.split(os.environ.get("QDROUTER_TEST_CMD", ""))
+    if not command:
+        return False
+    programs = [command[0]]
+    try:
+        with open(command[0], "rb") as f:
+            if f.read(2) == b"#!":
+                f.seek(0)
+                programs += [w for w in re.findall(r"[\w./-]+", f.read().decode(errors="replace"))
+                             if w.startswith("/") and os.path.isfile(w) and os.access(w, os.X_OK)]
+    except OSError:
+        return False
+    for program in programs:
+        libraries = _ldd(program)
+        if "libsasl2" in libraries:
+            return True
+        for proton in re.findall(r"=> (\S*libqpid-proton[\w.-]*)", libraries):
+            if "libsasl2" in _ldd(proton):
+                return True
+    return False
+
+
+def _ldd(path: str) -> str:
+    try:
+        return subprocess.run(["ldd", path], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
 
 
 def apply_marks(items: List[pytest.Item]) -> None:
