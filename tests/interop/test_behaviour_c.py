@@ -24,9 +24,13 @@ from tests.router.routerkind import NO_CYRUS
 from tests.router.routerproc import REPO_ROOT, router_env
 
 # The behaviour suites of one router and of meshes (routing, settlement and outcomes,
-# annotations, flow control, dynamic addresses, link routes, auto-links, policy, management).
-# Left out: benchmarks and qdmesh's own runtime (PyPy, the proton shim, soak, scale), and the
-# mesh's chaos, network-namespace and fault-containment suites (qdmesh's test hooks, root).
+# annotations, flow control, dynamic addresses, link routes, auto-links, policy, management),
+# chosen to take about five minutes against the C router on CI's two cores. Left out: the
+# benchmarks and qdmesh's own runtime (PyPy, the proton shim, soak, scale, fault containment);
+# tests/linkroute/test_broker.py (the C router aborts or hangs with RabbitMQ: its marks say
+# where; 50 s of timeouts); and the slower mesh files (topology, protocol addresses, remote
+# management, shutdown outcomes: 2.5 min more), sorted too and run by hand with
+# ``QDROUTER_TEST_CMD``. Chaos, partitions and connector backoff need root or hooks.
 BEHAVIOUR_FILES = [
     "tests/router/test_basic_routing.py",
     "tests/router/test_distribution.py",
@@ -42,8 +46,16 @@ BEHAVIOUR_FILES = [
     "tests/router/test_robustness.py",
     "tests/router/test_config_errors.py",
     "tests/management",
-    "tests/linkroute",
+    "tests/linkroute/test_address_route_container.py",
+    "tests/linkroute/test_detach.py",
+    "tests/linkroute/test_management.py",
+    "tests/linkroute/test_matching.py",
+    "tests/linkroute/test_route_container_totals.py",
+    "tests/linkroute/test_routed_receiver.py",
+    "tests/linkroute/test_routed_sender.py",
     "tests/policy",
+    "tests/mesh/test_routing.py",
+    "tests/mesh/test_outcomes.py",
 ]
 
 
