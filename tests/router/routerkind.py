@@ -9,7 +9,8 @@ qdrouterd"):
 - ``for_c_router(config)`` is what the C router is given instead of the config a test wrote:
   ``workerThreads: 1`` in the router section (qdrouterd starts four by default; this machine
   has two cores and routers of several tests at once), every host on 127.0.0.1 (the tests
-  connect there), and no attribute the C router's schema lacks (``QDMESH_ONLY_ATTRIBUTES``).
+  connect there), no attribute the C router's schema lacks (``QDMESH_ONLY_ATTRIBUTES``), and
+  ``groups``/``openProperties`` maps in the JSON layout its parser reads (``_json_line``).
 - Three markers sort the tests that do not pass against the C router, each with its reason:
   ``qdmesh_only(reason)`` (a qdmesh feature the C router lacks: the test is skipped there),
   ``differs_from_c(reason)`` (a deliberate difference, listed in docs/routing.md) and
