@@ -189,6 +189,8 @@ def sender_argv(args: argparse.Namespace, sc: Scenario, port: int, count: int) -
     ]
     if sc.presettled:
         argv.append("-p")
+    if getattr(args, "rate", 0):
+        argv += ["--rate", str(args.rate)]
     return argv
 
 
@@ -282,6 +284,7 @@ def summarize(
         deliveries_per_sec=delivered / seconds if seconds else 0.0,
         p50_us=percentile(lat, 0.50),
         p99_us=percentile(lat, 0.99),
+        p999_us=percentile(lat, 0.999),
         max_us=percentile(lat, 1.0),
         sender_msgs_per_sec=float(sender["msgs_per_sec"]),
         sender_cpu_pct=cpu_pct(sender),

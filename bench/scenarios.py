@@ -69,6 +69,7 @@ class Measurement:
     # sharing the other cores) and per message sent.
     router_cpu_pct: float | None = None
     router_cpu_us_per_msg: float | None = None
+    p999_us: float | None = None
 
     @property
     def lost(self) -> int:

@@ -4,9 +4,11 @@ here, one instance serves the kube, operator, kubectl and gitops tests of a run.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -14,15 +16,92 @@ _REPO_ROOT = str(Path(__file__).resolve().parents[1])
 if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
 
+from tests import reaper  # noqa: E402
 from tests.kube.apiserver import kube_apiserver, kube_control_plane  # noqa: E402, F401 (shared fixtures)
+from tests.prerequisites import INSTALL_COMMAND, missing_prerequisites  # noqa: E402
 from tests.router.routerkind import apply_marks  # noqa: E402
 from tests.router.routerproc import build_proton_shim  # noqa: E402
 
+_run_id = ""
+_missing: List[Tuple[str, str, str]] = []
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    # SIGTERM as Ctrl-C: pytest then tears fixtures down (stopping their routers and brokers)
+    # and ends the session, where the reaper stops whatever is left.
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Ctrl-C during a test's setup leaves pytest's tmp_path teardown without the results it
+    # reads (a KeyError from pytest's stash that buries the run's summary): give it an empty
+    # record up front. (pytest's own key; nothing to do if a later pytest renames it.)
+    try:
+        from _pytest.tmpdir import tmppath_result_key
+    except ImportError:
+        return
+    item.stash.setdefault(tmppath_result_key, {})
+
+
+def pytest_report_header(config: pytest.Config) -> List[str]:
+    # Said first, so that a run stopped early has still said what it will not cover.
+    _missing[:] = missing_prerequisites()
+    return _missing_lines()
+
+
+def _missing_lines() -> List[str]:
+    # The end-to-end suite needs a whole cluster: CI runs it on its own, after this command.
+    e2e = ["tests/e2e skips here (it needs a cluster): tests/e2e/run.sh runs it (docs/e2e.md)"]
+    if os.environ.get("QDMESH_E2E") == "1":
+        e2e = []
+    if not _missing:
+        return ["test prerequisites: all installed (nothing skips for want of one)", *e2e]
+    how = "fail (QDMESH_REQUIRE_ALL=1)" if os.environ.get("QDMESH_REQUIRE_ALL") == "1" else "skip"
+    lines = [f"test prerequisites missing ({len(_missing)}): the tests needing them {how}"]
+    lines += [f"  - {what}: {tests} (.ci/setup.d/{step})" if step.endswith(".sh")
+              else f"  - {what}: {tests} ({step})" for what, tests, step in _missing]
+    lines.append(f"  install them all (Debian/Ubuntu, root or sudo): {INSTALL_COMMAND}")
+    return lines + e2e
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    terminalreporter.section("test prerequisites")
+    for line in _missing_lines():
+        terminalreporter.write_line(line)
+
 
 def pytest_sessionstart(session: object) -> None:
+    global _run_id
+    # First: every process the run starts from here on carries the run's marker (tests/reaper.py).
+    _run_id = reaper.start_run()
     # Every folder starts routers from this checkout with this interpreter: give them the
     # compiled proton shim, as an installed router has.
     build_proton_shim()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: object) -> None:
+    # However the run ends (Ctrl-C and SIGTERM included), nothing it started outlives it. Last:
+    # session-scoped fixtures (meshes, brokers) are torn down before, by pytest's own hook, and
+    # must find their processes still running. Should that teardown raise, this is not called:
+    # pytest_unconfigure then, or the watchdog once pytest has exited, does the same.
+    _finish()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _finish()
+
+
+def _finish() -> None:
+    global _run_id
+    run_id, _run_id = _run_id, ""
+    reaper.finish_run(run_id)
 
 
 # Per folder: a hung router, broker, client or cluster must fail its test, never hang the run.
@@ -30,7 +109,7 @@ def pytest_sessionstart(session: object) -> None:
 FOLDER_TIMEOUTS_S: Dict[str, int] = {
     "management": 30,
     "router": 60, "tools": 60, "linkroute": 60, "policy": 60,
-    "mesh": 90, "mesh_local": 90, "router_http": 90, "security": 90,
+    "mesh": 90, "mesh_local": 90, "edge": 90, "router_http": 90, "security": 90,
     "mesh_linkroute": 120, "interop": 180,
     "console": 150,
     "broker": 180,

@@ -10,6 +10,12 @@
  *   (little-endian uint64), from which qdm-recv computes one-way latency.
  * - Messages are sent whenever credit allows ("keep the pipeline full");
  *   a peer that grants credit slowly just makes us wait for PN_LINK_FLOW.
+ * - With --rate R, message i is due at t0 + i/R (t0: first credit) and
+ *   carries that due time, not the time it left: a message held back (no
+ *   credit, a busy peer) shows its wait as latency, as a client producing at
+ *   a fixed rate would see it (no coordinated omission). A pacing thread
+ *   wakes the connection every PACE_NS, so a message leaves at most that
+ *   long after it is due (the proactor's own timeouts count milliseconds).
  * - In unsettled mode every delivery's outcome is counted; the run is
  *   complete when all N are settled by the peer.
  *
@@ -29,6 +35,8 @@
 #include <proton/terminus.h>
 
 #include <getopt.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +51,12 @@ typedef struct sender_t {
   bool presettled;
   double timeout_s;
   int burst;
+  double rate;        /* messages per second; 0 = as fast as credit allows */
+  int64_t t_rate0_ns; /* when paced sending began (first credit) */
+  pthread_t pacer;
+  pthread_mutex_t pacer_lock; /* guards pacer_connection */
+  pn_connection_t *pacer_connection; /* what the pacer wakes; NULL once the run is over */
+  volatile bool pacer_stop;
   char container_id[128];
 
   /* proton objects */
@@ -83,6 +97,7 @@ static void usage(FILE *out) {
           "  -p, --presettled          send pre-settled (default: unsettled, count outcomes)\n"
           "  -t, --timeout SEC         give up after SEC seconds (default 60, 0 = never)\n"
           "      --burst N             max messages per event batch before yielding to I/O (default 1000)\n"
+          "      --rate R              send at R messages per second, open loop (default 0: as fast as credit allows)\n"
           "      --no-sasl             connect without a SASL layer\n"
           "      --container ID        AMQP container id (default qdm-send-PID)\n");
 }
@@ -118,6 +133,8 @@ static void encode_message(sender_t *s) {
   pn_message_free(m);
 }
 
+static void pacer_forget_connection(sender_t *s);
+
 static void put_le64(char *p, uint64_t v) {
   for (int i = 0; i < 8; i++) p[i] = (char)(v >> (8 * i));
 }
@@ -151,6 +168,7 @@ static void finish(sender_t *s) {
   if (s->done) return;
   s->done = true;
   if (!s->t_last_ns) s->t_last_ns = qdm_now_ns();
+  pacer_forget_connection(s);
   print_result(s);
   if (s->link && (pn_link_state(s->link) & PN_LOCAL_ACTIVE)) pn_link_close(s->link);
   if (s->connection) pn_connection_close(s->connection);
@@ -158,16 +176,61 @@ static void finish(sender_t *s) {
   s->close_deadline_ns = qdm_now_ns() + 10LL * 1000000000LL;
 }
 
+/* With --rate: when message number `i` is due. */
+static int64_t due_ns(const sender_t *s, long long i) {
+  return s->t_rate0_ns + (int64_t)((double)i * 1e9 / s->rate);
+}
+
+/* With --rate: how many messages are due by now (at most --messages). */
+static long long due_count(sender_t *s) {
+  if (s->rate <= 0) return s->count;
+  if (!s->t_rate0_ns) return 0;
+  long long due = (long long)((double)(qdm_now_ns() - s->t_rate0_ns) * s->rate / 1e9) + 1;
+  return due < s->count ? due : s->count;
+}
+
+#define PACE_NS 100000 /* 100 µs */
+
+/* With --rate: wake the connection every PACE_NS; its PN_CONNECTION_WAKE sends what fell due.
+ * pn_connection_wake is the one proton call that is safe from another thread. */
+static void *pace(void *arg) {
+  sender_t *s = arg;
+  struct timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  while (!s->pacer_stop) {
+    next.tv_nsec += PACE_NS;
+    if (next.tv_nsec >= 1000000000L) {
+      next.tv_nsec -= 1000000000L;
+      next.tv_sec++;
+    }
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+    pthread_mutex_lock(&s->pacer_lock);
+    if (s->pacer_connection) pn_connection_wake(s->pacer_connection);
+    pthread_mutex_unlock(&s->pacer_lock);
+  }
+  return NULL;
+}
+
+static void pacer_forget_connection(sender_t *s) {
+  if (s->rate <= 0) return;
+  pthread_mutex_lock(&s->pacer_lock);
+  s->pacer_connection = NULL;
+  pthread_mutex_unlock(&s->pacer_lock);
+}
+
 static void send_available(sender_t *s) {
   pn_link_t *l = s->link;
   if (s->done || !l || !(pn_link_state(l) & PN_LOCAL_ACTIVE)) return;
   if (!s->t_credit_ns && pn_link_credit(l) > 0) s->t_credit_ns = qdm_now_ns();
+  if (s->rate > 0 && !s->t_rate0_ns && s->t_credit_ns) s->t_rate0_ns = s->t_credit_ns;
+  long long limit = due_count(s);
   int n = 0;
-  while (s->sent < s->count && pn_link_credit(l) > 0 && n < s->burst) {
+  while (s->sent < limit && pn_link_credit(l) > 0 && n < s->burst) {
     uint64_t tag = (uint64_t)s->sent;
     pn_delivery_t *d = pn_delivery(l, pn_dtag((const char *)&tag, sizeof(tag)));
     int64_t now = qdm_now_ns();
-    if (s->ts_off >= 0) put_le64(s->msg + s->ts_off, (uint64_t)now);
+    int64_t stamp = s->rate > 0 ? due_ns(s, s->sent) : now;
+    if (s->ts_off >= 0) put_le64(s->msg + s->ts_off, (uint64_t)stamp);
     if (!s->t_first_ns) {
       s->t_first_ns = now;
       s->cpu_at_first = qdm_cpu_seconds();
@@ -178,7 +241,7 @@ static void send_available(sender_t *s) {
     s->sent++;
     n++;
   }
-  if (s->sent < s->count && pn_link_credit(l) > 0) {
+  if (s->sent < limit && pn_link_credit(l) > 0) {
     /* Still credit but we stopped at the burst limit: let the proactor write
      * what we have, then continue on PN_CONNECTION_WAKE.  Without this a peer
      * granting huge credit would make us buffer everything before any I/O. */
@@ -271,6 +334,11 @@ static bool handle(sender_t *s, pn_event_t *e) {
         /* A null remote target means the attach was refused; a detach follows. */
         fprintf(stderr, "%s: peer refused link to '%s'\n", prog, s->address);
       }
+      if (s->rate > 0 && l == s->link && !s->done) {
+        pthread_mutex_lock(&s->pacer_lock);
+        s->pacer_connection = s->connection;
+        pthread_mutex_unlock(&s->pacer_lock);
+      }
       send_available(s);
       break;
     }
@@ -307,7 +375,10 @@ static bool handle(sender_t *s, pn_event_t *e) {
         s->error = true;
         finish(s);
       }
-      if (c == s->connection) s->connection = NULL;
+      if (c == s->connection) {
+        pacer_forget_connection(s);
+        s->connection = NULL;
+      }
       /* Connect mode has one connection: once it is gone we are done. */
       if (!s->ep.listen || all_closed(s)) return false;
       break;
@@ -358,13 +429,14 @@ int main(int argc, char **argv) {
   qdm_parse_hostport("127.0.0.1:5672", &s.ep);
   snprintf(s.container_id, sizeof(s.container_id), "qdm-send-%d", (int)getpid());
 
-  enum { OPT_BURST = 256, OPT_NO_SASL, OPT_CONTAINER };
+  enum { OPT_BURST = 256, OPT_NO_SASL, OPT_CONTAINER, OPT_RATE };
   static const struct option opts[] = {
       {"connect", required_argument, NULL, 'c'},   {"listen", required_argument, NULL, 'l'},
       {"address", required_argument, NULL, 'a'},   {"messages", required_argument, NULL, 'm'},
       {"size", required_argument, NULL, 's'},      {"presettled", no_argument, NULL, 'p'},
       {"timeout", required_argument, NULL, 't'},   {"burst", required_argument, NULL, OPT_BURST},
       {"no-sasl", no_argument, NULL, OPT_NO_SASL}, {"container", required_argument, NULL, OPT_CONTAINER},
+      {"rate", required_argument, NULL, OPT_RATE},
       {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
   int opt;
   while ((opt = getopt_long(argc, argv, "c:l:a:m:s:pt:h", opts, NULL)) != -1) {
@@ -384,6 +456,7 @@ int main(int argc, char **argv) {
       case 't': s.timeout_s = qdm_parse_seconds("--timeout", optarg); break;
       case OPT_BURST: s.burst = (int)qdm_parse_count("--burst", optarg, 1); break;
       case OPT_NO_SASL: s.ep.sasl = false; break;
+      case OPT_RATE: s.rate = (double)qdm_parse_count("--rate", optarg, 0); break;
       case OPT_CONTAINER: snprintf(s.container_id, sizeof(s.container_id), "%s", optarg); break;
       case 'h': usage(stdout); return QDM_EXIT_OK;
       default: usage(stderr); return QDM_EXIT_ERROR;
@@ -400,6 +473,13 @@ int main(int argc, char **argv) {
   s.proactor = pn_proactor();
   s.listener = qdm_start(s.proactor, &s.ep);
   pn_proactor_set_timeout(s.proactor, QDM_TICK_MS);
+  if (s.rate > 0) {
+    pthread_mutex_init(&s.pacer_lock, NULL);
+    if (pthread_create(&s.pacer, NULL, pace, &s) != 0) {
+      fprintf(stderr, "%s: cannot start the pacing thread\n", prog);
+      return QDM_EXIT_ERROR;
+    }
+  }
 
   bool running = true;
   while (running) {
@@ -409,6 +489,10 @@ int main(int argc, char **argv) {
     pn_proactor_done(s.proactor, batch);
   }
   if (!s.done) finish(&s); /* e.g. proactor went inactive unexpectedly */
+  if (s.rate > 0) {
+    s.pacer_stop = true;
+    pthread_join(s.pacer, NULL);
+  }
   pn_proactor_free(s.proactor);
   free(s.msg);
 

@@ -11,6 +11,7 @@ from qdrouter.tools.qdstat import _VIEW_OPTIONS as QDSTAT_VIEW_OPTIONS
 from qdrouter.tools.qdstat_views import VIEWS
 
 PROG = "kubectl-qdstat"
+EDGE_ROUTERS = "edge-routers"
 USAGE = "kubectl qdstat [MESH | pod/NAME] [view] [options]"
 DESCRIPTION = """\
 qdstat for the routers of a qdmesh RouterMesh. Reaches each router's management (port 5672)
@@ -24,7 +25,9 @@ examples:
   kubectl qdstat mymesh -a                   addresses of every router
   kubectl qdstat -n prod mymesh --links --router mymesh-1
   kubectl qdstat pod/mymesh-0 --nodes        the routers one router sees
-  kubectl qdstat mymesh --map                routers, links and costs, brokers, routes"""
+  kubectl qdstat mymesh --map                routers, links and costs, brokers, routes
+  kubectl qdstat mymesh --edge-routers       the edge routers and their interior router
+  kubectl qdstat mymesh -l --router mymesh-edge-apps-7d9f-x2k4p   one edge router's links"""
 
 # qdstat's own view options (so a view added to qdstat is here too), without the short -n:
 # that is kubectl's namespace flag, so nodes is --nodes only.
@@ -42,13 +45,19 @@ def build_parser() -> ToolArgumentParser:
     kube.add_argument("--context", help="kubeconfig context to use")
     kube.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     kube.add_argument("--router", metavar="POD",
-                      help="only this router of the mesh (its pod name, or its ordinal such as 1)")
+                      help="only this router of the mesh (its pod name, or its ordinal such as 1; an "
+                           "edge router by its pod name)")
     views = parser.add_argument_group("what to show (one of)").add_mutually_exclusive_group()
     for short, long, view in _VIEW_OPTIONS:
         flags = [f for f in (short, long) if f]
         if view == "addresses":
             flags.append("--addresses")
         views.add_argument(*flags, dest="show", action="store_const", const=view, help=VIEWS[view].help)
+    # Not "--edge": that is qdstat's view of an interior router's edge connections (as
+    # qdrouterd's qdstat), which this plugin takes from qdstat like every view.
+    views.add_argument("--edge-routers", dest="show", action="store_const", const=EDGE_ROUTERS,
+                       help="the mesh's edge routers: group, pod, the interior router each is connected "
+                            "to (from the RouterMesh's status; no port-forward)")
     views.add_argument("--map", dest="show", action="store_const", const="map",
                        help="draw the mesh: routers, inter-router links with cost, brokers, link routes "
                             "and auto-links")

@@ -15,6 +15,9 @@ GROUP = "qdmesh.io"
 VERSION = "v1alpha1"
 MESH_PLURAL = "routermeshes"
 MESH_LABEL = "qdmesh.io/mesh"
+# Edge routers (spec.edgeGroups) carry these instead of MESH_LABEL.
+EDGE_OF_LABEL = "qdmesh.io/edge-of"
+EDGE_GROUP_LABEL = "qdmesh.io/edge-group"
 
 
 @dataclass
@@ -23,6 +26,8 @@ class RouterPod:
     phase: str
     ready: bool
     mesh: str | None
+    #: The edge group of an edge router's pod; None for an interior router.
+    edge_group: str | None = None
 
     @property
     def reachable(self) -> bool:
@@ -112,7 +117,8 @@ def _pod(item: Any) -> RouterPod:
     conditions = item.status.conditions or []
     ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
     labels = item.metadata.labels or {}
-    return RouterPod(item.metadata.name, item.status.phase or "Unknown", ready, labels.get(MESH_LABEL))
+    return RouterPod(item.metadata.name, item.status.phase or "Unknown", ready,
+                     labels.get(MESH_LABEL) or labels.get(EDGE_OF_LABEL), labels.get(EDGE_GROUP_LABEL))
 
 
 def mesh_pods(target: KubeTarget, mesh: str) -> List[RouterPod]:
@@ -126,6 +132,19 @@ def mesh_pods(target: KubeTarget, mesh: str) -> List[RouterPod]:
         raise _api_error(e, doing) from None
     found = [_pod(p) for p in pods.items]
     return sorted(found, key=lambda p: _ordinal_key(p.name))
+
+
+def edge_pods(target: KubeTarget, mesh: str) -> List[RouterPod]:
+    """The edge router pods of ``mesh``'s edge groups, by group and name."""
+    from kubernetes import client
+
+    try:
+        pods = client.CoreV1Api(target.api).list_namespaced_pod(
+            target.namespace, label_selector=f"{EDGE_OF_LABEL}={mesh}")
+    except Exception as e:
+        doing = f"listing the edge router pods of {mesh!r} in namespace {target.namespace!r}"
+        raise _api_error(e, doing) from None
+    return sorted((_pod(p) for p in pods.items), key=lambda p: (p.edge_group or "", p.name))
 
 
 def _ordinal_key(name: str) -> tuple:

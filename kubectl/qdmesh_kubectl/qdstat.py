@@ -13,8 +13,9 @@ from qdrouter.tools.cli_common import UsageError, run_tool, sasl_password, write
 from qdrouter.tools.management_client import ManagementClient
 
 from . import cluster
-from .args import PROG, build_parser
+from .args import EDGE_ROUTERS, PROG, build_parser
 from .cluster import KubeTarget, RouterPod
+from .edges import edges_summary, edges_table
 from .errors import PluginError
 from .forward import KubectlPortForward
 from .views import query_routers
@@ -26,9 +27,14 @@ def _warn(text: str) -> None:
     sys.stderr.write(f"{PROG}: warning: {text}\n")
 
 
-def _select_router(pods: List[RouterPod], wanted: str, mesh: str) -> List[RouterPod]:
+def _select_router(target: KubeTarget, pods: List[RouterPod], wanted: str, mesh: str) -> List[RouterPod]:
+    """The interior router (pod name or ordinal) or edge router (pod name) ``wanted``."""
     name = f"{mesh}-{wanted}" if wanted.isdigit() else wanted
     chosen = [p for p in pods if p.name == name]
+    if not chosen and not wanted.isdigit():
+        edges = cluster.edge_pods(target, mesh)
+        chosen = [p for p in edges if p.name == name]
+        pods = pods + edges
     if not chosen:
         known = ", ".join(p.name for p in pods) or "none"
         raise PluginError(f"router {wanted!r} is not a router of RouterMesh {mesh!r} (its routers: {known})")
@@ -48,7 +54,7 @@ def resolve_routers(target: KubeTarget, args: argparse.Namespace) -> tuple:
     mesh = cluster.get_mesh(target, mesh_name)
     pods = cluster.mesh_pods(target, mesh_name)
     if args.router:
-        pods = _select_router(pods, args.router, mesh_name)
+        pods = _select_router(target, pods, args.router, mesh_name)
     ready = cluster.mesh_condition(mesh, "Ready") or {}
     why = f" (Ready: {ready.get('reason')}: {ready.get('message')})" if ready.get("message") else ""
     if not pods:
@@ -75,8 +81,25 @@ def _client_factory(args: argparse.Namespace) -> Callable[[str], ManagementClien
     return make
 
 
+def list_edges(target: KubeTarget, args: argparse.Namespace) -> int:
+    """--edge-routers: the mesh's edge routers from its status and pods."""
+    if "/" in args.target:
+        raise UsageError("--edge-routers lists a RouterMesh's edge routers: give the mesh's name")
+    mesh = cluster.get_mesh(target, args.target)
+    if not (mesh.get("spec") or {}).get("edgeGroups"):
+        raise PluginError(f"RouterMesh {args.target!r} has no edge groups (spec.edgeGroups)")
+    pods = cluster.edge_pods(target, args.target)
+    text = table.render(edges_table(mesh, pods), args.format)
+    if args.format == table.TEXT:
+        text = edges_summary(mesh) + "\n" + text
+    write_out(text)
+    return 0
+
+
 def run(args: argparse.Namespace, forwarder_factory: ForwarderFactory) -> int:
     target = cluster.connect(args.kubeconfig, args.context, args.namespace)
+    if args.show == EDGE_ROUTERS:
+        return list_edges(target, args)
     name, pods = resolve_routers(target, args)
     client_for = _client_factory(args)
     cluster.check_port_forward_allowed(target)

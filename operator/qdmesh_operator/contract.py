@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Dict
+from typing import Any, Dict, Mapping
 
 GROUP = "qdmesh.io"
 VERSION = "v1alpha1"
@@ -24,6 +24,14 @@ CONSOLE_PORT = 8080  # the web console (spec.console), on its own pod
 
 MANAGER = "qdmesh-operator"
 CONFIG_DIR = "/etc/qdrouterd"
+
+
+def owner_reference(owner: Mapping[str, Any]) -> Dict[str, Any]:
+    """A controller reference to the RouterMesh ``owner`` (its body or metadata-bearing dict):
+    on everything the operator creates for a mesh, so deleting the mesh deletes them."""
+    meta = owner["metadata"]
+    return {"apiVersion": API_VERSION, "kind": "RouterMesh", "name": meta["name"],
+            "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}
 
 
 def package_version() -> str:
@@ -105,3 +113,47 @@ def router_id(mesh: str, ordinal: int) -> str:
 def router_host(mesh: str, namespace: str, ordinal: int) -> str:
     """The DNS name of router ``ordinal`` through the headless Service."""
     return f"{router_id(mesh, ordinal)}.{headless_service(mesh)}.{namespace}.svc"
+
+
+# -- edge routers (spec.edgeGroups) ---------------------------------------------------------------
+# The C router's conventional port for edge connections (interior routers listen, edges connect).
+EDGE_PORT = 45672
+
+
+def edge_group(mesh: str, group: str) -> str:
+    """Deployment or DaemonSet, and client Service, of one edge group."""
+    return f"{mesh}-edge-{group}"
+
+
+def edge_config_key(group: str) -> str:
+    """The key of an edge group's config in the mesh's ConfigMap (one config per group: edge
+    pods of a Deployment have no names known in advance, so their router id comes from the
+    pod's host name, as qdrouterd makes one when the config sets none)."""
+    return f"edge-{group}.conf"
+
+
+def edge_labels(mesh: str, group: str) -> Dict[str, str]:
+    """Labels of an edge group's objects and pods.  Not ``qdmesh.io/mesh``: the interior
+    routers' Services, PodDisruptionBudget and scale selector pick pods by it."""
+    return {
+        "app.kubernetes.io/name": "qdmesh-router",
+        "app.kubernetes.io/instance": mesh,
+        "app.kubernetes.io/component": "edge-router",
+        "app.kubernetes.io/managed-by": MANAGER,
+        "qdmesh.io/edge-of": mesh,
+        "qdmesh.io/edge-group": group,
+    }
+
+
+def edge_selector(mesh: str, group: str | None = None) -> Dict[str, str]:
+    """Edge pods of ``mesh`` (of one ``group``)."""
+    found = {"qdmesh.io/edge-of": mesh}
+    if group is not None:
+        found["qdmesh.io/edge-group"] = group
+    return found
+
+
+def edge_tls_secret(mesh: str) -> str:
+    """Mode Managed: the certificate edge routers present to interior routers (tls.crt,
+    tls.key, ca.crt), issued by the mesh's CA."""
+    return f"{mesh}-edge-tls"

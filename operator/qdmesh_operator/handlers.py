@@ -105,6 +105,19 @@ async def routers_came_or_went(labels: Any, namespace: Any, name: Any, status: A
     await run(namespace, labels.get("qdmesh.io/mesh"), "routers")
 
 
+@kopf.on.event("apps", "v1", "deployments", labels={"qdmesh.io/edge-of": kopf.PRESENT})
+@kopf.on.event("apps", "v1", "daemonsets", labels={"qdmesh.io/edge-of": kopf.PRESENT})
+async def edges_came_or_went(labels: Any, namespace: Any, name: Any, status: Any, **_: Any) -> None:
+    """An edge router became ready or went: manage it and refresh the mesh's edge status."""
+    status = status or {}
+    ready = status.get("readyReplicas", status.get("numberReady")) or 0
+    seen: dict = _state.setdefault("ready_edges", {})
+    if seen.get((namespace, name)) == ready:
+        return
+    seen[(namespace, name)] = ready
+    await run(namespace, labels.get("qdmesh.io/edge-of"), "routers")
+
+
 # -- LinkRoute, AutoLink, VhostPolicy -----------------------------------------------------------
 def _register(plural: str) -> None:
     @kopf.on.create(G, V, plural, id=f"{plural}-create")

@@ -70,3 +70,25 @@ def rolled_out_annotation(live: Mapping[str, Any] | None, size: int, annotation:
     annotations = ((spec.get("template") or {}).get("metadata") or {}).get("annotations") or {}
     value = annotations.get(annotation)
     return str(value) if value is not None else None
+
+
+def workload_rolled_out_annotation(live: Mapping[str, Any], annotation: str) -> str | None:
+    """As rolled_out_annotation, for an edge group's Deployment or DaemonSet: the value of a
+    pod-template annotation every one of its pods runs with, or None while it rolls."""
+    spec = live.get("spec") or {}
+    status = live.get("status") or {}
+    if status.get("observedGeneration") != (live.get("metadata") or {}).get("generation"):
+        return None
+    if live.get("kind") == "DaemonSet":
+        desired = int(status.get("desiredNumberScheduled") or 0)
+        done = min(int(status.get("updatedNumberScheduled") or 0), int(status.get("numberReady") or 0))
+        extra = int(status.get("currentNumberScheduled") or 0) > desired
+    else:
+        desired = int(spec.get("replicas") or 0)
+        done = min(int(status.get("updatedReplicas") or 0), int(status.get("readyReplicas") or 0))
+        extra = int(status.get("replicas") or 0) > desired
+    if done < desired or extra:
+        return None
+    annotations = ((spec.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(annotation)
+    return str(value) if value is not None else None

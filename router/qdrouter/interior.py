@@ -24,6 +24,7 @@ from .protocol.mobile import (
     LINK_ROUTE_KEY_PREFIXES,
     TREATMENT_ANYCAST_BALANCED,
     TREATMENT_ANYCAST_CLOSEST,
+    TREATMENT_MULTICAST_FLOOD,
     TREATMENT_MULTICAST_ONCE,
 )
 
@@ -36,6 +37,10 @@ INGRESS_KEY = "x-opt-qd.ingress"
 # Upstream's treatment codes for the distributions (qd_address_treatment_t).
 TREATMENT_HINTS = {MULTICAST: TREATMENT_MULTICAST_ONCE, CLOSEST: TREATMENT_ANYCAST_CLOSEST,
                    BALANCED: TREATMENT_ANYCAST_BALANCED}
+# A remote router's hint as the distribution of an address this router has no prefix for
+# (mobile.c's qcm_mobile_sync_default_treatment; flood is multicast here).
+HINT_DISTRIBUTIONS = {TREATMENT_MULTICAST_FLOOD: MULTICAST, TREATMENT_MULTICAST_ONCE: MULTICAST,
+                      TREATMENT_ANYCAST_CLOSEST: CLOSEST, TREATMENT_ANYCAST_BALANCED: BALANCED}
 
 
 class Peer:
@@ -253,9 +258,13 @@ class MeshNode:
             if new != address.remote:
                 address.remote = new
                 self.forwarder.remote_consumers_changed(address)
+        hints: Dict[str, int] | None = None
         for key, routers in remote.items():
             if self.table.find(str(key)) is None and routers:
-                address = self.table.get(key)
+                # As qdrouterd: an address first learned from another router takes this
+                # router's prefix configuration, or failing that the advertiser's hint.
+                hints = self.engine.remote_hints() if hints is None else hints
+                address = self.table.get(key, HINT_DISTRIBUTIONS.get(hints.get(key, -1), BALANCED))
                 address.remote = sorted(routers)
                 self.forwarder.remote_consumers_changed(address)
 

@@ -44,6 +44,7 @@ class RouterSpec:
     port: int  # normal (client) listener
     inter_router_port: int | None  # None when no peer connects to this router
     connects_to: Tuple[int, ...]  # indexes of the routers whose inter-router listener it dials
+    metrics_port: int | None = None  # an HTTP listener (/metrics, /healthz, /readyz) when asked for
 
     @property
     def address(self) -> str:
@@ -86,8 +87,10 @@ def mesh_edges(n: int, topology: str) -> List[Tuple[int, int]]:
 
 
 def plan_mesh(n: int, topology: str = "auto", ports: Sequence[int] = (),
-              inter_router_ports: Sequence[int] = (), id_prefix: str = "R") -> List[RouterSpec]:
-    """Router specs: router i gets ports[i-1] and, if anyone dials it, inter_router_ports[i-1]."""
+              inter_router_ports: Sequence[int] = (), id_prefix: str = "R",
+              metrics_ports: Sequence[int] = ()) -> List[RouterSpec]:
+    """Router specs: router i gets ports[i-1], if anyone dials it inter_router_ports[i-1], and
+    metrics_ports[i-1] if any are given."""
     if not 1 <= n <= MAX_ROUTERS:
         raise MeshError(f"--routers must be between 1 and {MAX_ROUTERS}, not {n}")
     if len(ports) != n or len(inter_router_ports) != n:
@@ -96,7 +99,8 @@ def plan_mesh(n: int, topology: str = "auto", ports: Sequence[int] = (),
     listening = {b for _, b in edges}
     return [RouterSpec(index=i, router_id=f"{id_prefix}{i}", port=ports[i - 1],
                        inter_router_port=inter_router_ports[i - 1] if i in listening else None,
-                       connects_to=tuple(b for a, b in edges if a == i))
+                       connects_to=tuple(b for a, b in edges if a == i),
+                       metrics_port=metrics_ports[i - 1] if metrics_ports else None)
             for i in range(1, n + 1)]
 
 
@@ -108,6 +112,10 @@ def render_config(spec: RouterSpec, specs: Sequence[RouterSpec]) -> str:
     if spec.inter_router_port is not None:
         parts.append(f"listener {{\n    host: {HOST}\n    port: {spec.inter_router_port}\n"
                      "    role: inter-router\n}\n")
+    if spec.metrics_port is not None:
+        # As the pods have it (docs/metrics.md): /metrics, /healthz and /readyz over plain HTTP.
+        parts.append(f"listener {{\n    host: {HOST}\n    port: {spec.metrics_port}\n    http: true\n"
+                     "    metrics: true\n    healthz: true\n}\n")
     for peer in spec.connects_to:
         port = by_index[peer].inter_router_port
         parts.append(f"connector {{\n    name: to-{by_index[peer].router_id}\n    host: {HOST}\n"
@@ -134,6 +142,21 @@ def allocate_ports(n: int, base_port: int, inter_router_base: int | None) -> Tup
         raise MeshError(f"ports out of range: client {ports[0]}-{ports[-1]}, "
                         f"inter-router {ir_ports[0]}-{ir_ports[-1]}")
     return ports, ir_ports
+
+
+def allocate_metrics_ports(n: int, base_port: int | None, taken: Sequence[int]) -> List[int]:
+    """One HTTP port per router from ``base_port`` (0: free ones); none when not asked for."""
+    if base_port is None:
+        return []
+    if base_port == 0:
+        return [p for p in _free_ports(n + len(taken)) if p not in taken][:n]
+    ports = list(range(base_port, base_port + n))
+    if set(ports) & set(taken):
+        raise MeshError(f"--metrics-port {base_port}: ports {ports[0]}-{ports[-1]} "
+                        "overlap the routers' AMQP ports")
+    if base_port < 1 or ports[-1] > 65535:
+        raise MeshError(f"--metrics-port {base_port}: ports out of range ({ports[0]}-{ports[-1]})")
+    return ports
 
 
 def _free_ports(count: int) -> List[int]:
@@ -163,7 +186,8 @@ def port_in_use(port: int) -> bool:
 
 def check_ports_free(specs: Sequence[RouterSpec]) -> None:
     for spec in specs:
-        for port, what in ((spec.port, "client"), (spec.inter_router_port, "inter-router")):
+        for port, what in ((spec.port, "client"), (spec.inter_router_port, "inter-router"),
+                           (spec.metrics_port, "metrics")):
             if port is not None and port_in_use(port):
                 raise MeshError(f"port {port} ({what} port of router {spec.index}) is already in use; "
                                 "choose another --base-port, or --base-port 0 for free ports")
@@ -305,12 +329,16 @@ def check_local_arguments(args: argparse.Namespace) -> None:
         raise MeshError(f"--base-port must be >= 0 (0 picks free ports), not {args.base_port}")
     if args.timeout <= 0:
         raise MeshError(f"--timeout must be > 0 seconds, not {args.timeout:g}")
+    for option, port in (("--metrics-port", args.metrics_port), ("--console-port", args.console_port)):
+        if port is not None and not 0 <= port <= 65535:
+            raise MeshError(f"{option} must be between 0 and 65535 (0 picks a free port), not {port}")
 
 
 def run_local(args: argparse.Namespace) -> int:
     check_local_arguments(args)
     ports, ir_ports = allocate_ports(args.routers, args.base_port, args.inter_router_base_port)
-    specs = plan_mesh(args.routers, args.topology, ports, ir_ports, args.id_prefix)
+    metrics_ports = allocate_metrics_ports(args.routers, args.metrics_port, ports + ir_ports)
+    specs = plan_mesh(args.routers, args.topology, ports, ir_ports, args.id_prefix, metrics_ports)
     check_ports_free(specs)
     tmp = None
     if args.log_dir:
@@ -323,6 +351,7 @@ def run_local(args: argparse.Namespace) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="qdmesh-")
         workdir = Path(tmp.name)
     procs = [RouterProcess(spec, args.python, workdir) for spec in specs]
+    console: console_server.BackgroundConsole | None = None
     stopping = False
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -345,6 +374,16 @@ def run_local(args: argparse.Namespace) -> int:
         for s in specs:
             print(f"  {s.router_id:<{width}}  amqp://{s.address}   watch: qdstat -b {s.address} -n",
                   flush=True)
+            if s.metrics_port is not None:
+                print(f"  {'':<{width}}  metrics: http://{HOST}:{s.metrics_port}/metrics", flush=True)
+        if args.console_port is not None:
+            try:
+                console = console_server.BackgroundConsole(specs[0].address, HOST, args.console_port)
+            except OSError as e:
+                raise MeshError(f"cannot serve the console on {HOST}:{args.console_port}: "
+                                f"{e.strerror}") from None
+            print(f"  console: http://{HOST}:{console.port}/ (the mesh read through {specs[0].router_id})",
+                  flush=True)
         print(f"Mesh of {args.routers} {noun} ready. Ctrl-C to stop.", flush=True)
         while True:
             for p in procs:
@@ -359,6 +398,8 @@ def run_local(args: argparse.Namespace) -> int:
         return 0
     finally:
         stopping = True
+        if console is not None:
+            console.stop()
         stop_all(procs)  # no-op after a clean stop; on errors, takes the others down too
         for sig, handler in old.items():
             signal.signal(sig, handler)
@@ -395,6 +436,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="keep configs and router logs here (default: a temporary directory, removed)")
     local.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the mesh to converge")
     local.add_argument("--python", default=sys.executable, help="interpreter that runs the routers")
+    local.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                       help="give each router an HTTP listener for Prometheus (/metrics, /healthz, /readyz) "
+                       "on PORT, PORT+1, ...; 0 picks free ports (default: none)")
+    local.add_argument("--console-port", type=int, default=None, metavar="PORT",
+                       help="also serve the web console of the mesh (qdmesh console) on PORT; "
+                       "0 picks a free port (default: none)")
     console = sub.add_parser("console", help="serve a read-only web console of a mesh",
                              description="Serve a read-only web console of the mesh that ROUTER belongs to.")
     console_server.add_arguments(console)

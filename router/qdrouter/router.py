@@ -20,6 +20,7 @@ from .config import port_number
 from .core.address_table import AddressTable
 from .core.link_route_table import LinkRoute, LinkRouteTable
 from .core.links import DEFAULT_LINK_CAPACITY
+from .edge.role import EdgeRole
 from .http.pages import ListenerPages
 from .http.server import HttpListenerError, HttpServer
 from .interior import MeshNode
@@ -47,9 +48,9 @@ class Router:
         settings = router_entities[0].attributes if router_entities else {}
         self.id = str(settings.get("id") or "Router.default")
         self.mode = str(settings.get("mode", "standalone"))
-        if self.mode not in ("standalone", "interior"):
+        if self.mode not in ("standalone", "interior", "edge"):
             raise RouterSetupError(f"{router_entities[0].source}: router: attribute 'mode': {self.mode!r} "
-                                   f"is not supported (standalone or interior)")
+                                   f"is not supported (standalone, interior or edge)")
         configure_sasl(settings.get("saslConfigDir"), settings.get("saslConfigName"))
         self.table = AddressTable()
         self.server = AmqpServer(self.id, self.table)
@@ -72,6 +73,7 @@ class Router:
             self.mesh.link_routes = self.link_routes
             self.mesh.link_route_connected = lambda route: self.route_container(route) is not None
             link_router.find_mesh_hop = self.mesh.link_route_hop
+        self.edge = EdgeRole(self)
         self.auto_links = AutoLinks(self.server)
         self.server.endpoints.on_connection_opened = self.auto_links.connection_opened
         self._listening: Dict[str, int] = {}
@@ -119,6 +121,7 @@ class Router:
             return
         settings, port = _connection_settings(entity)
         self._check_role(entity, settings.role)
+        self.edge.settings(settings)
         self._tls(entity, settings)
         try:
             _, _, fd = self.server.listen(str(entity.attributes.get("host") or ""), port, settings)
@@ -163,17 +166,28 @@ class Router:
         settings, port = _connection_settings(entity)
         self._tls(entity, settings)
         self._check_role(entity, settings.role)
+        self.edge.settings(settings)
         mesh = self.mesh if settings.role == "inter-router" else None
         on_up = mesh.connector_opened if mesh is not None else None
+        on_down = None
+        if settings.role == "edge" and self.edge.uplink is not None:
+            on_up, on_down = self.edge.uplink.connection_opened, self.edge.uplink.connection_lost
         connector = Connector(self.server, str(entity.attributes.get("host") or "127.0.0.1"), port, settings,
-                              on_up=on_up)
+                              on_up=on_up, on_down=on_down)
         self.connectors[entity.identity] = connector
         connector.start()
 
     def _check_role(self, entity: ManagedEntity, role: str) -> None:
+        kind = entity.etype.short_name
         if role == "inter-router" and self.mesh is None:
-            raise ManagementStatus(400, f"{entity.etype.short_name}: attribute 'role': 'inter-router' needs "
-                                        f"router mode 'interior' (this router is standalone)")
+            raise ManagementStatus(400, f"{kind}: attribute 'role': 'inter-router' needs "
+                                        f"router mode 'interior' (this router is {self.mode})")
+        if role == "edge":
+            # As qdrouterd: interior routers listen for edges, edge routers connect out.
+            needed = "interior" if kind == "listener" else "edge"
+            if self.mode != needed:
+                raise ManagementStatus(400, f"{kind}: attribute 'role': 'edge' needs router mode "
+                                            f"'{needed}' (this router is {self.mode})")
 
     def close_connector(self, entity: ManagedEntity) -> None:
         connector = self.connectors.pop(entity.identity, None)

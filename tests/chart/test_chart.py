@@ -195,15 +195,18 @@ def test_monitoring_and_sample_mesh() -> None:
     assert pods["spec"]["podMetricsEndpoints"][0]["port"] == "http"
     assert pods["spec"]["podMetricsEndpoints"][0]["path"] == "/metrics"
     # Prometheus turns the pod label into qdmesh_io_mesh, which docs/grafana's dashboard filters on.
-    assert pods["spec"]["podTargetLabels"] == ["qdmesh.io/mesh"]
+    assert pods["spec"]["podTargetLabels"] == ["qdmesh.io/mesh", "qdmesh.io/edge-of", "qdmesh.io/edge-group"]
     [mesh] = by_kind(docs, "RouterMesh")
-    assert mesh["metadata"]["name"] == "demo" and mesh["spec"] == {"size": 3}
+    assert mesh["metadata"]["name"] == "demo"
+    assert mesh["spec"] == {"size": 3, "edgeGroups": [{"name": "apps", "size": 2},
+                                                      {"name": "nodes", "perNode": True}]}
 
 
 @pytest.mark.parametrize("setting, says", [
     ("watch.scope=everywhere", "at '/watch/scope': value must be one of 'cluster', 'namespace'"),
     ("operator.healthPort=70000", "at '/operator/healthPort': maximum: got 70,000, want 65,535"),
     ("sampleMesh.size=0", "at '/sampleMesh/size': minimum: got 0, want 1"),
+    ("sampleMesh.edgeGroups[0].name=Apps", "at '/sampleMesh/edgeGroups/0"),
     ("operator.logLevel=loud", "at '/operator/logLevel': value must be one of 'debug', 'info'"),
     ("replicas=2", "additional properties 'replicas' not allowed"),
     ("operator.replicas=0", "at '/operator/replicas': minimum: got 0, want 1"),

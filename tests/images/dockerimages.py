@@ -9,6 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import List
 
+from tests import reaper
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -19,6 +21,10 @@ def package_version() -> str:
 
 
 def docker(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
+    if args and args[0] == "run":
+        # A container is the Docker daemon's child, not ours: labelled with the test run, the
+        # reaper removes it should the run end before the test does (tests/reaper.py).
+        args = ("run", *reaper.container_labels(), *args[1:])
     return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=check)
 
 

@@ -73,7 +73,7 @@ class CRouter:
         return f"amqp://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 15.0) -> CRouter:
-        with open(self.log_path, "wb") as log:
+        with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen([str(self.binary), "-c", str(self.config_path)],
                                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          cwd=str(self.workdir), start_new_session=True)
@@ -93,6 +93,12 @@ class CRouter:
             return self.log_path.read_text(errors="replace")[-4000:]
         except FileNotFoundError:
             return ""
+
+    def hard_kill(self) -> None:
+        """SIGKILL, as a crash: no goodbye to the neighbours. ``start()`` starts it again."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:

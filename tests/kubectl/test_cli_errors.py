@@ -63,6 +63,6 @@ def test_usage_errors(argv: list, says: str, capsys: pytest.CaptureFixture) -> N
 def test_every_qdstat_view_has_an_option() -> None:
     """Any qdstat view, including ones qdstat gains later: the options come from qdstat's."""
     shown = {action.const for action in build_parser()._actions if action.dest == "show"}
-    assert shown == set(VIEWS) | {"map"}
+    assert shown == set(VIEWS) | {"map", "edge-routers"}
     assert build_parser().parse_args(["demo", "--nodes"]).show == "nodes"
     assert build_parser().parse_args(["demo", "-n", "ns"]).namespace == "ns"

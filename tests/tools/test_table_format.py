@@ -55,10 +55,10 @@ def test_csv_is_heading_then_rows_properly_quoted() -> None:
     assert out.splitlines()[0] == "name,value"
 
 
-def test_json_is_list_of_objects_keyed_by_heading_with_types_kept() -> None:
+def test_json_is_list_of_objects_keyed_by_heading_with_types_kept_and_empty_cells_null() -> None:
     data = json.loads(format_json(TABLE))
     assert data == [
-        {"class": "local", "addr": "$management", "phs": "", "in": 0},
+        {"class": "local", "addr": "$management", "phs": None, "in": 0},
         {"class": "mobile", "addr": "my-address", "phs": "0", "in": 12},
     ]
 

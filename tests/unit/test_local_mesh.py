@@ -10,6 +10,7 @@ import pytest
 from qdrouter.config import parse_config_text
 from qdrouter.local_mesh import (
     MeshError,
+    allocate_metrics_ports,
     allocate_ports,
     check_ports_free,
     main,
@@ -220,3 +221,31 @@ def test_convergence_timeout_names_who_misses_what(monkeypatch: pytest.MonkeyPat
         wait_converged(procs, timeout=0.05, poll=0.01)  # type: ignore[arg-type]
     assert str(info.value) == ("mesh did not converge within 0.05s: R1 does not know R3; "
                                "R3 does not know R1, R2")
+
+
+def test_metrics_port_gives_each_router_an_http_listener_from_that_port() -> None:
+    ports, ir = allocate_ports(3, 20000, None)
+    metrics = allocate_metrics_ports(3, 28672, ports + ir)
+    assert metrics == [28672, 28673, 28674]
+    specs = plan_mesh(3, "auto", ports, ir, metrics_ports=metrics)
+    for spec, port in zip(specs, metrics):
+        http = [a for kind, a in entities(render_config(spec, specs)) if kind == "listener" and a.get("http")]
+        assert [(a["host"], int(a["port"]), a["metrics"], a["healthz"]) for a in http] == \
+            [("127.0.0.1", port, True, True)]
+    # Without the option, no router serves HTTP (as before).
+    plain = plan_mesh(3, "auto", ports, ir)
+    assert not any(a.get("http") for spec in plain for kind, a in entities(render_config(spec, plain))
+                   if kind == "listener")
+
+
+def test_metrics_ports_that_collide_or_overflow_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(MeshError, match="--metrics-port 20001: ports 20001-20003 overlap the routers' AMQP"):
+        allocate_metrics_ports(3, 20001, [20000, 20001, 20002])
+    with pytest.raises(MeshError, match="out of range"):
+        allocate_metrics_ports(3, 65534, [])
+    free = allocate_metrics_ports(4, 0, [])
+    assert len(set(free)) == 4
+    for option in ("--metrics-port", "--console-port"):
+        assert main(["local", option, "70000"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"qdmesh: error: {option} must be between 0 and 65535"), err

@@ -325,3 +325,17 @@ def test_link_state_answer_also_goes_back_the_way_the_request_came() -> None:
     out = engine.on_message("LSR", {"id": "B", "pv": 1, "area": "0"}, "D", 1.0)
     answers = sorted(str(o.via) for o in out if o.opcode == "LSU")
     assert answers == ["A", "D"]
+
+
+def test_mobile_addresses_go_only_to_neighbours_whose_link_state_lists_us() -> None:
+    """qdrouterd takes a MAU from a router it knows of but has no path to yet, credits the
+    address's senders and releases their messages until its next path computation, which
+    includes us only once its own link state lists us. So MAUs wait for that; the neighbour
+    asks (MAR) when our RA shows the newer mobile_seq."""
+    engine = _engine_with_neighbours("B", {"A": 1, "C": 1})
+    engine.on_message("LSU", _lsu("A", 1, {"B": 1}), "A", 0.5)
+    ma_all = "_topo/0/all/qdrouter.ma"
+    assert set(engine.forward_targets(ma_all, "B").conns) == {"A"}
+    assert set(engine.forward_targets(router_address("all"), "B").conns) == {"A", "C"}, "RA and LSU still go"
+    engine.on_message("LSU", _lsu("C", 1, {"B": 1}), "C", 0.6)
+    assert set(engine.forward_targets(ma_all, "B").conns) == {"A", "C"}

@@ -62,10 +62,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-# The web console of a RouterMesh with spec.console.enabled (deleted when it is turned off).
+# The web console of a RouterMesh with spec.console.enabled (deleted when it is turned off),
+# and its edge groups (spec.edgeGroups: a Deployment or a DaemonSet each, removed with the group).
 - apiGroups: ["apps"]
-  resources: ["deployments"]
-  verbs: ["get", "create", "patch", "delete"]
+  resources: ["deployments", "daemonsets"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["services", "configmaps"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]

@@ -3,6 +3,7 @@ custom resources and pods, and writing status (never spec)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping
 
 from kubernetes import client as k8s
@@ -12,7 +13,27 @@ from .. import contract
 from ..rolling import PodState
 
 APPLY = "application/apply-patch+yaml"
+
+
+@dataclass
+class EdgePod:
+    name: str
+    group: str
+    ip: str
+    node: str
+    ready: bool
+
 MERGE = "application/merge-patch+json"
+
+
+class KubeRefused(Exception):
+    """The API server refused a request of one stage; ``kind`` names what was being written
+    (the status message says "Kubernetes refused <kind>")."""
+
+    def __init__(self, kind: str, error: ApiException) -> None:
+        super().__init__(f"{kind}: {error.status} {error.reason}")
+        self.kind = kind
+        self.error = error
 
 
 class KubeApi:
@@ -41,6 +62,8 @@ class KubeApi:
             self.apps.patch_namespaced_stateful_set(name, namespace, body, **options)
         elif kind == "Deployment":
             self.apps.patch_namespaced_deployment(name, namespace, body, **options)
+        elif kind == "DaemonSet":
+            self.apps.patch_namespaced_daemon_set(name, namespace, body, **options)
         elif kind == "PodDisruptionBudget":
             self.policy.patch_namespaced_pod_disruption_budget(name, namespace, body, **options)
         elif kind == "Certificate":
@@ -87,6 +110,51 @@ class KubeApi:
                                    revision=str(labels.get("controller-revision-hash") or ""),
                                    ready=any(c.type == "Ready" and c.status == "True" for c in conditions))
         return found
+
+    # -- edge groups ----------------------------------------------------------------------------
+    def edge_workloads(self, namespace: str, mesh: str) -> List[Dict[str, Any]]:
+        """The Deployments and DaemonSets of the mesh's edge groups, as plain data with kind."""
+        selector = ",".join(f"{k}={v}" for k, v in contract.edge_selector(mesh).items())
+        found: List[Dict[str, Any]] = []
+        for kind, lister in (("Deployment", self.apps.list_namespaced_deployment),
+                             ("DaemonSet", self.apps.list_namespaced_daemon_set)):
+            for item in lister(namespace, label_selector=selector).items:
+                data = dict(self.api_client.sanitize_for_serialization(item) or {})
+                data["kind"] = kind
+                found.append(data)
+        return found
+
+    def edge_pods(self, namespace: str, mesh: str) -> Dict[str, EdgePod]:
+        """The mesh's edge router pods by name: group, pod IP, node, readiness."""
+        selector = ",".join(f"{k}={v}" for k, v in contract.edge_selector(mesh).items())
+        found: Dict[str, EdgePod] = {}
+        for pod in self.core.list_namespaced_pod(namespace, label_selector=selector).items:
+            if pod.metadata is None or not pod.metadata.name or pod.metadata.deletion_timestamp:
+                continue
+            conditions = (pod.status.conditions or []) if pod.status else []
+            found[str(pod.metadata.name)] = EdgePod(
+                name=str(pod.metadata.name),
+                group=str((pod.metadata.labels or {}).get("qdmesh.io/edge-group")),
+                ip=str((pod.status.pod_ip if pod.status else None) or ""),
+                node=str((pod.spec.node_name if pod.spec else None) or ""),
+                ready=any(c.type == "Ready" and c.status == "True" for c in conditions))
+        return found
+
+    def delete_edge_group(self, namespace: str, workload: Mapping[str, Any],
+                          workload_only: bool = False) -> None:
+        """Remove an edge group that left the spec: its workload, Service and disruption budget
+        (``workload_only``: the workload, which the group replaces by one of the other kind)."""
+        name = workload["metadata"]["name"]
+        delete = (self.apps.delete_namespaced_daemon_set if workload.get("kind") == "DaemonSet"
+                  else self.apps.delete_namespaced_deployment)
+        calls = [delete] if workload_only else [delete, self.core.delete_namespaced_service,
+                                                 self.policy.delete_namespaced_pod_disruption_budget]
+        for call in calls:
+            try:
+                call(name, namespace)
+            except ApiException as e:
+                if e.status != 404:
+                    raise
 
     # -- custom resources ---------------------------------------------------------------------
     def get(self, plural: str, namespace: str, name: str) -> Dict[str, Any] | None:

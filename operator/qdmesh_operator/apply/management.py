@@ -24,6 +24,7 @@ from .credentials import TlsFiles
 
 ROUTER_TYPE = "org.apache.qpid.dispatch.router"
 NODE_TYPE = "org.apache.qpid.dispatch.router.node"
+CONNECTION_TYPE = "org.apache.qpid.dispatch.connection"
 ClientFactory = Callable[[str], ManagementClient]
 
 
@@ -31,11 +32,28 @@ def default_client(url: str) -> ManagementClient:
     return ManagementClient(url, timeout=3.0)
 
 
-def tls_client(url: str, tls: TlsFiles) -> ManagementClient:
+def tls_client(url: str, tls: TlsFiles, verify_name: bool = True) -> ManagementClient:
     """Mutual TLS with the mesh's certificate, authenticated by it (SASL EXTERNAL), the router's
-    host name checked against its certificate."""
-    return ManagementClient(url, timeout=3.0, sasl_mechanisms="EXTERNAL", ssl_certificate=tls.certificate,
-                            ssl_key=tls.key, ssl_trustfile=tls.trust)
+    host name checked against its certificate (``verify_name``) or only its CA."""
+    kind = ManagementClient if verify_name else _CaVerifiedClient
+    return kind(url, timeout=3.0, sasl_mechanisms="EXTERNAL", ssl_certificate=tls.certificate,
+                ssl_key=tls.key, ssl_trustfile=tls.trust)
+
+
+class _CaVerifiedClient(ManagementClient):
+    """A client that accepts a router whose certificate the mesh's CA signed, whatever names it
+    holds: edge routers are reached at their pod's IP address (Deployment and DaemonSet pods
+    have no DNS name), which no certificate issued before the pod existed can name.  The CA is
+    the mesh's own and signs nothing but its routers' certificates."""
+
+    def _ssl_domain(self) -> Any:
+        domain = super()._ssl_domain()
+        trustfile = self._ssl[2]
+        if domain is not None and trustfile:
+            from proton import SSLDomain
+
+            domain.set_peer_authentication(SSLDomain.VERIFY_PEER, trustfile)
+        return domain
 
 
 class ClientPool:
@@ -49,16 +67,16 @@ class ClientPool:
         self._clients: Dict[str, Tuple[ManagementClient, str]] = {}
         self._lock = threading.Lock()
 
-    def get(self, url: str, tls: TlsFiles | None = None) -> ManagementClient:
+    def get(self, url: str, tls: TlsFiles | None = None, verify_name: bool = True) -> ManagementClient:
         """The router's client; one made with other (older) certificate files is replaced."""
-        version = tls.version if tls is not None else ""
+        version = (tls.version if tls is not None else "") + ("" if verify_name else "+ca-only")
         stale = None
         with self._lock:
             found = self._clients.get(url)
             if found is not None and found[1] != version:
                 stale, found = found[0], None
             if found is None:
-                client = self.factory(url) if tls is None else tls_client(url, tls)
+                client = self.factory(url) if tls is None else tls_client(url, tls, verify_name)
                 found = self._clients[url] = (client, version)
         if stale is not None:
             stale.close()
@@ -102,6 +120,8 @@ class RouterOutcome:
     #: Routers this one reaches over its own inter-router link (router.node rows with no next
     #: hop: qdrouterd's way of saying "a neighbour").
     direct_peers: List[str] = field(default_factory=list)
+    #: Edge routers: the interior router their open edge connection goes to ("" if none).
+    uplink: str = ""
     seconds: float = 0.0
 
     @property
@@ -141,7 +161,7 @@ def execute(client: ManagementClient, op: Op) -> OpResult:
 
 def sync_router(router_id: str, url: str, desired: Sequence[Entity], keep: Sequence[str] = (),
                 pool: ClientPool | None = None, dry_run: bool = False, attempts: int = 2,
-                tls: TlsFiles | None = None) -> RouterOutcome:
+                tls: TlsFiles | None = None, edge: bool = False) -> RouterOutcome:
     """Read, plan and apply on one router; never raises for router-side problems.  A lost or
     silent connection is retried once on a fresh one: the plan is made again from what the
     router then reports, so an operation is never applied twice."""
@@ -153,7 +173,7 @@ def sync_router(router_id: str, url: str, desired: Sequence[Entity], keep: Seque
         for _attempt in range(attempts):
             outcome.error = None
             try:
-                _sync_once(clients.get(url, tls), outcome, desired, keep, dry_run)
+                _sync_once(clients.get(url, tls, verify_name=not edge), outcome, desired, keep, dry_run, edge)
                 break
             except ManagementConnectionError as e:
                 clients.discard(url)
@@ -170,7 +190,7 @@ def sync_router(router_id: str, url: str, desired: Sequence[Entity], keep: Seque
 
 
 def _sync_once(client: ManagementClient, outcome: RouterOutcome, desired: Sequence[Entity],
-               keep: Sequence[str], dry_run: bool) -> None:
+               keep: Sequence[str], dry_run: bool, edge: bool = False) -> None:
     live = read_live(client)
     ops = plan(desired, live, keep)
     outcome.results = []
@@ -181,8 +201,24 @@ def _sync_once(client: ManagementClient, outcome: RouterOutcome, desired: Sequen
     outcome.live = {**live, **{t: client.query(LONG_TYPE[t]) for t in touched}}
     rows = client.query(ROUTER_TYPE)
     outcome.router = rows[0] if rows else {}
+    if edge:  # an edge router has no router.node rows: its uplink is an edge connection
+        outcome.uplink = uplink_of(client.query(CONNECTION_TYPE))
+        return
     outcome.direct_peers = sorted(str(n.get("id")) for n in client.query(NODE_TYPE)
                                   if n.get("id") and not n.get("nextHop"))
+
+
+def uplink_of(connections: Sequence[Mapping[str, Any]]) -> str:
+    """The interior router an edge router's open outgoing edge connection reaches: the first
+    label of the host it connected to (``M-1.M-routers.ns.svc:45672`` is ``M-1``), or the
+    peer's container id when the host is an address."""
+    for row in connections:
+        if row.get("role") == "edge" and row.get("dir") == "out" and row.get("opened", True):
+            host = str(row.get("host") or "").rsplit(":", 1)[0]
+            if host and not host[0].isdigit() and not host.startswith("["):
+                return host.split(".", 1)[0]
+            return str(row.get("container") or host)
+    return ""
 
 
 def sync_mesh(state: MeshState, urls: Mapping[str, str], pool: ClientPool | None = None,

@@ -16,6 +16,9 @@ from .routing import RoutingSpec
 TLS_DIR = "/etc/qdmesh/tls"
 INTER_ROUTER_PROFILE = "inter-router-tls"
 INTER_ROUTER_PREFIX = managed_name("interRouter", "")
+#: The sslProfile of edge routers: their certificate, for the edge connectors and management.
+EDGE_PROFILE = "edge-tls"
+EDGE_TLS_DIR = "/etc/qdmesh/edge"
 
 
 @dataclass
@@ -33,6 +36,8 @@ class MeshState:
 
     mesh: MeshSpec
     entities: Dict[str, List[Entity]] = field(default_factory=dict)
+    #: What every edge router of a group should have, by group name (the same on each).
+    edges: Dict[str, List[Entity]] = field(default_factory=dict)
     #: Names of the routing resources that made it into ``entities``, by kind.
     applied: Dict[str, List[str]] = field(default_factory=dict)
     problems: List[RoutingProblem] = field(default_factory=list)
@@ -48,6 +53,12 @@ class MeshState:
     def restart_only_names(self, router_id: str) -> List[str]:
         return [e.name for e in self.entities[router_id] if e.restart_only
                 or (not self.manage_inter_router and e.name.startswith(INTER_ROUTER_PREFIX))]
+
+    def edge_live_entities(self, group: str) -> List[Entity]:
+        return [e for e in self.edges[group] if not e.restart_only]
+
+    def edge_restart_only_names(self, group: str) -> List[str]:
+        return [e.name for e in self.edges[group] if e.restart_only]
 
 
 def tls_profile(secret: str) -> Entity:
@@ -98,6 +109,35 @@ def inter_router_connectors(mesh: MeshSpec, ordinal: int) -> List[Entity]:
     return out
 
 
+def edge_listener(mesh: MeshSpec) -> Entity:
+    """Interior routers of a mesh with edge groups: where edge routers connect.  A live entity
+    (its sslProfile is the inter-router one, loaded at start), so edge groups added later
+    need no restart of the interior routers."""
+    attrs: Dict[str, Any] = {"host": "", "port": str(contract.EDGE_PORT), "role": "edge"}
+    if mesh.inter_router_tls.enabled:
+        attrs.update(sslProfile=INTER_ROUTER_PROFILE, saslMechanisms="EXTERNAL", authenticatePeer=True,
+                     requireSsl=True)
+    else:
+        attrs["saslMechanisms"] = "ANONYMOUS"
+    return Entity("listener", managed_name("edgeListener", "edge"), attrs)
+
+
+def edge_connectors(mesh: MeshSpec, group_index: int) -> List[Entity]:
+    """An edge router's connectors, one to every interior router.  The router uses one at a
+    time and fails over to the next (as qdrouterd's edge routers do); the list starts at a
+    different interior router for each group, so groups spread over the interior."""
+    ids = mesh.router_ids()
+    start = group_index % len(ids)
+    out = []
+    for ordinal in [*range(start, len(ids)), *range(start)]:
+        attrs: Dict[str, Any] = {"host": contract.router_host(mesh.name, mesh.namespace, ordinal),
+                                 "port": str(contract.EDGE_PORT), "role": "edge"}
+        if mesh.inter_router_tls.enabled:
+            attrs.update(sslProfile=EDGE_PROFILE, saslMechanisms="EXTERNAL")
+        out.append(Entity("connector", managed_name("edge", ids[ordinal]), attrs))
+    return out
+
+
 def mesh_entities(mesh: MeshSpec) -> List[Entity]:
     """Entities from the RouterMesh itself (the same on every router)."""
     out: List[Entity] = []
@@ -119,10 +159,14 @@ def mesh_entities(mesh: MeshSpec) -> List[Entity]:
     return out
 
 
-def mesh_state(mesh: MeshSpec, routing: Sequence[RoutingSpec]) -> MeshState:
+def address_entities(mesh: MeshSpec) -> List[Entity]:
+    return [e for e in mesh_entities(mesh) if e.type == "address"]
+
+
+def mesh_state(mesh: MeshSpec, routing: Sequence[RoutingSpec], manage_inter_router: bool = True) -> MeshState:
     """Every router's entities; routing resources that do not fit the mesh become problems
     and contribute nothing (never half of their entities)."""
-    state = MeshState(mesh)
+    state = MeshState(mesh, manage_inter_router=manage_inter_router)
     shared = mesh_entities(mesh)
     routed: List[Entity] = []
     for spec in sorted(routing, key=lambda s: (type(s).__name__, s.name)):
@@ -135,8 +179,19 @@ def mesh_state(mesh: MeshSpec, routing: Sequence[RoutingSpec]) -> MeshState:
         routed.extend(made)
         state.applied.setdefault(kind, []).append(spec.name)
     order = {t: i for i, t in enumerate(LIVE_TYPES)}
+    if mesh.edge_groups:
+        shared.append(edge_listener(mesh))
     for ordinal, rid in enumerate(mesh.router_ids()):
         entities = [*shared, *inter_router_connectors(mesh, ordinal), *routed]
         entities.sort(key=lambda e: order[e.type])  # stable: same-type entities keep their order
         state.entities[rid] = entities
+    # Edge routers: their uplinks, the mesh's address settings and vhost policies (clients
+    # connect to edge routers, so their policy applies there).  Listeners, connectors to
+    # brokers, link routes and auto-links stay on the interior routers, as qdrouterd's edge
+    # deployments have them; edge clients reach them through the interior.
+    vhosts = [e for e in routed if e.type == "vhost"]
+    for index, group in enumerate(mesh.edge_groups):
+        edge = [*edge_connectors(mesh, index), *address_entities(mesh), *vhosts]
+        edge.sort(key=lambda e: order[e.type])
+        state.edges[group.name] = edge
     return state

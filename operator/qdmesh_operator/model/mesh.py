@@ -124,6 +124,17 @@ class ConsoleSettings:
 
 
 @dataclass
+class EdgeGroupSpec:
+    """spec.edgeGroups[]: edge routers run as a Deployment of ``size`` pods, or (``per_node``)
+    as a DaemonSet with one on every node its pod settings allow."""
+
+    name: str
+    size: int | None = None
+    per_node: bool = False
+    pod: PodSettings = field(default_factory=PodSettings)
+
+
+@dataclass
 class MeshSpec:
     name: str
     namespace: str
@@ -139,6 +150,7 @@ class MeshSpec:
     policy: PolicySpec | None = None
     pod: PodSettings = field(default_factory=PodSettings)
     console: ConsoleSettings = field(default_factory=ConsoleSettings)
+    edge_groups: List[EdgeGroupSpec] = field(default_factory=list)
 
     def router_ids(self) -> List[str]:
         return [contract.router_id(self.name, i) for i in range(self.size)]
@@ -189,21 +201,32 @@ def parse_mesh(name: str, namespace: str, spec: Mapping[str, Any]) -> MeshSpec:
             enable_vhost_policy=bool(p.boolean("enableVhostPolicy", False)),
             enable_vhost_name_patterns=bool(p.boolean("enableVhostNamePatterns", False)),
             default_vhost=p.text("defaultVhost"))
-    pod = f.sub("pod")
-    mesh.pod = PodSettings(
-        resources=pod.mapping("resources"), affinity=pod.mapping("affinity"),
-        tolerations=pod.raw_list("tolerations"), node_selector=pod.string_map("nodeSelector"),
-        topology_spread=pod.raw_list("topologySpreadConstraints"), labels=pod.string_map("labels"),
-        annotations=pod.string_map("annotations"), priority_class=pod.text("priorityClassName"))
-    for key in contract.labels(name):
-        if key in mesh.pod.labels:
-            raise SpecError(f"spec.pod.labels.{key}", "is set by the operator and cannot be overridden")
+    mesh.pod = parse_pod_settings(f.sub("pod"), name)
     console = f.sub("console")
     mesh.console = ConsoleSettings(
         enabled=bool(console.boolean("enabled", False)),
         interval=console.need_integer("intervalSeconds", default=2, minimum=1, maximum=60),
         resources=console.mapping("resources"))
+    mesh.edge_groups = parse_edge_groups(f, name)
+    exposed = {x.name for x in mesh.listeners if x.expose != "ClusterIP"}
+    for i, group in enumerate(mesh.edge_groups):
+        if f"edge-{group.name}" in exposed:  # both would be Service <mesh>-edge-<group>
+            raise SpecError(f"spec.edgeGroups[{i}].name", f"its Service {name}-edge-{group.name} would be "
+                            f"the one of listener 'edge-{group.name}' (exposed as NodePort or LoadBalancer)")
     return mesh
+
+
+def parse_pod_settings(pod: Fields, mesh_name: str) -> PodSettings:
+    """spec.pod, and each edge group's pod: the same settings for every router pod."""
+    settings = PodSettings(
+        resources=pod.mapping("resources"), affinity=pod.mapping("affinity"),
+        tolerations=pod.raw_list("tolerations"), node_selector=pod.string_map("nodeSelector"),
+        topology_spread=pod.raw_list("topologySpreadConstraints"), labels=pod.string_map("labels"),
+        annotations=pod.string_map("annotations"), priority_class=pod.text("priorityClassName"))
+    for key in contract.labels(mesh_name):
+        if key in settings.labels:
+            raise SpecError(f"{pod.at('labels')}.{key}", "is set by the operator and cannot be overridden")
+    return settings
 
 
 def _router_settings(r: Fields) -> RouterSettings:
@@ -299,4 +322,23 @@ def _addresses(f: Fields) -> List[AddressSpec]:
         if any(x.key == a.key for x in out):
             raise SpecError(item.path, f"a second address for {a.key} would never apply")
         out.append(a)
+    return out
+
+
+MAX_EDGE_GROUP_NAME = 16  # Service and workload <mesh>-edge-<group> stay a DNS label (63)
+
+
+def parse_edge_groups(f: Fields, mesh_name: str) -> List[EdgeGroupSpec]:
+    out: List[EdgeGroupSpec] = []
+    for item in f.objects("edgeGroups", max_items=32):
+        name = item.need_text("name", max_length=MAX_EDGE_GROUP_NAME, pattern=NAME_PATTERN)
+        if any(x.name == name for x in out):
+            raise SpecError(item.at("name"), f"two edge groups are called {name!r}")
+        per_node = bool(item.boolean("perNode", False))
+        size = item.integer("size", minimum=0, maximum=1000)
+        if per_node == (size is not None):
+            raise SpecError(item.path, "needs exactly one of size (a Deployment of that many edge "
+                            "routers) or perNode: true (a DaemonSet, one edge router per node)")
+        out.append(EdgeGroupSpec(name=name, size=size, per_node=per_node,
+                                 pod=parse_pod_settings(item.sub("pod"), mesh_name)))
     return out

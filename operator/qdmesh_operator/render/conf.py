@@ -18,7 +18,7 @@ import jinja2
 from qdrouter.config import ConfigError, parse_config_text
 
 from .. import contract
-from ..model.desired import INTER_ROUTER_PROFILE, MeshState
+from ..model.desired import EDGE_PROFILE, EDGE_TLS_DIR, INTER_ROUTER_PROFILE, MeshState
 from ..model.entities import Entity
 from ..model.mesh import MeshSpec
 
@@ -93,6 +93,36 @@ def static_sections(mesh: MeshSpec) -> List[Entity]:
         sections.insert(0, Entity("sslProfile", INTER_ROUTER_PROFILE, {
             "name": INTER_ROUTER_PROFILE, "caCertFile": f"{base}/ca.crt", "certFile": f"{base}/tls.crt",
             "privateKeyFile": f"{base}/tls.key"}))
+    sections.extend(_policy(mesh))
+    return sections
+
+
+def edge_static_sections(mesh: MeshSpec) -> List[Entity]:
+    """An edge router's sections that only a restart changes: clients' amqp, the operator's
+    management (as on interior routers: its certificate, or nothing with TLS disabled), health
+    and metrics, and the edge certificate its connectors to the interior present."""
+    tls = mesh.inter_router_tls.enabled
+    management: Dict[str, Any] = {"name": "management", "host": "", "port": str(contract.MANAGEMENT_PORT),
+                                  "role": "route-container",
+                                  "saslMechanisms": "EXTERNAL" if tls else "ANONYMOUS"}
+    sections = [
+        Entity("listener", "amqp", {"name": "amqp", "host": "", "port": str(contract.AMQP_PORT),
+                                    "role": "normal", "saslMechanisms": "ANONYMOUS"}),
+        Entity("listener", "management", management),
+        Entity("listener", "http", {"name": "http", "host": "", "port": str(contract.HTTP_PORT),
+                                    "http": True, "healthz": True, "metrics": True, "websockets": False}),
+    ]
+    if tls:
+        management.update(sslProfile=EDGE_PROFILE, authenticatePeer=True, requireSsl=True)
+        sections.insert(0, Entity("sslProfile", EDGE_PROFILE, {
+            "name": EDGE_PROFILE, "caCertFile": f"{EDGE_TLS_DIR}/ca.crt",
+            "certFile": f"{EDGE_TLS_DIR}/tls.crt", "privateKeyFile": f"{EDGE_TLS_DIR}/tls.key"}))
+    sections.extend(_policy(mesh))
+    return sections
+
+
+def _policy(mesh: MeshSpec) -> List[Entity]:
+    sections: List[Entity] = []
     if mesh.policy is not None:
         p = mesh.policy
         attrs: Dict[str, Any] = {"enableVhostPolicy": p.enable_vhost_policy,
@@ -108,7 +138,7 @@ def static_sections(mesh: MeshSpec) -> List[Entity]:
 def render_router_conf(state: MeshState, router_id: str) -> str:
     """The config file of one router; raises RenderError if the router's parser refuses it."""
     text = _ENV.get_template("qdrouterd.conf.j2").render(
-        mesh=state.mesh, router_id=router_id, static_sections=static_sections(state.mesh),
+        mesh=state.mesh, router_id=router_id, edge_group=None, static_sections=static_sections(state.mesh),
         entities=state.entities[router_id])
     try:
         parse_config_text(text, f"{router_id}.conf")
@@ -117,6 +147,22 @@ def render_router_conf(state: MeshState, router_id: str) -> str:
     return text
 
 
+def render_edge_conf(state: MeshState, group: str) -> str:
+    """The config file of every edge router of ``group``; raises RenderError as above."""
+    text = _ENV.get_template("qdrouterd.conf.j2").render(
+        mesh=state.mesh, edge_group=group, static_sections=edge_static_sections(state.mesh),
+        entities=state.edges[group])
+    try:
+        parse_config_text(text, contract.edge_config_key(group))
+    except ConfigError as e:
+        raise RenderError(f"rendered config of edge group {group} does not load: {e}") from None
+    return text
+
+
 def render_all(state: MeshState) -> Dict[str, str]:
-    """ConfigMap data: ``<router id>.conf`` for every router."""
-    return {f"{rid}.conf": render_router_conf(state, rid) for rid in state.mesh.router_ids()}
+    """ConfigMap data: ``<router id>.conf`` for every interior router, ``edge-<group>.conf``
+    for every edge group."""
+    confs = {f"{rid}.conf": render_router_conf(state, rid) for rid in state.mesh.router_ids()}
+    confs.update((contract.edge_config_key(g.name), render_edge_conf(state, g.name))
+                 for g in state.mesh.edge_groups)
+    return confs

@@ -5,7 +5,7 @@ data keeps every value typed (no quoting rules, no indentation bugs)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List
 
 from .. import contract
 from ..model.desired import TLS_DIR
@@ -21,11 +21,7 @@ MOUNTED_SECRETS_ANNOTATION = "qdmesh.io/mounted-secrets"
 INTER_ROUTER_TLS_DIR = "/etc/qdmesh/inter-router"
 
 
-def owner_reference(owner: Mapping[str, Any]) -> Dict[str, Any]:
-    """A controller reference to the RouterMesh ``owner`` (its body or metadata-bearing dict)."""
-    meta = owner["metadata"]
-    return {"apiVersion": contract.API_VERSION, "kind": "RouterMesh", "name": meta["name"],
-            "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}
+owner_reference = contract.owner_reference  # where the tests and older callers look for it
 
 
 def _metadata(mesh: MeshSpec, name: str, owner: Dict[str, Any] | None) -> Dict[str, Any]:

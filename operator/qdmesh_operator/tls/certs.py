@@ -47,6 +47,14 @@ def inter_router_dns_names(mesh: str, namespace: str) -> List[str]:
     return [f"*.{domain}", f"*.{domain}.cluster.local"]
 
 
+def edge_dns_names(mesh: str, namespace: str) -> List[str]:
+    """Names on the edge routers' certificate.  Nothing checks them (interior routers and the
+    operator accept any certificate of the mesh's CA from an edge router, which has no stable
+    name: Deployment and DaemonSet pods get none in DNS), but a certificate should name its
+    holder."""
+    return [f"{mesh}-edge.{namespace}.svc"]
+
+
 def _new_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 

@@ -30,10 +30,24 @@ def mounted(mesh: MeshSpec) -> List[Tuple[str, str | None]]:
     return sorted(wanted, key=lambda item: (item[0], item[1] or ""))
 
 
-def digest(core: Any, mesh: MeshSpec) -> str | None:
-    """A short digest of what the routers read from those Secrets; None when there are none,
-    or when the operator may not read Secrets (then renewals apply at the next restart)."""
-    wanted = mounted(mesh)
+def edge_mounted(mesh: MeshSpec) -> List[Tuple[str, str | None]]:
+    """What edge routers read from Secrets the operator does not write: the mesh's certificate
+    in modes Secret and CertManager (nothing of the interior routers' listeners or brokers)."""
+    tls = mesh.inter_router_tls
+    if not mesh.edge_groups:
+        return []
+    if tls.mode == "Secret" and tls.secret_name:
+        return [(tls.secret_name, None)]
+    if tls.mode == "CertManager":
+        return [(contract.inter_router_tls_secret(mesh.name), None)]
+    return []
+
+
+def digest(core: Any, mesh: MeshSpec, wanted: List[Tuple[str, str | None]] | None = None) -> str | None:
+    """A short digest of what the routers read from those Secrets (``wanted``: mounted(mesh)
+    by default); None when there are none, or when the operator may not read Secrets (then
+    renewals apply at the next restart)."""
+    wanted = mounted(mesh) if wanted is None else wanted
     if not wanted:
         return None
     h = hashlib.sha256()

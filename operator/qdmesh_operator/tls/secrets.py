@@ -1,6 +1,7 @@
 """The Secrets of mode Managed: ``<mesh>-inter-router-ca`` (ca.crt, ca.key: never mounted in
-a pod) and ``<mesh>-inter-router-tls`` (tls.crt, tls.key, ca.crt: mounted in every router),
-both owned by the RouterMesh.
+a pod), ``<mesh>-inter-router-tls`` (tls.crt, tls.key, ca.crt: mounted in every interior
+router) and, with edge groups, ``<mesh>-edge-tls`` (the same, for edge routers, issued by the
+same CA), all owned by the RouterMesh.
 
 Made once and then reused: each reconciliation reads them, and only writes when one is
 missing, the routers' certificate must be renewed (near expiry, wrong names, not from the
@@ -14,7 +15,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from kubernetes.client.rest import ApiException
 
@@ -32,6 +33,8 @@ class ManagedTls:
 
     revision: str
     events: List[Tuple[str, str, str]] = field(default_factory=list)
+    #: With edge groups: the fingerprint of the edge routers' certificate (their pod template).
+    edge_revision: str | None = None
 
 
 def _read(core: Any, namespace: str, name: str) -> Tuple[Dict[str, bytes], str] | None:
@@ -98,22 +101,31 @@ def _leaf_reason(data: Mapping[str, bytes], cas: CaSet, dns_names: List[str],
 
 
 def ensure_managed_tls(core: Any, mesh: MeshSpec, owner: Dict[str, Any] | None,
-                       now: dt.datetime | None = None, running: str | None = None) -> ManagedTls:
-    """Make sure both Secrets exist and hold a good certificate, and take the CA's rotation a
+                       now: dt.datetime | None = None, running: str | None = None,
+                       running_edges: Sequence[str | None] = ()) -> ManagedTls:
+    """Make sure the Secrets exist and hold a good certificate, and take the CA's rotation a
     step further when it is due; ``core`` is a CoreV1Api, ``running`` the revision every
-    router runs (None while a rollout is under way).  Raises ApiException (Kubernetes refused)
-    or CertificateError (unusable stored material)."""
+    interior router runs (None while a rollout is under way), ``running_edges`` the revision
+    each edge group runs (None for a group still rolling).  A rotation step waits for every
+    router, interior and edge, to run with the trust the previous step gave it.  Raises
+    ApiException (Kubernetes refused) or CertificateError (unusable stored material)."""
     now = now or certs.utcnow()
     events: List[Tuple[str, str, str]] = []
     made = _ensure_ca(core, mesh, owner, now, events)
     name = contract.inter_router_tls_secret(mesh.name)
     found = _read(core, mesh.namespace, name)
+    edge_name = contract.edge_tls_secret(mesh.name)
+    edge_found = _read(core, mesh.namespace, edge_name) if mesh.edge_groups else None
     if isinstance(made, CaSet):
         cas = made
     else:
         cas, ca_version = made
         leaf_now = found[0].get("tls.crt") if found is not None else None
         rolled_out = leaf_now is not None and running == _revision(cas, leaf_now)
+        if mesh.edge_groups:
+            edge_now = edge_found[0].get("tls.crt") if edge_found is not None else None
+            rolled_out = rolled_out and edge_now is not None and \
+                all(r == _revision(cas, edge_now) for r in running_edges)
         stepped, event = rotation.next_step(cas, rolled_out, _ca_name(mesh), now)
         if event is not None:
             ca_secret = contract.inter_router_ca_secret(mesh.name)
@@ -122,9 +134,42 @@ def ensure_managed_tls(core: Any, mesh: MeshSpec, owner: Dict[str, Any] | None,
             core.replace_namespaced_secret(ca_secret, mesh.namespace, body)
             events.append(event)
             cas = stepped
-    dns_names = certs.inter_router_dns_names(mesh.name, mesh.namespace)
-    reason = "missing" if found is None else _leaf_reason(found[0], cas, dns_names, now)
-    if reason is not None and events and events[-1][1] == "CARotated":
+    rotated = bool(events) and events[-1][1] == "CARotated"
+    revision = _ensure_leaf(core, mesh, owner, cas, found, _Leaf(
+        name, f"{mesh.name} inter-router", certs.inter_router_dns_names(mesh.name, mesh.namespace),
+        "the routers' inter-router certificate", "routers"), now, rotated, events)
+    if revision is None:  # made meanwhile by another reconciliation: use that one
+        return ensure_managed_tls(core, mesh, owner, now, running, running_edges)
+    managed = ManagedTls(revision, events)
+    if mesh.edge_groups:
+        edge_revision = _ensure_leaf(core, mesh, owner, cas, edge_found, _Leaf(
+            edge_name, f"{mesh.name} edge router", certs.edge_dns_names(mesh.name, mesh.namespace),
+            "the edge routers' certificate", "edge routers"), now, rotated, events)
+        if edge_revision is None:
+            return ensure_managed_tls(core, mesh, owner, now, running, running_edges)
+        managed.edge_revision = edge_revision
+    return managed
+
+
+@dataclass
+class _Leaf:
+    """One certificate the CA issues: its Secret, subject, names, and how Events call it."""
+
+    secret: str
+    common_name: str
+    dns_names: List[str]
+    what: str
+    holders: str
+
+
+def _ensure_leaf(core: Any, mesh: MeshSpec, owner: Dict[str, Any] | None, cas: CaSet,
+                 found: Tuple[Dict[str, bytes], str] | None, leaf_spec: _Leaf, now: dt.datetime,
+                 ca_rotated: bool, events: List[Tuple[str, str, str]]) -> str | None:
+    """The leaf's revision after making, renewing or re-bundling it; None when a create lost
+    a race (the caller starts over with what won)."""
+    name = leaf_spec.secret
+    reason = "missing" if found is None else _leaf_reason(found[0], cas, leaf_spec.dns_names, now)
+    if reason is not None and ca_rotated:
         reason = "the mesh's new CA signs it from now on"
     bundle = cas.trust_bundle()
     if reason is None:
@@ -133,23 +178,23 @@ def ensure_managed_tls(core: Any, mesh: MeshSpec, owner: Dict[str, Any] | None,
             body = _body(mesh, name, "kubernetes.io/tls", {**found[0], "ca.crt": bundle}, owner)
             body["metadata"]["resourceVersion"] = found[1]
             core.replace_namespaced_secret(name, mesh.namespace, body)
-        return ManagedTls(cas.revision(found[0]["tls.crt"]), events)
-    leaf = certs.issue_leaf(cas.signing, f"{mesh.name} inter-router", dns_names, now)
+        return cas.revision(found[0]["tls.crt"])
+    leaf = certs.issue_leaf(cas.signing, leaf_spec.common_name, leaf_spec.dns_names, now)
     body = _body(mesh, name, "kubernetes.io/tls",
                  {"tls.crt": leaf.cert_pem, "tls.key": leaf.key_pem, "ca.crt": bundle}, owner)
     expires = certs.load_cert(leaf.cert_pem, "tls.crt").not_valid_after_utc
     if found is None:
-        if not _create(core, body):  # made meanwhile by another reconciliation: use that one
-            return ensure_managed_tls(core, mesh, owner, now, running)
-        events.append(("Normal", "CertificateIssued", f"issued the routers' inter-router certificate in "
+        if not _create(core, body):
+            return None
+        events.append(("Normal", "CertificateIssued", f"issued {leaf_spec.what} in "
                        f"Secret {name} (valid until {expires:%Y-%m-%d})"))
     else:
         body["metadata"]["resourceVersion"] = found[1]
         core.replace_namespaced_secret(name, mesh.namespace, body)
-        events.append(("Normal", "CertificateRenewed", f"renewed the routers' inter-router certificate in "
-                       f"Secret {name} ({reason}); valid until {expires:%Y-%m-%d}; routers restart one at a "
-                       "time to load it"))
-    return ManagedTls(cas.revision(leaf.cert_pem), events)
+        events.append(("Normal", "CertificateRenewed", f"renewed {leaf_spec.what} in "
+                       f"Secret {name} ({reason}); valid until {expires:%Y-%m-%d}; {leaf_spec.holders} "
+                       "restart one at a time to load it"))
+    return cas.revision(leaf.cert_pem)
 
 
 def _revision(cas: CaSet, leaf_pem: bytes) -> str | None:

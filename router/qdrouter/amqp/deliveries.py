@@ -52,6 +52,8 @@ class DeliveryAdaptor(CreditReturn):
         self.router_id = router_id
         # How router annotations name this router (area 0, as qdrouterd).
         self.node = f"0/{router_id}"
+        # An edge router (qdrouter/edge/): what it sends its interior carries no ingress/trace.
+        self.edge_router = False
         # Link-routed links are not the core's: their deliveries pass straight through.
         self.link_router: Any = None
         # Routing-protocol messages arriving on inter-router control links.
@@ -391,7 +393,7 @@ class DeliveryAdaptor(CreditReturn):
             if payload is None:
                 payload = stripped(message)
         else:
-            payload = annotated(message, link, self.node)
+            payload = annotated(message, link, self.node, self.edge_router)
         self.pending_sends.append((link, payload, None if presettled else message))
 
     def finish_incoming(self, message: InFlight, outcome: int) -> None:

@@ -27,6 +27,8 @@ from .proton_shim import pointer_key
 
 log = logging.getLogger("qdrouter.ROUTER")
 
+EDGE = "edge"  # the role of connections between edge and interior routers
+
 # A producer's snd-settle-mode -> CoreLink.sends_settled (mixed: no entry, None).
 _SENDS_SETTLED = {lib.PN_SND_SETTLED: True, lib.PN_SND_UNSETTLED: False}
 
@@ -59,6 +61,18 @@ class EndpointHandler:
         self.link_router: Any = None
         # Policy for user connections (amqp/policing.py), when the router has one.
         self.policer: Any = None
+        # Edge routers (qdrouter/edge/): an interior router's handler of its edges' special
+        # links (True: handled), what a router calls its dynamic addresses, and who is told
+        # that a connection's links have all gone.
+        self.edge_links: Callable[[AmqpConnection, Any], bool] | None = None
+        self.dynamic_prefix = f"_topo/0/{router_id}/temp."
+        self.on_connection_lost: Callable[[AmqpConnection], None] | None = None
+        # An edge router's address-lookup client: True when it holds a client's attach until
+        # its interior router says whether the address is link-routed; told of links that go.
+        self.edge_lookup: Callable[[AmqpConnection, Any], bool] | None = None
+        self.edge_lookup_forget: Callable[[Any], None] | None = None
+        # An interior router's policy for what its edges send (the global maxMessageSize).
+        self.edge_police: Callable[[AmqpConnection, CoreLink], None] | None = None
         # Links and sessions closed at both ends, freed by free_closed() at the end of the
         # loop turn (docs/architecture.md, "Native objects"): keyed by pointer, so one closed
         # twice in a turn is freed once.
@@ -128,6 +142,8 @@ class EndpointHandler:
             self._forget(link, listed=link not in taken)
         if self.link_router is not None:
             self.link_router.connection_gone(connection)
+        if self.on_connection_lost is not None:
+            self.on_connection_lost(connection)
 
     # ---- sessions ----------------------------------------------------------------------
     def session_opened(self, session: Any) -> None:
@@ -186,7 +202,12 @@ class EndpointHandler:
             if denial is not None:
                 self._refuse(connection, pn_link, denial.condition, denial.description)
                 return
-        if self.link_router is not None and settings.role == "normal" \
+        if settings.role == EDGE and self.edge_links is not None and self.edge_links(connection, pn_link):
+            return
+        if self.edge_lookup is not None and settings.role == "normal" \
+                and self.edge_lookup(connection, pn_link):
+            return
+        if self.link_router is not None and settings.role in ("normal", EDGE) \
                 and self.link_router.try_route(connection, pn_link):
             return
         table = self.forwarder.table
@@ -204,11 +225,14 @@ class EndpointHandler:
         link = CoreLink(next(self._link_ids), name, incoming, key, connection, pn_link,
                         settings.strip_in, settings.strip_out)
         link.capacity = settings.link_capacity
+        link.via_edge = settings.role == EDGE
         if incoming:
             link.sends_settled = _SENDS_SETTLED.get(lib.pn_link_remote_snd_settle_mode(pn_link))
         self._register(connection, link)
         if connection.policy is not None:
             self.policer.watch_messages(connection, link)
+        elif settings.role == EDGE and self.edge_police is not None:
+            self.edge_police(connection, link)
         lib.pn_link_open(pn_link)
         if incoming:
             self.forwarder.producer_attached(link)
@@ -255,7 +279,7 @@ class EndpointHandler:
         remote_source = lib.pn_link_remote_source(pn_link)
         if lib.pn_terminus_is_dynamic(remote_source):
             # Routable from anywhere in a mesh: _topo addresses name this router.
-            address = f"_topo/0/{self.router_id}/temp.{uuid.uuid4().hex[:12]}"
+            address = f"{self.dynamic_prefix}{uuid.uuid4().hex[:12]}"
             lib.pn_terminus_set_address(lib.pn_link_source(pn_link), address.encode())
             return address
         return terminus_address(remote_source)
@@ -266,6 +290,8 @@ class EndpointHandler:
             # Detached by the peer, and by us below (or by the link router): nothing of the
             # router points at it after this handler.
             self._closed_links[pn_link] = connection
+        if self.edge_lookup_forget is not None:
+            self.edge_lookup_forget(pn_link)
         if self.link_router is not None and self.link_router.remote_closed(pn_link):
             return
         watcher = self.link_watchers.pop(pn_link, None)

@@ -119,21 +119,26 @@ def stripped(message: InFlight) -> bytes:
     return payload
 
 
-def annotated(message: InFlight, out_link: CoreLink, node: str) -> bytes:
+def annotated(message: InFlight, out_link: CoreLink, node: str, edge_router: bool = False) -> bytes:
     """The message for a link that keeps router annotations. Toward another router it
     carries ingress, trace (started here if absent) and the address in x-opt-qd.to; toward a
-    client that asked to keep annotations, ingress and an existing trace."""
+    client that asked to keep annotations, ingress and an existing trace. Between an edge
+    router and its interior the address goes in x-opt-qd.to too (the anonymous up- and
+    downlinks route by it); an edge router adds no ingress or trace (as qdrouterd's)."""
     raw = message.raw
     ma_start, ma_end = _ma_span(message)
     to_mesh = out_link.kind == DATA
-    address, phase = split_phase(message.key) if to_mesh and message.key else (message.key, 0)
+    with_to = to_mesh or out_link.via_edge
+    address, phase = split_phase(message.key) if with_to and message.key else (message.key, 0)
+    if edge_router and out_link.via_edge:
+        return _rewrite(raw, ma_start, ma_end, (True, False, None, None, address, phase or None, False))
     return _rewrite(raw, ma_start, ma_end, (
         message.in_link.strip_in,  # strip_qd
         not message.in_link.strip_in,  # keep_to_override: a client's is stripped with the rest
         node,  # ingress
         node,  # trace_append
-        address if to_mesh else None,  # to_override
-        phase if to_mesh and phase else None,
+        address if with_to else None,  # to_override
+        phase if with_to and phase else None,
         to_mesh,  # trace_create
     ))
 

@@ -84,6 +84,17 @@ class LinkRouter:
                 return False
             if routers and self.find_mesh_hop is not None:
                 container = self.find_mesh_hop(routers, connection)
+        self.route_via(connection, pn_link, container, route, external)
+        return True
+
+    def route_via(self, connection: AmqpConnection, pn_link: Any, container: AmqpConnection | None,
+                  route: LinkRoute | None = None, external: str | None = None) -> None:
+        """Pass a client's attach on to ``container`` (a broker, the next router, or an edge
+        router's interior), or refuse it when there is none."""
+        incoming = bool(lib.pn_link_is_receiver(pn_link))
+        remote = lib.pn_link_remote_target(pn_link) if incoming else lib.pn_link_remote_source(pn_link)
+        address = terminus_address(remote) or dynamic_node_address(remote) or ""
+        external = external if external is not None else address
         lib.pn_terminus_copy(lib.pn_link_source(pn_link), lib.pn_link_remote_source(pn_link))
         lib.pn_terminus_copy(lib.pn_link_target(pn_link), lib.pn_link_remote_target(pn_link))
         if container is None:
@@ -92,7 +103,7 @@ class LinkRouter:
             lib.pn_link_close(pn_link)
             self.dirty.add(connection)
             log.info("Link route for %s: no destination reachable; attach refused", address)
-            return True
+            return
         session = self._session(container)
         name = lib.pn_link_name(pn_link)
         peer_link = lib.pn_sender(session, name) if incoming else lib.pn_receiver(session, name)
@@ -116,7 +127,6 @@ class LinkRouter:
         log.debug("Link route: %s attach for %s on connection %d (r%d) routed to connection %d (r%d)",
                   "in" if incoming else "out", address, connection.identity, client.identity,
                   container.identity, container_side.identity)
-        return True
 
     def _retire(self, pn_link: Any) -> RoutedLink | None:
         """The routed link leaves the table; what it passed stays in the router's totals."""

@@ -108,6 +108,27 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(f"--router must be HOST:PORT of a router: {args.router!r}")
 
 
+class BackgroundConsole:
+    """The console served from threads of the calling process (``qdmesh local --console-port``);
+    raises OSError when it cannot listen."""
+
+    def __init__(self, router: str, host: str, port: int, interval: float = 2.0,
+                 timeout: float = 3.0) -> None:
+        self.collector = MeshCollector(router, interval, timeout)
+        self.httpd = ThreadingHTTPServer((host, port), make_handler(self.collector))
+        self.httpd.daemon_threads = True
+        self.port = int(self.httpd.server_address[1])
+        self.collector.start()
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name="console-http", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.collector.stop()
+
+
 def run_console(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="qdmesh console: %(message)s")
     collector = MeshCollector(args.router, args.interval, args.timeout)

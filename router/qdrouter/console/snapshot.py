@@ -106,7 +106,7 @@ def _edges(routers: Dict[str, RouterData]) -> Rows:
 
 
 def _attachments(routers: Dict[str, RouterData]) -> Rows:
-    """Brokers (route-container connections) and client connections, per router."""
+    """Brokers (route-container connections), edge routers and client connections, per router."""
     out: Rows = []
     for rid in sorted(routers):
         clients = []
@@ -115,6 +115,9 @@ def _attachments(routers: Dict[str, RouterData]) -> Rows:
             role = conn.get("role")
             if role == "route-container":
                 out.append({"router": rid, "kind": "container", "name": container, "host": conn.get("host")})
+            elif role == "edge" and conn.get("dir") == "in":
+                # an edge router attached to this interior router (its container id is its id)
+                out.append({"router": rid, "kind": "edge", "name": container, "host": conn.get("host")})
             elif role == "normal" and not container.startswith(CONSOLE_CONTAINER_PREFIX):
                 clients.append({"router": rid, "kind": "client", "name": container, "host": conn.get("host")})
         if len(clients) > MAX_CLIENTS_DRAWN:

@@ -130,13 +130,15 @@ def address_key(address: str, router_id: str = "") -> str:
         return "L" + address[len(own):]
     if address.startswith("_topo/"):
         return "T" + address[6:]
+    if address.startswith("_edge/") and "/" not in address[6:]:
+        return "H" + address[6:]  # an edge router attached to an interior (edge summary)
     plain, phase = split_phase(address)
     return f"M{phase}{plain}"
 
 
 def is_temporary(key: str) -> bool:
     """A dynamic source's address, as the router makes them: `_topo/0/<router>/temp.<id>`."""
-    return key.startswith("_topo/") and "/temp." in key
+    return (key.startswith("_topo/") or key.startswith("_edge/")) and "/temp." in key
 
 
 def prefix_matches(prefix: str, address: str) -> bool:
@@ -193,6 +195,10 @@ class AddressTable:
     def add_prefix(self, prefix: str, distribution: str) -> None:
         self.add_config(distribution, prefix=prefix)
 
+    def phases_of(self, address: str) -> Tuple[int, int]:
+        """(ingress phase, egress phase) configured for ``address`` ((0, 0) if none)."""
+        return self._phases_of(address)
+
     def _phases_of(self, address: str) -> Tuple[int, int]:
         config = self._configs.match(address)
         if config is None or config.phases is None:
@@ -217,7 +223,9 @@ class AddressTable:
             if address.handler is None:  # in-process nodes keep their own
                 address.distribution = self.distribution_for(address.key)
 
-    def distribution_for(self, key: str) -> str:
+    def distribution_for(self, key: str, default: str = DEFAULT_DISTRIBUTION) -> str:
+        """The configured distribution of ``key`` (its address entity, prefix or pattern), else
+        ``default``."""
         key = split_phase(key)[0]
         if is_temporary(key):
             # As qdrouterd (address_lookup_client.c makes it QD_TREATMENT_ANYCAST_BALANCED): a
@@ -225,12 +233,14 @@ class AddressTable:
             # configured prefixes say.
             return BALANCED
         config = self._configs.match(key)
-        return config.distribution if config is not None else DEFAULT_DISTRIBUTION
+        return config.distribution if config is not None else default
 
-    def get(self, key: str) -> Address:
+    def get(self, key: str, default: str = DEFAULT_DISTRIBUTION) -> Address:
+        """The entry for ``key``, made if new with its configured distribution, else
+        ``default`` (an address first learned from another router: that router's hint)."""
         address = self._addresses.get(key)
         if address is None:
-            address = Address(key, self.distribution_for(key))
+            address = Address(key, self.distribution_for(key, default))
             self._addresses[key] = address
         return address
 

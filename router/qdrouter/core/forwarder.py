@@ -50,6 +50,18 @@ class Forwarder:
         # Told when an address's remote consumers or the paths to them change: producers
         # whose messages wait in the adaptor for credit may have somewhere to go now.
         self.on_routes_changed: Callable[[Address], None] | None = None
+        # Edge routers (router/qdrouter/edge/): told when an address's consumers or
+        # producers change, to keep the proxy links and address tracking in step.
+        self.on_address_changed: Callable[[Address], None] | None = None
+        # Where a message goes that no address here takes: given its key and the message,
+        # an address to forward it to, or None (an edge's uplink; an interior's edges).
+        self.unknown_address: Callable[[str | None, InFlight], Address | None] | None = None
+        # An edge router's uplink address (its one consumer: the anonymous link to the
+        # interior router): multicast from anonymous senders also goes up it.
+        self.uplink: Address | None = None
+        # The address that carries another one's messages (qdrouterd's address classes): an
+        # interior's `_edge/<id>` for `_edge/<id>/...`, an edge's uplink for `_topo/...`.
+        self.alias: Callable[[str], Address | None] | None = None
 
     # ---- links -------------------------------------------------------------------------
     def producer_attached(self, link: CoreLink) -> None:
@@ -58,11 +70,15 @@ class Forwarder:
             link.address.producers.append(link)
         if link.anonymous or self._routable(link.address):
             self._open_window(link)
+        if self.on_address_changed is not None and link.address is not None:
+            self.on_address_changed(link.address)
 
     def producer_detached(self, link: CoreLink) -> None:
         address: Address | None = link.address
         if address is not None:
             _remove(address.producers, link)
+            if self.on_address_changed is not None:
+                self.on_address_changed(address)
             self.table.discard_if_unused(address)
         # Proton frees the link's deliveries: nothing may point at them any more.
         for message in link.unsettled.values():
@@ -82,6 +98,8 @@ class Forwarder:
             self.address_became_routable(address)
             if self.on_local_address is not None and is_mobile(address.key):
                 self.on_local_address(address.key, True)
+        if self.on_address_changed is not None:
+            self.on_address_changed(address)
 
     def address_became_routable(self, address: Address) -> None:
         if self._routable(address):
@@ -105,6 +123,10 @@ class Forwarder:
     def _routable(self, address: Address) -> bool:
         if address.routable():
             return True
+        if self.alias is not None:
+            other = self.alias(address.key)
+            if other is not None and other is not address and other.routable():
+                return True
         return self._topological_link(address.key, None) is not None
 
     def _topological_link(self, key: str | None, message: InFlight | None) -> CoreLink | None:
@@ -127,6 +149,8 @@ class Forwarder:
             self._reroute_undelivered(address)
         if self.on_routes_changed is not None and address.producers:
             self.on_routes_changed(address)
+        if self.on_address_changed is not None:
+            self.on_address_changed(address)
         self.table.discard_if_unused(address)
 
     def consumers_leaving(self, links: List[CoreLink]) -> Set[CoreLink]:
@@ -174,6 +198,8 @@ class Forwarder:
             if self.on_local_address is not None and is_mobile(address.key):
                 self.on_local_address(address.key, False)
             self._reroute_undelivered(address)
+        if self.on_address_changed is not None:
+            self.on_address_changed(address)
         self.table.discard_if_unused(address)
 
     def _reroute_undelivered(self, address: Address) -> None:
@@ -220,6 +246,9 @@ class Forwarder:
             return
         queue = address.undelivered
         while link.credit > 0 and queue:
+            head = queue[0].in_link
+            if head.via_edge and head.connection is link.connection:
+                break  # never back where it came from (an edge): it waits for another consumer
             message = queue.popleft()
             self._send(link, message, message.settled, address)
             self._release_credit(message.in_link)
@@ -265,6 +294,10 @@ class Forwarder:
                 self._send(link, message, message.settled, None)
                 self._release_credit(message.in_link)
                 return
+        if self.unknown_address is not None and (address is None or not address.routable()):
+            elsewhere = self.unknown_address(key, message)
+            if elsewhere is not None:
+                address = elsewhere
         self.forward(message, address)
 
     def forward(self, message: InFlight, address: Address | None) -> None:
@@ -286,15 +319,30 @@ class Forwarder:
                 self._send(link, message, message.settled, address)
                 self._release_credit(message.in_link)
                 return link
+            other = self.alias(address.key) if self.alias is not None and address is not None else None
+            if other is not None and other is not address and other.routable():
+                message.key = address.key  # type: ignore[union-attr]
+                message.in_link.credit += 1  # taken again
+                return self._forward(message, other, arrived)
             self._no_route(address, message)
             return None
-        message.key = address.key
+        key = message.key
+        if key != address.key and not (address is self.uplink or (key and key.startswith(address.key + "/"))):
+            # (kept when it names a node under the address: `_edge/<id>/temp.*` routed by
+            # its edge's address goes on by its own, to be told apart where the edge is)
+            message.key = address.key
         if arrived and message.in_link.kind != DATA:
             # As qdrouterd: ingress counts deliveries entering the network here, not those
             # arriving from other routers (those show as transit where they were passed on).
             address.counters.deliveries_ingress += 1
         if address.distribution is MULTICAST:
             self._multicast(address, message)
+            return None
+        in_link = message.in_link
+        if in_link.via_edge and not address.remote and all(
+                consumer.connection is in_link.connection for consumer in address.consumers):
+            # Its only consumers are on the edge it came from: nowhere to go (no echo).
+            self._no_route(address, message)
             return None
         undelivered = address.undelivered
         if undelivered and undelivered[-1].trace == message.trace:
@@ -330,7 +378,8 @@ class Forwarder:
         address = self.table.find(address_key) if address_key else None
         if address is not None and address.handler is not None:
             return False
-        if address is None and topological_router(address_key or "") is None:
+        if address is None and topological_router(address_key or "") is None and (
+                self.alias is None or not address_key or self.alias(address_key) is None):
             return False
         if address is not None:
             address.counters.deliveries_from_container += 1
@@ -344,12 +393,17 @@ class Forwarder:
         best: CoreLink | None = None
         least = -1
         consumers = address.consumers
-        count = len(consumers)
+        count = usable = len(consumers)
         if count:
             start = address.next_index % count
             closest = address.distribution is CLOSEST
+            in_link = message.in_link
+            echo = in_link.connection if in_link.via_edge else _UNSET
             for offset in range(count):
                 candidate = consumers[(start + offset) % count]
+                if candidate.connection is echo:
+                    usable -= 1  # the edge it came from: as if it were not a consumer
+                    continue
                 if candidate.credit > 0 and (least < 0 or candidate.outstanding < least):
                     best = candidate
                     least = candidate.outstanding
@@ -359,7 +413,7 @@ class Forwarder:
                 address.next_index = start + 1
         mesh = self.mesh
         if address.remote and mesh is not None and (
-                (best is None and not consumers) or (address.distribution is BALANCED and least > 0)):
+                (best is None and not usable) or (address.distribution is BALANCED and least > 0)):
             trace = message.trace
             for router in address.remote:
                 link = mesh.link_avoiding(router, trace)
@@ -373,7 +427,17 @@ class Forwarder:
     def _multicast(self, address: Address, message: InFlight) -> None:
         # Copies go out pre-settled; the sender's delivery is accepted once every copy has
         # left the router (see docs/routing.md).
-        for link in address.consumers:
+        in_link = message.in_link
+        echo = in_link.connection if in_link.via_edge else _UNSET
+        consumers = address.consumers
+        uplink = self.uplink
+        if uplink is not None and in_link.anonymous and echo is _UNSET and uplink is not address:
+            # An edge router: an anonymous sender's multicast goes to the interior too (its
+            # addressed senders reach it through their proxy link, bound as a consumer).
+            consumers = consumers + uplink.consumers
+        for link in consumers:
+            if link.connection is echo:
+                continue
             if link.credit > 0:
                 self._send(link, message, True, address)
             else:

@@ -7,6 +7,7 @@ import re
 from typing import Callable, Dict, List, Pattern, Set, Tuple
 
 from .address_table import prefix_matches
+from .address_view import hash_view
 
 
 def pattern_regex(pattern: str) -> Pattern[str]:
@@ -55,9 +56,10 @@ class LinkRoute:
     def advert_key(self) -> str:
         """The key other routers learn this destination by (upstream's hash prefixes:
         C/D prefix in/out, E/F pattern in/out)."""
+        # In qdrouterd's hash form ("/queue" as "queue"), as qdrouterd advertises its own.
         if self.pattern is not None:
-            return ("E" if self.direction == "in" else "F") + self.pattern
-        return ("C" if self.direction == "in" else "D") + (self.prefix or "")
+            return ("E" if self.direction == "in" else "F") + hash_view(self.pattern)
+        return ("C" if self.direction == "in" else "D") + hash_view(self.prefix or "")
 
     def matches(self, address: str) -> bool:
         if self.regex is not None:
@@ -110,8 +112,10 @@ class LinkRouteTable:
         direction = "in" if incoming else "out"
         best: Set[str] = set()
         best_len = -1
+        # Advertised keys are in hash form (advert_key); so is the address matched to them.
+        view = hash_view(address)
         for route, routers in self.remote:
-            if route.direction == direction and route.matches(address):
+            if route.direction == direction and (route.matches(view) or route.matches(address)):
                 length = len(route.prefix or route.pattern or "")
                 if length > best_len:
                     best, best_len = routers, length

@@ -113,6 +113,7 @@ class CoreLink:
         "strip_in",
         "strip_out",
         "unsettled",
+        "via_edge",
     )
 
     def __init__(
@@ -165,3 +166,6 @@ class CoreLink:
         # consumer's credit (amqp/waiting_producers.py). One flag for both, so the delivery
         # handler tests one attribute per message for the two rare cases.
         self.read_on_arrival = incoming
+        # On a connection to or from an edge router (role edge): what arrives on it never
+        # goes back out on the same connection (qdrouterd's edge echo rule).
+        self.via_edge = False

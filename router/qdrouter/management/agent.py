@@ -56,8 +56,8 @@ class ManagementAgent:
 
     def addresses(self) -> List[str]:
         # $_management_internal: qdrouterd's agent answers there too (its own modules use it).
-        return ["$management", "_local/$management", "_local/$_management_internal",
-                f"_topo/0/{self.router.id}/$management"]
+        own = f"_edge/{self.router.id}" if self.router.mode == "edge" else f"_topo/0/{self.router.id}"
+        return ["$management", "_local/$management", "_local/$_management_internal", f"{own}/$management"]
 
     # ---- one request -------------------------------------------------------------------
     def handle(self, message: InFlight) -> int:
@@ -194,7 +194,9 @@ def resolve_type(name: Any) -> EntityTypeDef:
         raise bad_request("entity type must be a string")
     try:
         return entity_type(name)
-    except (UnknownEntityType, KeyError):
+    except UnknownEntityType as e:
+        raise not_found(str(e)) from None    # the schema's message: with "did you mean", if close
+    except KeyError:
         raise not_found(f"unknown entity type {name!r}") from None
 
 

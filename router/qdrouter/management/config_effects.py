@@ -12,7 +12,7 @@ from typing import Any, Dict, Protocol
 from .. import log_config
 from ..core.address_table import AddressTable
 from .config_store import ManagedEntity
-from .status import ManagementStatus, bad_request, forbidden
+from .status import bad_request, forbidden
 
 log = logging.getLogger("qdrouter.AGENT")
 
@@ -54,9 +54,6 @@ class ConfigEffects:
         kind = entity.etype.short_name
         attrs = entity.attributes
         if kind in ("listener", "connector"):
-            role = attrs.get("role", "normal")
-            if role == "edge":
-                raise ManagementStatus(501, f"{kind}: attribute 'role': 'edge' is not supported")
             if kind == "listener":
                 self.host.open_listener(entity)
             else:

@@ -23,7 +23,9 @@ def _type(request: Request, required: bool) -> EntityTypeDef | None:
         return None
     try:
         return entity_type(name)
-    except (UnknownEntityType, KeyError):
+    except UnknownEntityType as e:
+        raise not_found(str(e)) from None    # the schema's message: with "did you mean", if close
+    except KeyError:
         raise not_found(f"unknown entity type {name!r}") from None
 
 

@@ -200,6 +200,10 @@ class RoutingEngine:
         """{address: routers with a consumer}; phase-0 mobile keys decoded to plain addresses."""
         return {decode_address(k): v for k, v in self._mobile.remote_keys().items()}
 
+    def remote_hints(self) -> Dict[str, int]:
+        """{address: treatment hint of a router that announced it} (keys as remote_addresses)."""
+        return {decode_address(k): v for k, v in self._mobile.remote_hints().items()}
+
     def neighbors(self) -> Dict[str, Hashable]:
         return {rid: conn for rid, (conn, _) in self._neighbors.neighbors().items()}
 
@@ -240,6 +244,8 @@ class RoutingEngine:
                 for conn in self._neighbors.connections():
                     if conn not in conns:
                         conns.append(conn)
+            if parts[-1] == "qdrouter.ma":
+                conns = [conn for conn in conns if self._routes_back_through(conn)]
             return Delivery(local=origin != self.my_id, conns=tuple(conns))
         if target == self.my_id:
             return Delivery(local=True)
@@ -366,6 +372,19 @@ class RoutingEngine:
             if via is not None and via in self._neighbors.connections():
                 conn = via
         return conn
+
+    def _routes_back_through(self, conn: Hashable) -> bool:
+        """Whether the neighbour on ``conn`` has announced, in a link state we hold, its link
+        to us: mobile-address updates go only to such neighbours. qdrouterd binds an address
+        to the advertising router as soon as the update arrives, grants its senders credit,
+        and releases what it cannot route (fanout 0) until its next once-a-second path
+        computation; it computes with us only once its link state lists us. A neighbour
+        skipped here asks for the addresses (MAR) when our RA shows a newer mobile_seq."""
+        for rid, (neighbour_conn, _cost) in self._neighbors.neighbors().items():
+            if neighbour_conn == conn:
+                node = self._lsdb.routers.get(rid)
+                return node is not None and self.my_id in node.link_state.peers
+        return False
 
     def _unicast(self, address: str, body: Dict[str, Any], opcode: str, router_id: str) -> Outbound:
         return Outbound(address, body, opcode, via=self._conn_towards(router_id))

@@ -42,11 +42,16 @@ def decode_address(key: str) -> str:
     core.address_table.phased); other keys (link routes, ...) are returned unchanged."""
     if len(key) >= 2 and key[0] == "M" and key[1].isdigit():
         return key[2:] if key[1] == "0" else f"\x00{key[1]}\x00{key[2:]}"
+    if len(key) >= 2 and key[0] == "H":
+        # An edge router attached to the advertising router (upstream's edge-summary class).
+        return f"_edge/{key[1:]}"
     return key
 
 
 def encode_core_key(key: str) -> str:
     """The router core's address key (plain or phased) -> upstream hash key."""
+    if key.startswith("_edge/"):
+        return "H" + key[len("_edge/"):]
     if key.startswith("\x00"):
         phase, _, address = key[1:].partition("\x00")
         return encode_address(address, int(phase))
@@ -162,6 +167,16 @@ class MobileAddressSync:
     def remote_mobile_seq(self, router_id: str) -> int:
         remote = self._remote.get(router_id)
         return remote.mobile_seq if remote else 0
+
+    def remote_hints(self) -> Dict[str, int]:
+        """{hash key: treatment hint} from the routers that announced the key with one (the
+        first router by id that gave one, so every router picks the same)."""
+        result: Dict[str, int] = {}
+        for rid in sorted(self._remote):
+            for key, hint in self._remote[rid].keys.items():
+                if hint is not None and key not in result:
+                    result[key] = hint
+        return result
 
     def remote_keys(self) -> Dict[str, Set[str]]:
         """{hash key: routers that have a destination for it}."""

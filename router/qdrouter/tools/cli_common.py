@@ -54,6 +54,9 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
                            f"(default {DEFAULT_URL})")
     conn.add_argument("-r", "--router", metavar="ROUTER-ID",
                       help="manage the router with this id in the network, through the one connected to")
+    conn.add_argument("-d", "--edge-router", metavar="EDGE-ROUTER-ID",
+                      help="manage the edge router with this id, through the one connected to (its "
+                           "interior router, or any router of the network)")
     conn.add_argument("-t", "--timeout", metavar="SECS", type=positive(float), default=DEFAULT_TIMEOUT,
                       help="seconds to wait for the connection and for each reply "
                            f"(default {DEFAULT_TIMEOUT:g})")
@@ -83,7 +86,7 @@ def sasl_password(args: argparse.Namespace) -> str | None:
 
 def client_from_args(args: argparse.Namespace, prog: str) -> ManagementClient:
     return ManagementClient(
-        args.bus, timeout=args.timeout, router=args.router,
+        args.bus, timeout=args.timeout, router=args.router, edge_router=getattr(args, "edge_router", None),
         sasl_mechanisms=args.sasl_mechanisms, username=args.sasl_username, password=sasl_password(args),
         ssl_certificate=args.ssl_certificate, ssl_key=args.ssl_key, ssl_trustfile=args.ssl_trustfile,
         ssl_password=args.ssl_password, container_id=f"{prog}-{uuid.uuid4().hex[:12]}",

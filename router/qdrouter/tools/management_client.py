@@ -59,13 +59,15 @@ class ManagementClient:
                  sasl_mechanisms: str | None = None, username: str | None = None,
                  password: str | None = None, ssl_certificate: str | None = None,
                  ssl_key: str | None = None, ssl_trustfile: str | None = None,
-                 ssl_password: str | None = None, container_id: str | None = None) -> None:
+                 ssl_password: str | None = None, container_id: str | None = None,
+                 edge_router: str | None = None) -> None:
         try:
             self.url = Url(url).defaults()
         except (ValueError, ProtonException) as e:
             raise ManagementConnectionError(f"invalid router address {url!r}: {e}") from None
         self.timeout = timeout
-        self.address = wire.agent_address(router)
+        self.address = wire.agent_address(router, edge_router)
+        self._router = router if not edge_router else None
         self._sasl_mechanisms = sasl_mechanisms
         self._username = username
         self._password = password
@@ -106,6 +108,36 @@ class ManagementClient:
         except BaseException as e:
             self.close()
             raise self._translate(e, f"attaching to {self.address}") from None
+        # Only for an interior router's address (_topo/0/ID/...): one reached another way (an
+        # edge router's, say) is not listed in router.node.
+        if self._router and self.address.startswith("_topo/"):
+            try:
+                self._check_router_known(self._router)
+            except BaseException:
+                self.close()
+                raise
+
+    def _check_router_known(self, router: str) -> None:
+        """A request to a router the mesh does not know goes nowhere and would only time out:
+        ask the router we reached which routers it knows (router.node, itself included), and
+        say at once when ``router`` is not one of them."""
+        assert self._conn is not None
+        remote, self._sender = self._sender, self._conn.create_sender(wire.MANAGEMENT_ADDRESS)
+        try:
+            body = self.call(wire.node_request("QUERY", "router.node", wire.query_body(["id"])))
+            _, rows = wire.query_result(body)
+        except ManagementError:
+            return      # an agent without router.node: let the request itself decide
+        finally:
+            local, self._sender = self._sender, remote
+            try:
+                local.close()
+            except Exception:  # closing a sender we are done with: nothing to report
+                pass
+        known = sorted(str(row[0]) for row in rows if row)
+        if known and router not in known:
+            raise ManagementError(f"no router {router!r} in the mesh of the router at {self.host_port} "
+                                  f"(it knows {', '.join(known)})")
 
     def close(self) -> None:
         conn, self._conn = self._conn, None

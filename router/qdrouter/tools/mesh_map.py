@@ -130,6 +130,12 @@ def _route_containers(snap: RouterSnapshot) -> List[str]:
     return lines
 
 
+def _edge_routers(snap: RouterSnapshot) -> List[str]:
+    """Edge routers attached to this (interior) router: its incoming edge connections."""
+    return [f"{conn.get('container') or '?'} --> {snap.name}  {conn.get('host')}"
+            for conn in snap.connections if conn.get("role") == "edge" and conn.get("dir") == "in"]
+
+
 def _state_of(entity: Entity) -> str:
     state = str(entity.get("operStatus") or "?")
     err = entity.get("lastError")
@@ -181,6 +187,9 @@ def as_json(snapshot: MeshSnapshot) -> Dict[str, Any]:
         "unreachable": snapshot.unreachable,
         "links": [{"routers": [a, b], "cost": c} for (a, b), c in inter_router_links(snapshot).items()],
         "routeContainers": {s.name: _route_containers(s) for s in snapshot.routers},
+        "edgeRouters": {s.name: [str(c.get("container")) for c in s.connections
+                                 if c.get("role") == "edge" and c.get("dir") == "in"]
+                        for s in snapshot.routers},
         "linkRoutes": [{"prefix": k[0], "direction": k[1], "target": k[2], "state": st}
                        for k, st in _per_router(snapshot, "link_routes",
                                                 lambda e: (e.get("prefix") or e.get("pattern"),
@@ -192,11 +201,14 @@ def as_json(snapshot: MeshSnapshot) -> Dict[str, Any]:
     }
 
 
-def render(snapshot: MeshSnapshot) -> str:
+def render(snapshot: MeshSnapshot, title: str | None = None) -> str:
+    """The map as text, headed ``title`` (default: the RouterMesh's name, as kubectl qdstat
+    draws a mesh resource; qdstat --map names the router it asked instead)."""
     names = [s.name for s in snapshot.routers]
     ids = {s.name: s.router_id for s in snapshot.routers}
     total = len(names) + len(snapshot.unreachable)
-    out = [f"RouterMesh {snapshot.mesh}: {len(names)} of {total} routers answered", ""]
+    title = title or f"RouterMesh {snapshot.mesh}"
+    out = [f"{title}: {len(names)} of {total} routers answered", ""]
     out.append("Routers")
     for s in snapshot.routers:
         r = s.router
@@ -215,6 +227,10 @@ def render(snapshot: MeshSnapshot) -> str:
         out.append(f"  {a} <-> {b}  cost {'?' if cost is None else cost}")
     if not links:
         out.append("  none")
+
+    out += ["", "Edge routers"]
+    attached = [line for s in snapshot.routers for line in _edge_routers(s)]
+    out += [f"  {line}" for line in attached] or ["  none"]
 
     out += ["", "Brokers and other route containers"]
     containers = [line for s in snapshot.routers for line in _route_containers(s)]

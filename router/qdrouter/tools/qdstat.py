@@ -27,6 +27,7 @@ _VIEW_OPTIONS = [
     ("-g", "--general", "general"),
     ("-c", "--connections", "connections"),
     (None, "--connectors", "connectors"),
+    ("-e", "--edge", "edges"),
     ("-l", "--links", "links"),
     ("-a", "--address", "addresses"),
     ("-n", "--nodes", "nodes"),
@@ -132,7 +133,8 @@ def mesh_map_body(args: argparse.Namespace) -> int:
     if args.format == table.JSON:
         write_out(json.dumps(mesh_map.as_json(snapshot), indent=2) + "\n")
     else:
-        write_out(mesh_map.render(snapshot))
+        # Not "RouterMesh": a mesh reached by address (qdmesh local, a config file) is no resource.
+        write_out(mesh_map.render(snapshot, title=f"Mesh of router {own}"))
     return 1 if snapshot.unreachable else 0
 
 

@@ -128,6 +128,14 @@ def connections(entities: List[Entity]) -> Table:
     return Table("Connections", heads, rows)
 
 
+def edges(entities: List[Entity]) -> Table:
+    """qdstat --edge, as qdrouterd's: an interior router's connections from edge routers."""
+    heads = ["id", "host", "container", "role", "dir", "security", "authentication", "tenant"]
+    rows = [[c.get("identity"), c.get("host"), c.get("container"), c.get("role"), c.get("dir"),
+             _security(c), _authentication(c), c.get("tenant")] for c in entities if c.get("role") == "edge"]
+    return Table("Connections", heads, rows)
+
+
 def links(entities: List[Entity]) -> Table:
     heads = ["type", "dir", "conn id", "id", "peer", "class", "addr", "phs", "cap", "undel",
              "unsettled", "deliveries", "admin", "oper"]
@@ -258,6 +266,7 @@ VIEWS: Dict[str, View] = {
         View("general", "router", general, "router general information and statistics"),
         View("connections", "connection", connections,
              "connections to the router, then (text output) its connectors' state"),
+        View("edges", "connection", edges, "connections from edge routers (an interior router's edges)"),
         View("connectors", "connector", connectors,
              "connectors: the connection each keeps up, its state and last error"),
         View("links", "router.link", links, "links attached to the router"),

@@ -72,8 +72,13 @@ def format_csv(table: Table) -> str:
 
 
 def format_json(table: Table) -> str:
-    """A JSON list of {heading: value} objects; values keep their types (numbers stay numbers)."""
-    return json.dumps(table.records(), indent=2) + "\n"
+    """A JSON list of {heading: value} objects; values keep their types (numbers stay numbers).
+
+    A cell with nothing in it is null, whether the agent left the attribute unset or the view
+    derived an empty string (an address's phase, for one): a script then tests one thing."""
+    records = [{head: (None if value == "" else value) for head, value in record.items()}
+               for record in table.records()]
+    return json.dumps(records, indent=2) + "\n"
 
 
 def render(table: Table, fmt: str = TEXT) -> str:

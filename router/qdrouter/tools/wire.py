@@ -19,8 +19,11 @@ NODE_TYPE = "org.amqp.management"
 NODE_NAME = "self"
 
 
-def agent_address(router: str | None) -> str:
-    """$management on the router we are connected to, or on router ``router`` of the network."""
+def agent_address(router: str | None, edge_router: str | None = None) -> str:
+    """$management on the router we are connected to, on router ``router`` of the network,
+    or on edge router ``edge_router`` (qdrouterd's tools: ``_edge/<id>/$management``)."""
+    if edge_router:
+        return f"_edge/{edge_router}/{MANAGEMENT_ADDRESS}"
     return f"_topo/0/{router}/{MANAGEMENT_ADDRESS}" if router else MANAGEMENT_ADDRESS
 
 

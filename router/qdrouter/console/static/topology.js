@@ -58,11 +58,14 @@ const topology = {
         const x = place.x + reach * Math.cos(angle), y = place.y + reach * Math.sin(angle);
         const group = layer.appendChild(qd.svg("g", {
           class: `attachment ${item.kind}`, "data-router": routerId, "data-name": item.name}));
-        group.appendChild(qd.svg("title", {}, `${item.kind === "container" ? "Broker / route container" : "Client"} ` +
+        const what = {container: "Broker / route container", edge: "Edge router"}[item.kind] || "Client";
+        group.appendChild(qd.svg("title", {}, `${what} ` +
           `${item.name}${item.host ? " from " + item.host : ""} on ${routerId}`));
         group.appendChild(qd.svg("line", {x1: place.x, y1: place.y, x2: x, y2: y}));
         if (item.kind === "container") {
           group.appendChild(qd.svg("rect", {x: x - 12, y: y - 12, width: 24, height: 24}));
+        } else if (item.kind === "edge") {
+          group.appendChild(qd.svg("polygon", {points: `${x},${y - 13} ${x + 13},${y} ${x},${y + 13} ${x - 13},${y}`}));
         } else {
           group.appendChild(qd.svg("circle", {cx: x, cy: y, r: 9}));
         }

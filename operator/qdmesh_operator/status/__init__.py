@@ -22,6 +22,7 @@ INVALID_SPEC = "InvalidSpec"
 MESH_NOT_FOUND = "MeshNotFound"
 UNKNOWN_REFERENCE = "UnknownReference"
 APPLY_FAILED = "ApplyFailed"
+EDGES_NOT_READY = "EdgesNotReady"
 
 
 @dataclass

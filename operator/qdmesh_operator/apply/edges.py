@@ -1,0 +1,99 @@
+"""The apply stage for edge groups: their Services and workloads through server-side apply,
+groups that left the spec removed, and the desired entities on every ready edge router through
+its management listener (reached at its pod's address, with the mesh's certificate)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
+
+from kubernetes.client.rest import ApiException
+
+from .. import contract
+from ..model.desired import MeshState
+from .credentials import TlsFiles
+from .kube import EdgePod, KubeApi, KubeRefused
+from .management import ClientPool, RouterOutcome, sync_router
+
+
+@dataclass(frozen=True)
+class EdgeRouter:
+    """An edge router to manage: its pod (or, outside a cluster, a name), group and URL."""
+
+    name: str
+    group: str
+    url: str
+
+
+def edge_routers(state: MeshState, pods: Mapping[str, EdgePod], tls: bool,
+                 override: Mapping[str, str] | None) -> List[EdgeRouter]:
+    """The ready edge routers of the mesh's groups.  In a cluster: each ready pod at its IP
+    address.  Outside (QDMESH_ROUTER_URLS, as the tests run local routers): every entry named
+    ``<namespace>/edge:<group>:<name>``."""
+    mesh = state.mesh
+    groups = {g.name for g in mesh.edge_groups}
+    if override is not None:
+        prefix = f"{mesh.namespace}/edge:"
+        found = []
+        for key, url in sorted(override.items()):
+            if key.startswith(prefix):
+                group, _, name = key[len(prefix):].partition(":")
+                if group in groups and name:
+                    found.append(EdgeRouter(name, group, url))
+        return found
+    scheme = "amqps" if tls else "amqp"
+    return [EdgeRouter(pod.name, pod.group, f"{scheme}://{_host(pod.ip)}:{contract.MANAGEMENT_PORT}")
+            for pod in sorted(pods.values(), key=lambda p: p.name)
+            if pod.ready and pod.ip and pod.group in groups]
+
+
+def _host(ip: str) -> str:
+    return f"[{ip}]" if ":" in ip else ip
+
+
+def apply_edge_objects(kube: KubeApi, state: MeshState, objects: Sequence[Mapping[str, Any]],
+                       live_workloads: Mapping[str, Mapping[str, Any]]) -> List[Tuple[str, str, str]]:
+    """Apply every group's objects, remove groups no longer in the spec (and a workload whose
+    group changed between size and perNode); Events to post."""
+    events: List[Tuple[str, str, str]] = []
+    kinds = {g.name: "DaemonSet" if g.per_node else "Deployment" for g in state.mesh.edge_groups}
+    for group, workload in sorted(live_workloads.items()):
+        if group in kinds and workload.get("kind") != kinds[group]:
+            _delete(kube, state.mesh.namespace, workload, workload_only=True)
+            events.append(("Normal", "EdgeGroupReplaced", f"edge group {group} is now a {kinds[group]}: "
+                           f"its {workload.get('kind')} {workload['metadata']['name']} removed"))
+    for obj in objects:
+        try:
+            kube.apply(obj)
+        except ApiException as e:
+            raise KubeRefused(str(obj["kind"]), e) from None
+    wanted = {g.name for g in state.mesh.edge_groups}
+    for group, workload in sorted(live_workloads.items()):
+        if group in wanted:
+            continue
+        _delete(kube, state.mesh.namespace, workload)
+        events.append(("Normal", "EdgeGroupRemoved", f"edge group {group} removed "
+                       f"({workload.get('kind')} {workload['metadata']['name']}, its Service and "
+                       "PodDisruptionBudget)"))
+    return events
+
+
+def _delete(kube: KubeApi, namespace: str, workload: Mapping[str, Any], workload_only: bool = False) -> None:
+    try:
+        kube.delete_edge_group(namespace, workload, workload_only)
+    except ApiException as e:
+        raise KubeRefused(str(workload.get("kind") or "Deployment"), e) from None
+
+
+def sync_edges(state: MeshState, routers: Sequence[EdgeRouter], pool: ClientPool,
+               tls: TlsFiles | None) -> Dict[str, RouterOutcome]:
+    """Every edge router in parallel, as sync_mesh does interior ones; by router (pod) name."""
+    if not routers:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(16, len(routers)), thread_name_prefix="qdmesh-edge") as workers:
+        futures = {r.name: workers.submit(sync_router, r.name, r.url, state.edge_live_entities(r.group),
+                                          state.edge_restart_only_names(r.group), pool, False, 2,
+                                          tls if r.url.startswith("amqps:") else None, True)
+                   for r in routers}
+        return {name: f.result() for name, f in futures.items()}

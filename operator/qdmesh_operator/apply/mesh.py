@@ -1,0 +1,78 @@
+"""The apply stage of a reconciliation: the rendered objects through server-side apply, the
+desired entities on every ready router through AMQP management, then the StatefulSet with the
+rolling-restart partition that what the routers reported allows.  Raises KubeRefused naming
+the kind of object the API server refused."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Tuple
+
+from kubernetes.client.rest import ApiException
+
+from .. import contract
+from ..model.desired import MeshState
+from ..render.mesh import RenderedMesh
+from ..rolling import TEMPLATE_HASH, next_partition
+from ..status import ROUTER_UNREACHABLE
+from ..tls.resolve import Certificates
+from .converged import mesh_converged
+from .edges import EdgeRouter, apply_edge_objects, edge_routers, sync_edges
+from .kube import KubeApi, KubeRefused
+from .management import ClientPool, RouterOutcome, sync_mesh
+from .observe import Observed
+
+
+@dataclass
+class Applied:
+    #: What each ready interior router's management did and reported, by router id.
+    outcomes: Dict[str, RouterOutcome] = field(default_factory=dict)
+    #: The live StatefulSet's status, as read at the start.
+    stateful_set_status: Dict[str, Any] = field(default_factory=dict)
+    #: The rolling restart in words; empty when nothing rolls.
+    rolling: str = ""
+    #: Events to post as (type, reason, message).
+    events: List[Tuple[str, str, str]] = field(default_factory=list)
+    #: The edge routers managed this time, and what each one's management did and reported.
+    edge_routers: List[EdgeRouter] = field(default_factory=list)
+    edge_outcomes: Dict[str, RouterOutcome] = field(default_factory=dict)
+
+
+def _apply(kube: KubeApi, obj: Mapping[str, Any]) -> None:
+    try:
+        kube.apply(obj)
+    except ApiException as e:
+        raise KubeRefused(str(obj["kind"]), e) from None
+
+
+def apply_mesh(kube: KubeApi, pool: ClientPool, rendered: RenderedMesh, state: MeshState,
+               observed: Observed, urls: Mapping[str, str], certificates: Certificates,
+               override: Mapping[str, str] | None = None) -> Applied:
+    mesh = state.mesh
+    applied = Applied(stateful_set_status=dict((observed.stateful_set or {}).get("status") or {}))
+    for obj in rendered.objects:
+        _apply(kube, obj)
+    if not mesh.console.enabled:
+        try:
+            removed = kube.delete_console(mesh.namespace, mesh.name)
+        except ApiException as e:
+            raise KubeRefused("Deployment", e) from None
+        if removed:
+            applied.events.append(("Normal", "ConsoleRemoved", f"web console {contract.console(mesh.name)} "
+                                   "removed (spec.console.enabled is false)"))
+    applied.edge_routers = edge_routers(state, observed.edge_pods, mesh.inter_router_tls.enabled, override)
+    if certificates.management_error is not None:
+        applied.events.append(("Warning", ROUTER_UNREACHABLE, certificates.management_error))
+    elif urls:
+        applied.outcomes = sync_mesh(state, urls, pool, tls=certificates.management)
+    sts = rendered.stateful_set
+    partition, applied.rolling = next_partition(
+        mesh.size, sts["metadata"]["annotations"][TEMPLATE_HASH], observed.stateful_set,
+        list(observed.pods.values()), mesh_converged(mesh, applied.outcomes))
+    sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = partition
+    _apply(kube, sts)
+    # Edge groups after the interior routers they connect to.
+    applied.events.extend(apply_edge_objects(kube, state, rendered.edge_objects, observed.edge_workloads))
+    if certificates.management_error is None and applied.edge_routers:
+        applied.edge_outcomes = sync_edges(state, applied.edge_routers, pool, certificates.management)
+    return applied

@@ -1,0 +1,65 @@
+"""The first read of a reconciliation: the RouterMesh, the routing resources that name it, and
+what runs for it (the StatefulSet and its pods).  Everything later stages decide from is read
+here, once, so no stage goes back to the API server to look something up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Tuple
+
+from .. import contract
+from ..rolling import PodState
+from .kube import EdgePod, KubeApi
+
+ROUTING_PLURALS = {"LinkRoute": contract.LINK_ROUTE_PLURAL, "AutoLink": contract.AUTO_LINK_PLURAL,
+                   "VhostPolicy": contract.VHOST_PLURAL}
+
+
+@dataclass
+class Observed:
+    """What the API server holds for one mesh.  ``body`` is None when the RouterMesh is gone
+    (or going); the workload fields are then left empty."""
+
+    namespace: str
+    name: str
+    body: Dict[str, Any] | None
+    #: (kind, body) of every LinkRoute, AutoLink and VhostPolicy whose meshRef is this mesh.
+    routing: List[Tuple[str, Dict[str, Any]]] = field(default_factory=list)
+    stateful_set: Dict[str, Any] | None = None
+    pods: Dict[str, PodState] = field(default_factory=dict)
+    #: The edge groups' Deployments and DaemonSets as they run (with ``kind``), by group name.
+    edge_workloads: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    edge_pods: Dict[str, EdgePod] = field(default_factory=dict)
+
+    #: The interior routers whose pods are ready (only they can answer management).
+    ready_pods: List[str] = field(default_factory=list)
+    #: Whether any edge router's pod is ready.
+    edges_ready: bool = False
+
+
+def routing_bodies(kube: KubeApi, namespace: str, mesh_name: str) -> List[Tuple[str, Dict[str, Any]]]:
+    found = []
+    for kind, plural in ROUTING_PLURALS.items():
+        for item in kube.list(plural, namespace):
+            if (item.get("spec") or {}).get("meshRef") == mesh_name and \
+                    not item["metadata"].get("deletionTimestamp"):
+                found.append((kind, item))
+    return found
+
+
+def observe(kube: KubeApi, namespace: str, mesh_name: str) -> Observed:
+    body = kube.get(contract.MESH_PLURAL, namespace, mesh_name)
+    observed = Observed(namespace, mesh_name, body, routing_bodies(kube, namespace, mesh_name))
+    if body is None or body["metadata"].get("deletionTimestamp"):
+        observed.body = None
+        return observed
+    observed.stateful_set = kube.stateful_set(namespace, mesh_name)
+    observed.pods = kube.pods(namespace, mesh_name)
+    for workload in kube.edge_workloads(namespace, mesh_name):
+        group = ((workload.get("metadata") or {}).get("labels") or {}).get("qdmesh.io/edge-group")
+        if group:
+            observed.edge_workloads[str(group)] = workload
+    observed.edge_pods = kube.edge_pods(namespace, mesh_name)
+    observed.ready_pods = sorted(name for name, pod in observed.pods.items() if pod.ready)
+    observed.edges_ready = any(pod.ready for pod in observed.edge_pods.values())
+    return observed

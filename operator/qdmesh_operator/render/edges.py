@@ -1,0 +1,137 @@
+"""The Kubernetes objects of a mesh's edge groups (spec.edgeGroups), as plain dicts for
+server-side apply: per group a Deployment (``size``) or a DaemonSet (``perNode``) of edge
+routers, and a client Service.
+
+A per-node group's Service has ``internalTrafficPolicy: Local``: a client pod that connects to
+it reaches the edge router on its own node, and only that one (kube-proxy never sends the
+connection to another node).  Chosen over hostPort or hostNetwork because it needs no
+privilege, no free port on the node, and keeps the router pods' network namespace their own;
+the price is that a client on a node whose edge router is not ready cannot connect until it
+is (which is what a per-node router promises: the client's traffic stays on its node)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from .. import contract
+from ..model.desired import EDGE_TLS_DIR
+from ..model.mesh import EdgeGroupSpec, MeshSpec
+from .manifests import CERT_ANNOTATION, MOUNTED_SECRETS_ANNOTATION, RESTART_HASH_ANNOTATION
+
+EDGE_CERT_ANNOTATION = CERT_ANNOTATION  # same meaning: the certificate the pods run with
+
+
+def edge_secret(mesh: MeshSpec) -> str | None:
+    """The Secret edge routers present to interior routers and to the operator: their own in
+    mode Managed (issued by the mesh's CA), the inter-router one in modes Secret and
+    CertManager (one certificate for the whole mesh), none with TLS disabled."""
+    tls = mesh.inter_router_tls
+    if tls.mode == "Managed":
+        return contract.edge_tls_secret(mesh.name)
+    if tls.mode == "Secret":
+        return tls.secret_name
+    if tls.mode == "CertManager":
+        return contract.inter_router_tls_secret(mesh.name)
+    return None
+
+
+def _metadata(mesh: MeshSpec, group: EdgeGroupSpec, owner: Dict[str, Any] | None) -> Dict[str, Any]:
+    meta: Dict[str, Any] = {"name": contract.edge_group(mesh.name, group.name), "namespace": mesh.namespace,
+                            "labels": contract.edge_labels(mesh.name, group.name)}
+    if owner is not None:
+        meta["ownerReferences"] = [owner]
+    return meta
+
+
+def edge_service(mesh: MeshSpec, group: EdgeGroupSpec, owner: Dict[str, Any] | None) -> Dict[str, Any]:
+    spec: Dict[str, Any] = {"type": "ClusterIP", "selector": contract.edge_selector(mesh.name, group.name),
+                            "ports": [{"name": "amqp", "port": contract.AMQP_PORT, "targetPort": "amqp",
+                                       "protocol": "TCP"}]}
+    if group.per_node:
+        spec["internalTrafficPolicy"] = "Local"
+    return {"apiVersion": "v1", "kind": "Service", "metadata": _metadata(mesh, group, owner), "spec": spec}
+
+
+def _pod_template(mesh: MeshSpec, group: EdgeGroupSpec, cert_revision: str | None,
+                  secrets_digest: str | None) -> Dict[str, Any]:
+    mounts: List[Dict[str, Any]] = [{"name": "config", "mountPath": contract.CONFIG_DIR, "readOnly": True}]
+    volumes: List[Dict[str, Any]] = [{"name": "config",
+                                      "configMap": {"name": contract.config_map(mesh.name)}}]
+    secret = edge_secret(mesh)
+    if secret:
+        mounts.append({"name": "edge-tls", "mountPath": EDGE_TLS_DIR, "readOnly": True})
+        volumes.append({"name": "edge-tls", "secret": {"secretName": secret}})
+    container: Dict[str, Any] = {
+        "name": "router", "image": mesh.image, "imagePullPolicy": "IfNotPresent",
+        "command": ["qdrouterd", "-c", f"{contract.CONFIG_DIR}/{contract.edge_config_key(group.name)}"],
+        "ports": [{"name": "amqp", "containerPort": contract.AMQP_PORT},
+                  {"name": "management", "containerPort": contract.MANAGEMENT_PORT},
+                  {"name": "http", "containerPort": contract.HTTP_PORT}],
+        "volumeMounts": mounts,
+        # An edge router has no inter-router connectors, so /readyz is "management answers";
+        # whether it reached an interior router is in the mesh's status (edgeGroups).
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 2,
+                           "failureThreshold": 3},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10,
+                          "failureThreshold": 6, "initialDelaySeconds": 5},
+        "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True,
+                            "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+    }
+    pod = group.pod
+    if pod.resources:
+        container["resources"] = pod.resources
+    pod_spec: Dict[str, Any] = {"containers": [container], "volumes": volumes,
+                                "terminationGracePeriodSeconds": 30, "enableServiceLinks": False}
+    for key, value in (("affinity", pod.affinity), ("tolerations", pod.tolerations),
+                       ("nodeSelector", pod.node_selector),
+                       ("topologySpreadConstraints", pod.topology_spread),
+                       ("priorityClassName", pod.priority_class)):
+        if value:
+            pod_spec[key] = value
+    annotations = {**pod.annotations, RESTART_HASH_ANNOTATION: mesh.restart_hash()}
+    if cert_revision:
+        annotations[EDGE_CERT_ANNOTATION] = cert_revision
+    if secrets_digest:
+        annotations[MOUNTED_SECRETS_ANNOTATION] = secrets_digest
+    return {"metadata": {"labels": {**pod.labels, **contract.edge_labels(mesh.name, group.name)},
+                         "annotations": annotations},
+            "spec": pod_spec}
+
+
+def edge_workload(mesh: MeshSpec, group: EdgeGroupSpec, owner: Dict[str, Any] | None,
+                  cert_revision: str | None = None, secrets_digest: str | None = None) -> Dict[str, Any]:
+    """A Deployment (``size``) or DaemonSet (``perNode``).  Both replace pods one at a time
+    and never go below their count: edge clients reconnect to the group's Service, so a
+    rollout must always leave them a router to reconnect to."""
+    template = _pod_template(mesh, group, cert_revision, secrets_digest)
+    selector = {"matchLabels": contract.edge_selector(mesh.name, group.name)}
+    if group.per_node:
+        return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": _metadata(mesh, group, owner),
+                "spec": {"selector": selector, "template": template,
+                         "updateStrategy": {"type": "RollingUpdate",
+                                            "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _metadata(mesh, group, owner),
+            "spec": {"replicas": group.size, "selector": selector, "template": template,
+                     "strategy": {"type": "RollingUpdate",
+                                  "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}}}
+
+
+def edge_disruption_budget(mesh: MeshSpec, group: EdgeGroupSpec, owner: Dict[str, Any] | None
+                           ) -> Dict[str, Any]:
+    """At most one edge router of a group evicted at a time (a node drain): its clients
+    reconnect to the others (a per-node group's clients wait for their node's router)."""
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": _metadata(mesh, group, owner),
+            "spec": {"maxUnavailable": 1,
+                     "selector": {"matchLabels": contract.edge_selector(mesh.name, group.name)}}}
+
+
+def edge_objects(mesh: MeshSpec, owner: Dict[str, Any] | None, cert_revision: str | None = None,
+                 secrets_digest: str | None = None) -> List[Dict[str, Any]]:
+    """Every edge group's Service, PodDisruptionBudget and workload, group by group."""
+    objects: List[Dict[str, Any]] = []
+    for group in mesh.edge_groups:
+        objects.append(edge_service(mesh, group, owner))
+        objects.append(edge_disruption_budget(mesh, group, owner))
+        objects.append(edge_workload(mesh, group, owner, cert_revision, secrets_digest))
+    return objects

@@ -1,0 +1,49 @@
+"""The report stage of a reconciliation, in one call: every status it writes (the RouterMesh's,
+with its edge groups, and each routing resource's) and every Event it posts, in the order the
+stages produced them (certificates, apply, rolling restart, routing resources, management)."""
+
+from __future__ import annotations
+
+from typing import Any, List, Mapping, Sequence, Tuple
+
+from .. import contract
+from ..apply.kube import KubeRefused
+from ..apply.mesh import Applied
+from ..apply.observe import Observed
+from ..model.desired import MeshState
+from ..model.inputs import ParsedMesh
+from ..tls.resolve import Certificates
+from . import mesh as mesh_status
+from .edges import edge_status
+from .report import Event, Report, ref
+from .routing import routing_statuses
+
+
+def reconciled_report(body: Mapping[str, Any], parsed: ParsedMesh, observed: Observed, state: MeshState,
+                      certificates: Certificates, applied: Applied, why: str) -> Report:
+    report = Report()
+    report.events.extend(_events(body, certificates.events, applied.events))
+    rolling = mesh_status.rolling_event(body, state, applied.rolling)
+    if rolling is not None:
+        report.events.append(rolling)
+    every_router = {**applied.outcomes, **applied.edge_outcomes}
+    mesh_status.count(report, every_router, why)
+    report.statuses[(contract.MESH_PLURAL, parsed.mesh.name)] = mesh_status.mesh_status(
+        body, state, applied, edge_status(state, observed, applied))
+    routing_statuses(report, state, observed.routing, parsed.invalid, applied.outcomes)
+    mesh_status.management_events(report, body, every_router, why)
+    return report
+
+
+def refused_report(body: Mapping[str, Any], refused: KubeRefused,
+                   certificates: Certificates | None = None) -> Report:
+    """The API server refused a write; the certificate stage's Events still go out (a Secret
+    it made is there)."""
+    report = mesh_status.refused_report(body, refused)
+    if certificates is not None:
+        report.events[:0] = _events(body, certificates.events)
+    return report
+
+
+def _events(body: Mapping[str, Any], *groups: Sequence[Tuple[str, str, str]]) -> List[Event]:
+    return [Event(ref(body), *event) for group in groups for event in group]

@@ -1,0 +1,158 @@
+"""The report stage for a RouterMesh: its status (conditions, each router as its management
+reports it) and its Events, from what the earlier stages found.  Pure."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Mapping
+
+from kubernetes.client.rest import ApiException
+
+from .. import contract, status
+from ..apply.converged import mesh_converged
+from ..apply.kube import KubeRefused
+from ..apply.management import RouterOutcome
+from ..apply.mesh import Applied
+from ..model.desired import MeshState
+from ..plan import CREATE
+from ..rolling import HELD
+from .edges import EdgeStatus
+from .report import Event, Report, generation_of, ref
+
+
+def stalled_report(body: Mapping[str, Any], message: str, event: str | None) -> Report:
+    """A RouterMesh the operator cannot go on with until its spec changes; ``event`` is the
+    Warning to post (None: none)."""
+    report = Report()
+    report.statuses[(contract.MESH_PLURAL, body["metadata"]["name"])] = status.status_of(
+        status.Verdict.stalled(status.INVALID_SPEC, message), generation_of(body), body.get("status"))
+    if event is not None:
+        report.events.append(Event(ref(body), "Warning", status.INVALID_SPEC, event))
+    return report
+
+
+def refused_report(body: Mapping[str, Any], refused: KubeRefused) -> Report:
+    """The API server refused a write: stalled when the request itself is wrong (it would be
+    refused again), progressing when it may pass next time."""
+    e = refused.error
+    reason = _api_reason(e)
+    if refused.kind == "Certificate" and e.status == 404:
+        reason = ("spec.interRouter.tls.mode CertManager needs cert-manager (cert-manager.io/v1 "
+                  "Certificate), which is not installed")
+    verdict = (status.Verdict.stalled(status.APPLY_FAILED, f"Kubernetes refused {refused.kind}: {reason}")
+               if e.status in (400, 403, 404, 422) else
+               status.Verdict.progressing(status.PROGRESSING, f"Kubernetes API: {reason}"))
+    report = Report()
+    report.statuses[(contract.MESH_PLURAL, body["metadata"]["name"])] = status.status_of(
+        verdict, generation_of(body), body.get("status"))
+    report.events.append(Event(ref(body), "Warning", verdict.reason, verdict.message))
+    return report
+
+
+def _api_reason(e: ApiException) -> str:
+    try:
+        return str(json.loads(e.body or "").get("message"))
+    except Exception:
+        return f"{e.status} {e.reason}"
+
+
+def router_entry(rid: str, outcome: RouterOutcome | None) -> Dict[str, Any]:
+    entry: Dict[str, Any] = {"name": rid, "ready": bool(outcome and outcome.in_sync)}
+    if outcome is None:
+        entry["message"] = "pod not ready"
+    elif not outcome.reachable:
+        entry["message"] = str(outcome.error)
+    else:
+        entry.update(peers=int(outcome.router.get("nodeCount") or 0),
+                     connections=int(outcome.router.get("connectionCount") or 0),
+                     addresses=int(outcome.router.get("addrCount") or 0))
+        if outcome.failures:
+            entry["message"] = "; ".join(str(r.error) for r in outcome.failures)[:1000]
+    return entry
+
+
+def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied,
+                edges: EdgeStatus | None = None) -> Dict[str, Any]:
+    mesh, outcomes, sts = state.mesh, applied.outcomes, applied.stateful_set_status
+    generation = generation_of(body)
+    ready_replicas = int(sts.get("readyReplicas") or 0)
+    routing_names = {e.name for rid in state.entities for e in state.entities[rid]
+                     if e.type in ("linkRoute", "autoLink", "vhost")}
+    mesh_failures = [r.error for o in outcomes.values() for r in o.failures
+                     if r.op.name not in routing_names]
+    unreachable = [o.error for o in outcomes.values() if not o.reachable]
+    routers = [router_entry(rid, outcomes.get(rid)) for rid in mesh.router_ids()]
+    edges = edges or EdgeStatus()
+    mesh_failures += edges.failures
+    if mesh_failures:
+        verdict = status.Verdict.stalled(status.APPLY_FAILED, "; ".join(str(m) for m in mesh_failures[:3]))
+    elif applied.rolling:
+        verdict = status.Verdict.progressing(status.ROLLING_RESTART, applied.rolling)
+    elif ready_replicas < mesh.size:
+        verdict = status.Verdict.progressing(status.ROUTERS_NOT_READY,
+                                             f"{ready_replicas}/{mesh.size} routers ready")
+    elif unreachable or len(outcomes) < mesh.size:
+        verdict = status.Verdict.progressing(status.ROUTER_UNREACHABLE,
+                                             "; ".join(str(u) for u in unreachable[:3])
+                                             or "routers not reachable yet")
+    elif edges.ready < edges.wanted:
+        verdict = status.Verdict.progressing(status.EDGES_NOT_READY,
+                                             f"{edges.ready}/{edges.wanted} edge routers connected to "
+                                             "an interior router with their configuration live")
+    elif mesh.edge_groups:
+        verdict = status.Verdict.ready(f"{mesh.size} routers and {edges.wanted} edge routers ready, "
+                                       "configuration live on every router")
+    else:
+        verdict = status.Verdict.ready(f"{mesh.size} routers ready, configuration live on every router")
+    previous = body.get("status") or {}
+    converged = mesh_converged(mesh, outcomes)
+    new = status.status_of(verdict, generation, previous, routers=int(sts.get("replicas") or 0),
+                           readyRouters=ready_replicas,
+                           selector=f"qdmesh.io/mesh={mesh.name}", image=mesh.image,
+                           configHash=mesh.restart_hash(), routerStatus=routers)
+    if mesh.edge_groups:
+        new.update(edges=edges.wanted, readyEdges=edges.ready, edgesReady=f"{edges.ready}/{edges.wanted}",
+                   edgeGroups=edges.groups)
+    new["conditions"].append(status.condition(
+        status.MESH_CONVERGED, converged, "AllRoutersSeeEachOther" if converged else "NotConverged",
+        f"every router reaches the other {mesh.size - 1}, each over its own links" if converged
+        else "not every router reaches every other router over its own links yet", generation,
+        previous.get("conditions") or []))
+    return new
+
+
+def count(report: Report, outcomes: Mapping[str, RouterOutcome], why: str) -> None:
+    for outcome in outcomes.values():
+        report.operations += len(outcome.results)
+        report.failures += len(outcome.failures)
+        if why == "drift":
+            report.repaired += len([r for r in outcome.results if r.ok])
+
+
+def rolling_event(body: Mapping[str, Any], state: MeshState, rolling: str) -> Event | None:
+    """One Event per step of a rolling restart, not one per check while it is held."""
+    if not rolling or rolling.startswith(HELD):
+        return None
+    previous_hash = (body.get("status") or {}).get("configHash")
+    settings_changed = bool(previous_hash) and previous_hash != state.mesh.restart_hash()
+    why_roll = ("router settings that need a restart changed (router timers, policy or inter-router "
+                "TLS)" if settings_changed else "the pod template changed")
+    return Event(ref(body), "Normal", "RollingRestart", f"{rolling} ({why_roll})")
+
+
+def management_events(report: Report, body: Mapping[str, Any], outcomes: Mapping[str, RouterOutcome],
+                      why: str) -> None:
+    done = [(rid, r) for rid, o in outcomes.items() for r in o.results if r.ok]
+    if done and why == "drift":
+        repaired = sorted({r.op.describe() for _, r in done})
+        report.events.append(Event(ref(body), "Warning", "DriftRepaired",
+                                   f"{len(done)} operations on {len({rid for rid, _ in done})} routers "
+                                   "put back what had changed by hand: " + "; ".join(repaired[:5])))
+    elif done:
+        created = len([1 for _, r in done if r.op.action == CREATE])
+        report.events.append(Event(ref(body), "Normal", "Applied",
+                                   f"{len(done)} live changes ({created} created) on "
+                                   f"{len({rid for rid, _ in done})} routers, no restart"))
+    for rid, outcome in outcomes.items():
+        for failure in outcome.failures[:3]:
+            report.events.append(Event(ref(body), "Warning", status.APPLY_FAILED, f"{rid}: {failure.error}"))

@@ -1,0 +1,44 @@
+"""What one reconciliation hands back to the kopf handlers: the statuses to write (by plural and
+name) and the Events to post.  The handlers write them; nothing here talks to Kubernetes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Tuple
+
+from .. import contract
+
+
+@dataclass
+class Event:
+    """An Event to post about ``target`` (a body with apiVersion, kind and metadata)."""
+
+    target: Any  # a kopf Body: apiVersion, kind and metadata (name, namespace, uid)
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass
+class Report:
+    """The result of one reconciliation: statuses by (plural, name), Events, and numbers."""
+
+    statuses: Dict[Tuple[str, str], Dict[str, Any]] = field(default_factory=dict)
+    events: List[Event] = field(default_factory=list)
+    operations: int = 0
+    failures: int = 0
+    repaired: int = 0
+    mesh_found: bool = True
+    seconds: float = 0.0
+
+
+def ref(body: Mapping[str, Any]) -> Dict[str, Any]:
+    """The part of a body an Event needs to name its object."""
+    meta = body.get("metadata") or {}
+    return {"apiVersion": body.get("apiVersion", contract.API_VERSION), "kind": body.get("kind"),
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
+                         "uid": meta.get("uid")}}
+
+
+def generation_of(body: Mapping[str, Any]) -> int:
+    return int((body.get("metadata") or {}).get("generation") or 0)

@@ -1,0 +1,66 @@
+"""What a router's mode makes of edges: an edge router's uplink, or an interior router's
+hub and address-lookup server; nothing for a standalone router."""
+
+from __future__ import annotations
+
+from typing import Any, Set
+
+from ..amqp.proton_shim import pointer_key
+from .hub import EdgeHub
+from .lookup_server import LookupServer
+from .terms import EDGE
+from .uplink import EdgeUplink
+
+
+class EdgeRole:
+    def __init__(self, router: Any) -> None:
+        self.mode = router.mode
+        self.uplink: EdgeUplink | None = None
+        self.hub: EdgeHub | None = None
+        self.lookup: LookupServer | None = None
+        server = router.server
+        endpoints = server.endpoints
+        forwarder = server.adaptor.forwarder
+        if router.mode == "edge":
+            # Dynamic addresses name this edge: the interior routes _edge/<id>/... to it.
+            endpoints.dynamic_prefix = f"_edge/{router.id}/temp."
+            server.adaptor.edge_router = True
+            self.uplink = EdgeUplink(router.id, endpoints, forwarder, server.timers)
+            self._hook_lookup(endpoints, self.uplink.lookup)
+        elif router.mode == "interior":
+            self.hub = EdgeHub(endpoints, forwarder)
+            endpoints.edge_links = self.hub.link_opened
+            endpoints.on_connection_lost = self.hub.connection_lost
+            self.lookup = LookupServer(forwarder, router.link_routes,
+                                       lambda route, incoming: router.route_container(route) is not None)
+
+    @staticmethod
+    def _hook_lookup(endpoints: Any, lookup: Any) -> None:
+        """Clients' attaches on an edge router wait for the interior's link-route lookup; an
+        attach the edge serves itself goes through link_opened again, past the lookup."""
+        resuming: Set[Any] = set()
+
+        def hold(connection: Any, pn_link: Any) -> bool:
+            return pn_link not in resuming and lookup.hold(connection, pn_link)
+
+        def resume(pn_link: Any) -> None:
+            resuming.add(pn_link)
+            try:
+                endpoints.link_opened(pn_link)
+            finally:
+                resuming.discard(pn_link)
+            link = endpoints.adaptor.links.get(pointer_key(pn_link))
+            if link is not None and not link.incoming:
+                endpoints.adaptor.on_flow(link)  # the credit its client gave while it waited
+
+        lookup.resume = resume
+        endpoints.edge_lookup = hold
+        endpoints.edge_lookup_forget = lookup.forget
+        endpoints.on_connection_lost = lookup.connection_lost
+
+    def settings(self, settings: Any) -> None:
+        """Edge connections carry router annotations as qdrouterd's do: read on both sides,
+        x-opt-qd.to both ways, ingress and trace only from the interior (inbound.annotated)."""
+        if settings.role == EDGE:
+            settings.strip_in = False
+            settings.strip_out = False

@@ -1,0 +1,113 @@
+"""An edge router's connection to the interior (qdrouterd: modules/edge_router/
+connection_manager.c and the fixed links of addr_proxy.c).
+
+Every edge connector keeps its connection up (with the usual back-off); one of them at a
+time is active: the first to open. When it drops, another open one takes over at once, as
+in qdrouterd, or the next to open. On the active connection the edge attaches:
+- the uplink, an anonymous sending link: what no address here takes goes up it;
+- the downlink, a receiving link with source its own id and the capability
+  qd.router-edge-downlink: what the network sends to ``_edge/<id>/...``;
+- the tracking link, receiving from ``_$qd.edge_addr_tracking`` (address_proxy.py reads it);
+then the address proxy's links (address_proxy.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, List
+
+from ..amqp.proton_ffi import lib
+from ..core.address_table import Address
+from ..core.links import CoreLink, InFlight
+from .address_proxy import AddressProxy
+from .attach import open_link
+from .lookup_client import LookupClient
+from .terms import DOWNLINK_CAPABILITY, EDGE_PREFIX, TRACKING_ADDRESS, UPLINK_KEY
+
+log = logging.getLogger("qdrouter.ROUTER_CORE")
+
+TRACKING_KEY = "_local/_edge_tracking"
+
+
+class EdgeUplink:
+    def __init__(self, router_id: str, endpoints: Any, forwarder: Any, timers: Any) -> None:
+        self.router_id = router_id
+        self.endpoints = endpoints
+        self.forwarder = forwarder
+        self.active: Any = None
+        # Edge connections open now, oldest first: the fallbacks.
+        self.open: List[Any] = []
+        self.uplink: CoreLink | None = None
+        self.proxy = AddressProxy(endpoints, forwarder)
+        self.lookup = LookupClient(endpoints, forwarder, timers)
+        self.uplink_address = forwarder.table.get(UPLINK_KEY)
+        forwarder.uplink = self.uplink_address
+        forwarder.unknown_address = self.unknown_address
+        forwarder.alias = self.alias
+        forwarder.on_address_changed = self.proxy.address_changed
+        tracking = forwarder.table.get(TRACKING_KEY)
+        tracking.handler = self.proxy.tracking_update
+
+    # ---- connections ---------------------------------------------------------------------
+    def connection_opened(self, connection: Any) -> None:
+        if connection not in self.open:
+            self.open.append(connection)
+        if self.active is None:
+            self._activate(connection)
+
+    def connection_lost(self, connection: Any) -> None:
+        if connection in self.open:
+            self.open.remove(connection)
+        if connection is not self.active:
+            return
+        self.active = None
+        self.uplink = None
+        self.proxy.deactivate()
+        self.lookup.deactivate()
+        alternate = next((c for c in self.open if not c.closed), None)
+        if alternate is not None:
+            log.info("Edge connection (id=%d) to interior lost, activating alternate id=%d",
+                     connection.identity, alternate.identity)
+            self._activate(alternate)
+        else:
+            log.info("Edge connection (id=%d) to interior lost, no alternate connection available",
+                     connection.identity)
+
+    def _activate(self, connection: Any) -> None:
+        log.info("Edge connection (id=%d) to interior established", connection.identity)
+        self.active = connection
+        endpoints = self.endpoints
+        session = lib.pn_session(connection.pn_connection)
+        lib.pn_session_open(session)
+        uplink = open_link(endpoints, connection, session, f"qdlink.edge.uplink.{connection.identity}",
+                           False, None, None, UPLINK_KEY)
+        self.uplink = uplink
+        self.forwarder.consumer_attached(uplink)
+        downlink = open_link(endpoints, connection, session, f"qdlink.edge.downlink.{connection.identity}",
+                             True, self.router_id, None, None, (DOWNLINK_CAPABILITY,))
+        self.forwarder.producer_attached(downlink)
+        tracking = open_link(endpoints, connection, session, f"qdlink.edge.tracking.{connection.identity}",
+                             True, TRACKING_ADDRESS, None, TRACKING_KEY)
+        self.forwarder.producer_attached(tracking)
+        self.lookup.activate(connection, session)
+        self.proxy.activate(connection, session)
+
+    # ---- routing ---------------------------------------------------------------------------
+    def unknown_address(self, key: str | None, message: InFlight) -> Address | None:
+        """No address here takes it: up to the interior, unless it came from there (or is
+        for this router itself)."""
+        if self.uplink is None or message.in_link.via_edge or not key:
+            return None
+        if key.startswith(f"{EDGE_PREFIX}{self.router_id}/"):
+            return None
+        return self.uplink_address
+
+    def alias(self, key: str) -> Address | None:
+        """Other routers' topological addresses (``_topo/...``, another edge's
+        ``_edge/<id>/...``) are the uplink's, as qdrouterd's edge hashes them."""
+        if self.uplink is None:
+            return None
+        if key.startswith("_topo/") or (key.startswith(EDGE_PREFIX)
+                                        and not key.startswith(f"{EDGE_PREFIX}{self.router_id}/")):
+            return self.uplink_address
+        return None

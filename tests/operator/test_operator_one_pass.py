@@ -1,0 +1,69 @@
+"""A reconciliation reads as one pass (the project guide's shape for reconcile.py): the stages
+observe -> model -> tls -> desired -> render -> apply -> status each run once, in that order,
+and none is entered again; the certificate Secrets' module is entered once.  Traced with
+sys.setprofile over a real reconciliation against the API server (a mesh in mode Managed
+with an edge group and a LinkRoute)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, List, Tuple
+
+import pytest
+
+from qdmesh_operator.apply.kube import KubeApi
+from qdmesh_operator.reconcile import MeshReconciler
+from tests.kube.controlplane import ControlPlane
+from tests.operator.kube_operator import G, V, api_namespace
+
+pytestmark = pytest.mark.timeout(120)
+
+STAGES = ["apply/observe.py", "model/inputs.py", "router_urls.py", "tls/resolve.py", "model/desired.py",
+          "render/mesh.py", "apply/mesh.py", "status/compose.py"]
+
+
+def _module(frame: Any) -> str:
+    name = frame.f_code.co_filename
+    return name.split("qdmesh_operator/", 1)[1] if "qdmesh_operator/" in name else ""
+
+
+def _trace(reconciler: MeshReconciler, namespace: str, name: str) -> Tuple[List[str], int]:
+    """(modules the orchestrator calls into, in order, consecutive repeats merged; how many
+    times tls/secrets.py is entered from another module)."""
+    entered: List[str] = []
+    secrets_entries = [0]
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event != "call" or frame.f_back is None:
+            return
+        callee, caller = _module(frame), _module(frame.f_back)
+        if caller == "reconcile.py" and callee not in ("", "reconcile.py") and \
+                (not entered or entered[-1] != callee):
+            entered.append(callee)
+        if callee == "tls/secrets.py" and caller != "tls/secrets.py":
+            secrets_entries[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        reconciler.reconcile(namespace, name)
+    finally:
+        sys.setprofile(None)
+    return entered, secrets_entries[0]
+
+
+def test_each_stage_runs_once_in_order(crds: ControlPlane) -> None:
+    from kubernetes import client
+
+    api, ns = api_namespace(crds, "onepass")
+    custom = client.CustomObjectsApi(api)
+    custom.create_namespaced_custom_object(G, V, ns, "routermeshes", {
+        "apiVersion": f"{G}/{V}", "kind": "RouterMesh", "metadata": {"name": "m"},
+        "spec": {"size": 2, "image": "qdmesh/router:0.1.0", "edgeGroups": [{"name": "apps", "size": 1}]}})
+    custom.create_namespaced_custom_object(G, V, ns, "linkroutes", {
+        "apiVersion": f"{G}/{V}", "kind": "LinkRoute", "metadata": {"name": "lr"},
+        "spec": {"meshRef": "m", "prefix": "orders.", "containerId": "broker"}})
+    # The first reconciliation makes the Secrets; the second finds them: trace both.
+    for _ in range(2):
+        entered, secrets_entries = _trace(MeshReconciler(KubeApi(api), urls=lambda mesh, pods: {}), ns, "m")
+        assert entered == STAGES
+        assert secrets_entries == 1
