@@ -19,6 +19,7 @@ if _REPO_ROOT not in sys.path:
 from tests import reaper  # noqa: E402
 from tests.kube.apiserver import kube_apiserver, kube_control_plane  # noqa: E402, F401 (shared fixtures)
 from tests.prerequisites import INSTALL_COMMAND, missing_prerequisites  # noqa: E402
+from tests.router.routerkind import apply_marks  # noqa: E402
 from tests.router.routerproc import build_proton_shim  # noqa: E402
 
 _run_id = ""
@@ -119,6 +120,7 @@ _TESTS_DIR = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    apply_marks(items)  # qdmesh_only / differs_from_c / c_router_bug, against the C router
     for item in items:
         if item.get_closest_marker("timeout") is not None:
             continue

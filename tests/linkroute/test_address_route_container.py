@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
+import pytest
+
 from tests.management.mgmt import MgmtClient
 from tests.router.amqpclient import ACCEPTED, Net, msg, send_and_settle
 from tests.router.routerproc import Router
@@ -47,6 +49,8 @@ def _auto_links(mgmt: MgmtClient) -> List[str]:
     return [r["operStatus"] for r in mgmt.query("router.config.autoLink", ["operStatus"])]
 
 
+@pytest.mark.qdmesh_only("counts read from qdmesh's Prometheus metrics on an http listener (the C router "
+                         "here is built without HTTP)")
 def test_addresses_count_their_route_container_deliveries(edge_factory: EdgeFactory, container: Router,
                                                           net: Net) -> None:
     r1 = edge_factory(both_ways("lr", connection="cont") + _AUTO_LINKS, {"cont": container.port}, active=2,

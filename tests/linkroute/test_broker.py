@@ -43,6 +43,9 @@ def _queue() -> str:
     return "lrq-" + uuid.uuid4().hex[:8]
 
 
+@pytest.mark.c_router_bug("qdrouterd 1.19 aborts (engine.c:1948: pn_link_flow: Assertion "
+                          "pn_link_is_receiver(receiver) failed) when a client attaches through a link route"
+                          " to a RabbitMQ queue")
 def test_queue_through_link_routes(b2: Router, net: Net) -> None:
     q = _queue()
     client = net.connect(b2.url)
@@ -60,6 +63,9 @@ def test_queue_through_link_routes(b2: Router, net: Net) -> None:
     assert rcv.bodies() == [f"m{i}" for i in range(5)]
 
 
+@pytest.mark.c_router_bug("qdrouterd 1.19 aborts (engine.c:1948: pn_link_flow: Assertion "
+                          "pn_link_is_receiver(receiver) failed) when a client attaches through a link route"
+                          " to a RabbitMQ queue")
 def test_direct_queue_address(edge_factory: EdgeFactory, rabbit: RabbitBroker, net: Net) -> None:
     """A route on the broker's own address syntax (prefix /queue, no rewriting)."""
     edge = edge_factory(both_ways("/queue", connection="broker"), {"broker": rabbit.port}, active=2)
@@ -75,6 +81,9 @@ def test_direct_queue_address(edge_factory: EdgeFactory, rabbit: RabbitBroker, n
     assert rabbit.is_running()
 
 
+@pytest.mark.c_router_bug("when RabbitMQ ends the session of a routed receiver with amqp:not-found, "
+                          "qdrouterd leaves the client's link attached (no detach within 15 s): the client "
+                          "hangs")
 def test_broker_error_reaches_client_and_route_keeps_working(edge_factory: EdgeFactory, rabbit: RabbitBroker,
                                                              net: Net) -> None:
     """RabbitMQ refuses a receiver on a queue that does not exist (/amq/queue/NAME) by ending the

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.router.amqpclient import ACCEPTED, Net, msg, send_and_settle
 from tests.router.routerproc import Router
 
@@ -86,6 +88,8 @@ def test_create_rejects_bad_link_routes(edge_factory: EdgeFactory) -> None:
     assert qdmanage(edge, "query", "--type", "linkRoute") == []
 
 
+@pytest.mark.differs_from_c("qdstat -l of qdrouterd shows a routed link's class as mobile; qdmesh shows the "
+                            "route's class (link-in)")
 def test_routed_links_in_qdstat_links(edge: Router, container: Router, net: Net) -> None:
     """qdstat -l lists both ends of a routed link (client side and container side), class
     link-in (the route's direction) for a routed sender, with the deliveries that passed."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Dict, List
 
+import pytest
+
 from tests.management.mgmt import MgmtClient
 from tests.router.amqpclient import ACCEPTED, Net, msg, send_and_settle
 from tests.router.routerproc import Router
@@ -32,6 +34,9 @@ def _auto_links(mgmt: MgmtClient) -> List[str]:
     return [r["operStatus"] for r in mgmt.query("router.config.autoLink", ["operStatus"])]
 
 
+@pytest.mark.differs_from_c("qdrouterd's deliveriesIngressRouteContainer/deliveriesEgressRouteContainer "
+                            "count fewer of the deliveries on link-routed links and auto-links (5/5 where "
+                            "qdmesh counts 8/9)")
 def test_route_container_totals(edge_factory: EdgeFactory, container: Router, net: Net) -> None:
     r1 = edge_factory(both_ways("lr", connection="cont") + _AUTO_LINKS, {"cont": container.port}, active=2)
     mgmt = MgmtClient(net, net.connect(r1.url))

@@ -3,6 +3,7 @@ the container's outcomes, settlement and credit reach the client sender unchange
 
 from __future__ import annotations
 
+import pytest
 from proton import Condition
 
 from tests.router.amqpclient import (
@@ -73,6 +74,8 @@ def test_outcome_details_pass_unchanged(net: Net, edge_factory) -> None:  # type
     assert r.condition.info == {"order": 42}, f"rejected condition info lost: {r.condition.info!r}"
 
 
+@pytest.mark.c_router_bug("a consumer's modified with delivery-failed false and undeliverable-here true "
+                          "reaches the producer through qdrouterd with delivery-failed true")
 def test_modified_without_flags_and_partial_flags(edge: Router, container: Router, net: Net) -> None:
     consumer = net.connect(container.url).receiver("lr.modified", settle=None)
     snd = net.connect(edge.url).sender("lr.modified")
@@ -112,6 +115,8 @@ def test_presettled_pass_through(edge: Router, container: Router, net: Net) -> N
     assert all(r.arrived_settled for r in consumer.received), "pre-settled deliveries must arrive settled"
 
 
+@pytest.mark.c_router_bug("qdrouterd's routed attach says snd-settle-mode mixed for a client sender that "
+                          "attached settled")
 def test_settle_mode_reaches_the_container(net: Net, edge_factory) -> None:  # type: ignore[no-untyped-def]
     """The routed attach carries the client's snd-settle-mode (the container sees a pre-settled link)."""
     peer = Peer(net)

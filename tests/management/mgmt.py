@@ -10,6 +10,7 @@ from typing import Any, Dict, List
 from proton import Message
 
 from tests.router.amqpclient import Client, Net, Outcome, ReceiverLink, SenderLink, msg, send_and_settle
+from tests.router.routerkind import router_kind
 
 _ids = itertools.count(1)
 
@@ -22,6 +23,19 @@ LINK = "org.apache.qpid.dispatch.router.link"
 ROUTER_ADDRESS = "org.apache.qpid.dispatch.router.address"
 NODE = "org.apache.qpid.dispatch.router.node"
 MANAGEMENT = "org.apache.qpid.dispatch.management"
+
+
+CONFIG_TYPES = ("address", "linkRoute", "autoLink", "exchange", "binding")
+
+
+def full_type_name(name: str) -> str:
+    """An entity type's full name (``router.link`` -> ``org.apache.qpid.dispatch.router.link``;
+    ``address`` -> ``org.apache.qpid.dispatch.router.config.address``)."""
+    if not name or name.startswith("org.apache.qpid.dispatch."):
+        return name
+    if name in CONFIG_TYPES:
+        name = "router.config." + name
+    return "org.apache.qpid.dispatch." + name
 
 
 @dataclass
@@ -72,6 +86,12 @@ class MgmtClient:
             if value is not None:
                 properties[key] = value
         properties.update(props or {})
+        if router_kind() == "c":
+            # qdrouterd's agent answers a QUERY of its core entities (router.link,
+            # router.address, connection, ...) named short with no rows: name them in full.
+            for key in ("type", "entityType"):
+                if isinstance(properties.get(key), str):
+                    properties[key] = full_type_name(properties[key])
         m = Message(body=body, properties=properties or None)
         m.correlation_id = correlation_id if correlation_id is not None else f"corr-{next(_ids)}"
         m.reply_to = self.reply_to if reply_to == "" else reply_to

@@ -46,6 +46,8 @@ def test_topo_address_of_another_router_is_not_the_agent(router: Router, net: Ne
     assert_routing(net, router.url)
 
 
+@pytest.mark.c_router_bug("qdrouterd sends no reply at all to a request whose correlation-id is a ulong "
+                          "(12345)")
 def test_dynamic_reply_to_is_router_assigned_and_correlated(mgmt: MgmtClient) -> None:
     assert mgmt.reply_to
     first = mgmt.message("GET-TYPES", correlation_id="one")
@@ -58,9 +60,16 @@ def test_dynamic_reply_to_is_router_assigned_and_correlated(mgmt: MgmtClient) ->
     assert isinstance(r1.body, dict) and r2.body == []
 
 
+_NOT_ECHOED = pytest.mark.c_router_bug("qdrouterd answers a request whose correlation-id is a ulong or a "
+                                       "uuid with no correlation-id: the requester cannot match the reply")
+
+
 @pytest.mark.parametrize("correlation_id", [
-    "text-id", 12345, uuid.UUID("12345678-1234-5678-1234-567812345678"), b"\x01\x02binary",
-], ids=["string", "ulong", "uuid", "binary"])
+    pytest.param("text-id", id="string"),
+    pytest.param(12345, id="ulong", marks=_NOT_ECHOED),
+    pytest.param(uuid.UUID("12345678-1234-5678-1234-567812345678"), id="uuid", marks=_NOT_ECHOED),
+    pytest.param(b"\x01\x02binary", id="binary"),
+])
 def test_correlation_id_of_every_type_is_echoed(mgmt: MgmtClient, correlation_id: Any) -> None:
     m = mgmt.message("GET-MGMT-NODES", correlation_id=correlation_id)
     assert mgmt.send(m).name == "accepted"
@@ -72,6 +81,9 @@ def test_correlation_id_of_every_type_is_echoed(mgmt: MgmtClient, correlation_id
     assert echoed == correlation_id
 
 
+@pytest.mark.differs_from_c("without a correlation-id qdrouterd answers with none (the requester cannot "
+                            "match the reply); qdmesh uses the request's message-id, as the AMQP management "
+                            "draft says")
 def test_message_id_is_used_when_there_is_no_correlation_id(mgmt: MgmtClient) -> None:
     m = mgmt.message("GET-MGMT-NODES")
     m.correlation_id = None

@@ -88,7 +88,7 @@ def test_update_of_listener_port_is_refused_and_changes_nothing(mgmt: MgmtClient
     mgmt.create("listener", "fixed", listener_attrs(port))
     other = free_port()
     reply = mgmt.request("UPDATE", type="listener", name="fixed", body={"port": str(other)})
-    assert reply.status in (400, 405), reply
+    assert reply.status in (400, 501), reply
     assert "UPDATE" in reply.description or "port" in reply.description, reply
     assert mgmt.ok("READ", type="listener", name="fixed")["port"] == str(port)
     round_trip(net, f"amqp://127.0.0.1:{port}", "closest.fixed", "still here")
@@ -114,6 +114,8 @@ def test_duplicate_listener_name_is_refused(mgmt: MgmtClient, net: Net) -> None:
     round_trip(net, f"amqp://127.0.0.1:{port}", "closest.twice", "first one works")
 
 
+@pytest.mark.differs_from_c("qdrouterd answers 201 Created and then fails to bind, logging it; qdmesh binds "
+                            "before it answers and refuses with 400")
 def test_create_listener_on_a_port_in_use_fails_and_is_not_kept(mgmt: MgmtClient, router: Router) -> None:
     reply = mgmt.request("CREATE", type="listener", name="clash", body=listener_attrs(router.port))
     assert 400 <= reply.status < 600 and reply.status != 201, reply
@@ -127,12 +129,18 @@ def test_delete_listener_twice_gives_404(mgmt: MgmtClient) -> None:
     assert reply.status == 404, reply
 
 
-@pytest.mark.parametrize("operation", ["DELETE", "UPDATE"])
+@pytest.mark.parametrize("operation", [
+    pytest.param("DELETE", marks=pytest.mark.differs_from_c(
+        "qdrouterd answers DELETE of org.apache.qpid.dispatch.router 403 Forbidden (501 when the type is "
+        "named short); qdmesh 501 Not Implemented, as for every operation a type lacks")),
+    pytest.param("UPDATE", marks=pytest.mark.c_router_bug(
+        "qdrouterd sends no reply at all to UPDATE of org.apache.qpid.dispatch.router")),
+])
 def test_router_entity_cannot_be_deleted_or_updated(mgmt: MgmtClient, router: Router, net: Net,
                                                      operation: str) -> None:
     ident = mgmt.query("router", ["identity"])[0]["identity"]
     reply = mgmt.request(operation, type="router", identity=ident, body={})
-    assert reply.status == 405, reply
+    assert reply.status == 501, reply  # Not Implemented, as qdrouterd answers
     assert operation in reply.description
     assert mgmt.query("router", ["id"]) == [{"id": "R1"}]
     assert_routing(net, router.url)

@@ -10,6 +10,8 @@ import sys
 import time
 from typing import Any, Dict
 
+import pytest
+
 from tests.mesh.conftest import LINE3, MeshFactory
 from tests.router.routerproc import router_env
 
@@ -20,6 +22,9 @@ def rows_by_key(mesh: Any, rid: str) -> Dict[str, Dict[str, Any]]:
     return {row["key"]: row for row in mesh.mgmt(rid).query(ADDRESS)}
 
 
+@pytest.mark.differs_from_c("qdrouterd counts a HELLO it sends as one delivery from its container however "
+                            "many neighbours get it (3 in 2.5 s with two neighbours); qdmesh counts one per "
+                            "neighbour")
 def test_protocol_addresses_count_the_control_traffic(mesh_factory: MeshFactory) -> None:
     mesh = mesh_factory(LINE3)
     first = rows_by_key(mesh, "B")
@@ -41,6 +46,8 @@ def test_protocol_addresses_count_the_control_traffic(mesh_factory: MeshFactory)
     assert later["Tqdrouter"]["deliveriesToContainer"] >= 1, later["Tqdrouter"]
 
 
+@pytest.mark.differs_from_c("qdrouterd still lists the router address of a router that left the mesh (RC) 15"
+                            " s after it was killed; qdmesh drops it with the router")
 def test_one_router_row_per_other_router(mesh_factory: MeshFactory) -> None:
     mesh = mesh_factory(LINE3)
     rows = rows_by_key(mesh, "A")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import List
 
+import pytest
+
 from tests.mesh.conftest import MeshFactory
 from tests.mesh.meshproc import Mesh
 from tests.mesh.traffic import wait_received, wait_remote
@@ -29,6 +31,9 @@ def _stop_b_and_expect_modified(mesh: Mesh, net: Net, snd: SenderLink, tags: Lis
     assert all(t in snd.outcomes and snd.outcomes[t].failed for t in tags), snd.outcomes
 
 
+@pytest.mark.differs_from_c("when a router stops, qdrouterd closes its sockets without an outcome for the "
+                            "deliveries it holds: the sender's stay in doubt; qdmesh gives each one "
+                            "(modified or released) before it closes")
 def test_forwarded_unsettled_deliveries_come_back_to_the_sender_when_its_router_stops(
         mesh_factory: MeshFactory, net: Net) -> None:
     mesh = mesh_factory(PAIR)
@@ -41,6 +46,9 @@ def test_forwarded_unsettled_deliveries_come_back_to_the_sender_when_its_router_
     _stop_b_and_expect_modified(mesh, net, snd, tags)
 
 
+@pytest.mark.differs_from_c("when a router stops, qdrouterd closes its sockets without an outcome for the "
+                            "deliveries it holds: the sender's stay in doubt; qdmesh gives each one "
+                            "(modified or released) before it closes")
 def test_queued_deliveries_come_back_to_the_sender_when_its_router_stops(
         mesh_factory: MeshFactory, net: Net) -> None:
     mesh = mesh_factory(PAIR)
@@ -54,6 +62,9 @@ def test_queued_deliveries_come_back_to_the_sender_when_its_router_stops(
     _stop_b_and_expect_modified(mesh, net, snd, tags)
 
 
+@pytest.mark.differs_from_c("when a router stops, qdrouterd closes its sockets without an outcome for the "
+                            "deliveries it holds: the sender's stay in doubt; qdmesh gives each one "
+                            "(modified or released) before it closes")
 def test_outcomes_also_when_the_sender_connected_before_the_inter_router_link(
         mesh_factory: MeshFactory, net: Net) -> None:
     mesh = mesh_factory(PAIR)

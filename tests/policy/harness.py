@@ -19,6 +19,7 @@ from proton import SASL, Handler
 from qdrouter.tools.management_client import ManagementClient
 from tests.prerequisites import require
 from tests.router.amqpclient import Client, Net
+from tests.router.routerkind import NO_CYRUS, c_router_has_cyrus, router_kind
 from tests.router.routerproc import Router
 
 MECHANISMS = "ANONYMOUS PLAIN SCRAM-SHA-1 SCRAM-SHA-256"
@@ -64,6 +65,8 @@ def policy_router(tmp_path: Path) -> Iterator[PolicyRouter]:
 
     def make(body: str, users: Dict[str, str] | None = None, listener: Dict[str, str] | None = None,
              router_extra: str = "", extra_listeners: Dict[str, Dict[str, str]] | None = None) -> Router:
+        if users and router_kind() == "c" and not c_router_has_cyrus():
+            pytest.skip(NO_CYRUS)
         workdir = tmp_path / f"r{len(started)}"
         workdir.mkdir()
         sasl_dir = make_sasl_config(workdir / "sasl", users) if users else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 from typing import Any, Dict, List
 
+import pytest
 from proton import Message, Transport, uint
 
 from qdrouter.tools.management_client import ManagementClient
@@ -99,6 +100,9 @@ def test_per_host_limit_and_remote_hosts(policy_router: PolicyRouter, net: Net) 
     assert "remoteHosts does not allow '127.0.0.1'" in refusal(net, router.url, "u2", "v.example")
 
 
+@pytest.mark.differs_from_c("over the global maxConnections qdrouterd closes the socket at once, before any "
+                            "AMQP frame, so the client gets no error; qdmesh opens and closes with "
+                            "amqp:resource-limit-exceeded naming maxConnections (docs/policy.md)")
 def test_global_limit_refuses_with_an_amqp_error_and_counts(policy_router: PolicyRouter, net: Net) -> None:
     router = policy_router("policy {\n    maxConnections: 3\n}\n")
     clients = [login(net, router.url) for _ in range(3)]
@@ -150,6 +154,9 @@ def three_begins() -> bytes:
                     for channel in range(3))
 
 
+@pytest.mark.differs_from_c("a peer that ignores channel-max and begins a third session beyond maxSessions "
+                            "(2): qdrouterd answers the first two begins and nothing more within 5 s; qdmesh"
+                            " closes the connection with amqp:resource-limit-exceeded")
 def test_sessions_beyond_max_sessions_close_a_peer_ignoring_channel_max(policy_router: PolicyRouter) -> None:
     router = policy_router(policy_body(group("g", "anonymous", maxSessions=2)))
     with socket.create_connection(("127.0.0.1", router.port), timeout=5) as sock:
@@ -312,6 +319,9 @@ def test_user_id_must_be_the_authenticated_user(policy_router: PolicyRouter, net
 
 
 # ---- who is not policed -----------------------------------------------------------------
+@pytest.mark.differs_from_c("qdrouterd polices route-container connections as user connections (policy.c: "
+                            "the vhost check takes role normal and route-container) and counts every "
+                            "accepted socket against maxConnections; qdmesh exempts them (docs/policy.md)")
 def test_route_container_connections_are_not_policed(policy_router: PolicyRouter, net: Net) -> None:
     deny_all = "policy {\n    enableVhostPolicy: true\n    maxConnections: 1\n}\n"
     router = policy_router(deny_all, extra_listeners={"broker": {"role": "route-container"}})

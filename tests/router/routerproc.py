@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Sequence
 
 from tests.ports import free_port
+from tests.router.routerkind import for_c_router, router_kind
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ROUTER_SRC = REPO_ROOT / "router"
@@ -176,6 +177,9 @@ class Router:
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self, timeout: float = START_TIMEOUT) -> Router:
+        if self.command is None and router_kind() == "c":
+            # The same config, in the form the C router starts from (tests/router/routerkind.py).
+            self.config_path.write_text(for_c_router(self.config_path.read_text()))
         with open(self.stderr_path, "wb") as err, open(self.stdout_path, "wb") as out:
             self.proc = subprocess.Popen(
                 [*(self.command or router_command()), "-c", str(self.config_path), *self.args],

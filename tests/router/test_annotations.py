@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
+import pytest
 from proton import Data, Message, symbol, ulong
 
 from .amqpclient import ACCEPTED, Net, msg, send_and_settle
@@ -80,6 +81,8 @@ def test_qd_annotations_stripped_others_kept(router: Router, net: Net) -> None:
     assert ann.get(symbol("x-opt-app.tenant")) == "acme", f"application annotation lost: {ann}"
 
 
+@pytest.mark.differs_from_c("qdrouterd drops the application annotations that follow a router annotation "
+                             "in the map (its parser expects router annotations last); qdmesh keeps them")
 def test_to_override_not_delivered_to_client(router: Router, net: Net) -> None:
     # A client's x-opt-qd.to on a listener that strips annotations routes nothing (see
     # test_basic_routing) and is stripped with the rest.
@@ -167,13 +170,27 @@ def test_router_annotations_after_a_header_are_stripped(router: Router, net: Net
     rcv = net.connect(router.url).receiver("ann.header")
     snd = net.connect(router.url).sender("ann.header")
     sent = Message(address="ann.header", durable=True, priority=7, body="with header",
-                   annotations={symbol("x-opt-qd.custom"): "strip me", symbol("x-opt-app.k"): "v"})
+                   annotations={symbol("x-opt-app.k"): "v", symbol("x-opt-qd.trace"): ["0/Elsewhere"],
+                                symbol("x-opt-qd.custom"): "strip me"})
     assert sections(sent.encode())[0][0] == HEADER, "the test message must start with a header"
     assert send_and_settle(net, snd, [sent])[0].state == ACCEPTED
     got = rcv.received[0].message
     assert qd_keys(got.annotations) == [], f"router annotations leaked: {got.annotations}"
     assert (got.annotations or {}).get(symbol("x-opt-app.k")) == "v"
     assert got.durable is True and got.priority == 7, "the header must arrive intact"
+
+
+@pytest.mark.differs_from_c("qdrouterd strips only the x-opt-qd keys it knows (to, trace, ingress, phase, "
+                             "class, stream: parse.c) and passes any other x-opt-qd.* key on as the "
+                             "application's; qdmesh treats the whole x-opt-qd. namespace as the router's")
+def test_unknown_router_annotation_alone_is_stripped(router: Router, net: Net) -> None:
+    """An x-opt-qd.* key the router does not use, and nothing else, is still stripped on the
+    way in: the namespace is the router's."""
+    rcv = net.connect(router.url).receiver("ann.custom")
+    snd = net.connect(router.url).sender("ann.custom")
+    sent = msg("custom", annotations={symbol("x-opt-qd.custom"): "strip me"})
+    assert send_and_settle(net, snd, [sent])[0].state == ACCEPTED
+    assert qd_keys(rcv.received[0].message.annotations) == []
 
 
 def test_annotation_text_in_a_body_is_just_data(router: Router, net: Net) -> None:

@@ -21,6 +21,9 @@ from tests.router.routerproc import Router, RouterFactory, build_proton_shim, ro
 from tests.router.test_pypy import PYPY
 from tests.router_http.scrape import get, scrape
 
+pytestmark = pytest.mark.qdmesh_only("qdmesh's fault boundary, made to fail by its own test hooks "
+                                     "(-T, TEST-FAULT) and counted in internalErrorCount")
+
 BUSY = 2000     # the bystander's messages while the failure happens, and as many after it
 HELD = 300      # messages the failing client holds unsettled for the bystander
 

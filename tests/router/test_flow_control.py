@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.management.mgmt import MgmtClient
+from tests.management.mgmt import LINK, MgmtClient
 
 from .amqpclient import ACCEPTED, RELEASED, Net, msg, send_and_settle
 from .routerproc import Router, RouterFactory
@@ -154,7 +154,7 @@ def test_listener_link_capacity_sets_the_senders_window(router_factory: RouterFa
     net.pump(0.5)
     assert sent == capacity and snd.credit == 0, f"sent {sent} before credit ran out (window {capacity})"
     mgmt = MgmtClient(net, net.connect(r.url))
-    rows = mgmt.query("router.link", ["linkName", "capacity"])
+    rows = mgmt.query(LINK, ["linkName", "capacity"])
     assert [row["capacity"] for row in rows if row["linkName"] == snd.link.name] == [capacity]
     stalled.flow(capacity)
     net.wait(lambda: len(stalled.received) == capacity, 20, "all held messages delivered")

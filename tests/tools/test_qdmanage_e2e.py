@@ -72,7 +72,7 @@ def test_update_log_as_in_the_book(router: RouterProcess) -> None:
 def test_update_not_allowed_is_one_line(router: RouterProcess) -> None:
     err = fails(router, "update", "--type", "listener", "--identity", f"listener/127.0.0.1:{router.port}",
                 "cost=5")
-    assert err.startswith("qdmanage: error: MethodNotAllowed: ")
+    assert err.startswith("qdmanage: error: NotImplemented: Operation 'UPDATE' not implemented")
 
 
 def test_create_from_stdin_map_and_list(router: RouterProcess) -> None:

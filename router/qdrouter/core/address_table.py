@@ -228,9 +228,10 @@ class AddressTable:
         ``default``."""
         key = split_phase(key)[0]
         if is_temporary(key):
-            # As qdrouterd: a dynamic (reply-to) address has one consumer and is anycast
-            # closest whatever the configured prefixes say.
-            return CLOSEST
+            # As qdrouterd (address_lookup_client.c makes it QD_TREATMENT_ANYCAST_BALANCED): a
+            # dynamic (reply-to) address has one consumer and is anycast balanced whatever the
+            # configured prefixes say.
+            return BALANCED
         config = self._configs.match(key)
         return config.distribution if config is not None else default
 

@@ -9,7 +9,7 @@ from ..schema import CREATE, UPDATE, EntityTypeDef, UnknownEntityType, entity_ty
 from .config_store import ManagedEntity
 from .core_columns import answers_core_columns, complete_row
 from .messages import Request
-from .status import CREATED, NO_CONTENT, OK, ManagementStatus, bad_request, not_allowed, not_found
+from .status import CREATED, NO_CONTENT, OK, ManagementStatus, bad_request, not_found, not_implemented
 
 Reply = Tuple[int, Any]
 Rows = Callable[[Optional[EntityTypeDef]], List[Dict[str, Any]]]
@@ -43,8 +43,9 @@ def _attributes(request: Request) -> Dict[str, Any]:
 
 def _check_operation(etype: EntityTypeDef, operation: str) -> None:
     if operation not in etype.operations:
-        allowed = ", ".join(etype.operations)
-        raise not_allowed(f"{operation} is not allowed on {etype.short_name} (allowed: {allowed})")
+        # qdrouterd's status and words (schema.py, EntityType.allowed)
+        raise not_implemented(f"Operation {operation!r} not implemented for {etype.long_name!r} "
+                              f"{list(etype.operations)}")
 
 
 def _problems(etype: EntityTypeDef, validated: Any) -> None:

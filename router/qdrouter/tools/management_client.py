@@ -24,10 +24,12 @@ from .errors import BadReply, ManagementConnectionError, ManagementError, Manage
 
 DEFAULT_URL = "127.0.0.1:5672"
 _REPLY_CREDIT = 16
-#: Rows a QUERY asks for at a time, as qdrouterd's own client does (its
-#: MAX_ALLOWED_COUNT_PER_REQUEST): a page of links (about 30 attributes) stays far below the
-#: 65,535 values proton's decoder holds.
-PAGE_ROWS = 500
+#: Rows a QUERY asks for at a time: a page stays below the 65,535 values proton's decoder
+#: holds. Half of qdrouterd's own client's MAX_ALLOWED_COUNT_PER_REQUEST (500): the C router's
+#: router.link rows carry an ingressHistogram (a value per possible router), so 500 of its link rows (about
+#: 78,000 values) overflow the decoder and arrive cut (qdstat -l against it failed with
+#: "row does not match attributeNames").
+PAGE_ROWS = 250
 _FAILED_STATES = (Delivery.REJECTED, Delivery.RELEASED, Delivery.MODIFIED)
 
 
