@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# The images kind preloads on a node, built here from build.sh's binaries (pause, etcd,
-# CoreDNS, kube-apiserver, -controller-manager, -scheduler, -proxy) and from kindnet/ (the
-# CNI daemon), tagged with the names kubeadm uses, and saved in one archive:
+# The images kind preloads on a node, built here from build.sh's binaries (pause, CoreDNS,
+# kube-apiserver, -controller-manager, -scheduler, -proxy), tools.sh's etcd (the version
+# kubeadm expects) and kindnet/ (the CNI daemon), tagged with the names kubeadm uses, and
+# saved in one archive:
 #   $CACHE/images-<key>.tar     (<key>: this script, the binaries, the rootfs image, kindnet/)
 # Prints the archive path. Cached: a warm run only checks that the archive exists.
 # Also sourced by node.sh / kind.sh for the image names (with IMAGES_NAMES_ONLY=1).
 set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/common.sh"
 
-ETCD_VERSION=${QDMESH_ETCD_VERSION:-v3.5.35}
+ETCD_VERSION=${QDMESH_KIND_ETCD_VERSION:-v3.6.8}
 COREDNS_VERSION=${QDMESH_COREDNS_VERSION:-v1.15.0}
 REG=registry.k8s.io
 PAUSE_IMAGE=$REG/pause:3.10.2
-# kubeadm learns these tags from the kind config (etcd.local.imageTag, dns.imageTag): the
-# images hold build.sh's etcd and CoreDNS, whose versions are not kubeadm's defaults.
+# kubeadm learns these tags from the kind config (etcd.local.imageTag, dns.imageTag): CoreDNS
+# is build.sh's, whose version is not kubeadm's default.
 ETCD_TAG=${ETCD_VERSION#v}-0
 COREDNS_TAG=$COREDNS_VERSION
 [ "${IMAGES_NAMES_ONLY:-}" = 1 ] && return 0
@@ -22,7 +23,8 @@ COREDNS_TAG=$COREDNS_VERSION
 ensure_docker
 bash "$HERE/../build.sh" >&2
 ROOTFS=$(bash "$HERE/rootfs.sh")
-KEY=$( { cat "$0" "$HERE"/kindnet/*; docker image inspect -f '{{.Id}}' "$ROOTFS"
+TOOLS=$(bash "$HERE/tools.sh")
+KEY=$( { cat "$0" "$HERE"/kindnet/*; echo "$TOOLS"; docker image inspect -f '{{.Id}}' "$ROOTFS"
          ls -l --time-style=+%s "$K8S_BIN"/; echo "$K8S_VERSION"; } | sha256sum | cut -c1-12)
 ARCHIVE=$CACHE/images-$KEY.tar
 KINDNET_IMAGE=localhost/qdmesh/kindnet:$KEY
@@ -42,11 +44,11 @@ build() {
       echo "ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
       printf '%s\n' "${extra[@]}"; } > "$dir/Dockerfile"
     log "building $name"
-    idle docker build -q -t "$name" "$dir" >/dev/null
+    idle docker build -q -t "$name" "$dir" >/dev/null 2>"$dir.log" || { cat "$dir.log" >&2; exit 1; }
 }
 B=$K8S_BIN
 build "$PAUSE_IMAGE" scratch "$B/pause" -- 'ENTRYPOINT ["/usr/local/bin/pause"]'
-build "$REG/etcd:$ETCD_TAG" scratch "$B/etcd" -- 'CMD ["/usr/local/bin/etcd"]'
+build "$REG/etcd:$ETCD_TAG" scratch "$TOOLS/etcd" -- 'CMD ["/usr/local/bin/etcd"]'
 build "$REG/coredns/coredns:$COREDNS_TAG" scratch "$B/coredns" -- 'ENTRYPOINT ["/usr/local/bin/coredns"]'
 for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
     build "$REG/$cmd:$K8S_VERSION" scratch "$B/$cmd" -- "ENTRYPOINT [\"/usr/local/bin/$cmd\"]"

@@ -63,7 +63,7 @@ STOPSIGNAL SIGRTMIN+3
 ENTRYPOINT ["/usr/local/bin/qdmesh-entrypoint", "/sbin/init"]
 DOCKERFILE
 log "building the node's base image"
-idle docker build -q -t "$IMAGE-base" "$CTX" >/dev/null
+idle docker build -q -t "$IMAGE-base" "$CTX" >/dev/null 2>"$CTX.log" || { cat "$CTX.log" >&2; exit 1; }; rm -f "$CTX.log"
 
 # Import the images into the node's containerd (content only, pinned), as kind does.
 log "importing $(basename "$ARCHIVE") into the node's containerd"
