@@ -8,7 +8,7 @@
 #                        workers, default 2), load build/images/*.tar, write its kubeconfig
 #   kind.sh build        only build (or check) the node image; prints its name
 #   kind.sh load FILE... load image archives (docker save / OCI) into the nodes
-#   kind.sh down         delete the cluster (its node containers and volumes) and the kubeconfig
+#   kind.sh down         delete the cluster (node containers, their volumes, the kind network)
 #   kind.sh kubeconfig   print the kubeconfig path
 #
 # QDMESH_KIND_NODE_IMAGE=kindest/node:v1.36.x uses a registry's node image instead (laptops).
@@ -105,6 +105,11 @@ down() {
     kind=$(kind_bin)
     "$kind" delete cluster --name "$CLUSTER"
     rm -f "$KUBECONFIG_PATH" "$STATE/$CLUSTER.yaml"
+    # kind's Docker network, once no cluster uses it (kind leaves it behind).
+    if docker network inspect kind >/dev/null 2>&1 \
+        && [ "$(docker network inspect -f '{{len .Containers}}' kind)" = 0 ]; then
+        docker network rm kind >/dev/null && log "removed Docker network kind"
+    fi
 }
 
 case "${1:-}" in
