@@ -76,6 +76,10 @@ idle docker exec -i "$BUILDER" ctr --namespace=k8s.io images import --all-platfo
 docker exec "$BUILDER" sh -c 'for i in $(ctr -n k8s.io images list -q); do ctr -n k8s.io images label "$i" io.cri-containerd.pinned=pinned >/dev/null; done; ctr -n k8s.io images list -q' >&2
 docker exec "$BUILDER" sh -c 'pkill containerd; while pgrep -x containerd >/dev/null; do sleep 0.2; done; rm -f /tmp/containerd.log'
 idle docker commit --change 'ENTRYPOINT [ "/usr/local/bin/qdmesh-entrypoint", "/sbin/init" ]' "$BUILDER" "$IMAGE" >/dev/null
-docker rmi "$IMAGE-base" >/dev/null 2>&1 || true
+docker rm -f "$BUILDER" >/dev/null
+docker rmi "$IMAGE-base" >/dev/null
+# Older node images go (a running cluster keeps the one it uses: Docker refuses to remove it).
+docker images --format '{{.Repository}}:{{.Tag}}' qdmesh-kind/node | grep -vx "$IMAGE" \
+    | xargs -r docker rmi >/dev/null 2>&1 || true
 log "built $IMAGE in $((SECONDS - start)) s"
 echo "$IMAGE"
