@@ -8,7 +8,9 @@ docker info >/dev/null 2>&1 && exit 0
 command -v dockerd >/dev/null || { echo "start-dockerd.sh: docker daemon not running and no dockerd (apt-get install docker.io)" >&2; exit 1; }
 mkdir -p "$logdir"
 echo "start-dockerd.sh: starting dockerd (log: $logdir/dockerd.log)" >&2
-nohup dockerd >"$logdir/dockerd.log" 2>&1 &
+# The daemon is the machine's, shared by every run: it must not carry a test run's marker
+# (tests/reaper.py ends what does when that run ends), and it gets a session of its own.
+env -u QDMESH_TEST_RUN setsid nohup dockerd >"$logdir/dockerd.log" 2>&1 < /dev/null &
 for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && exit 0; sleep 1; done
 echo "start-dockerd.sh: dockerd did not start: see $logdir/dockerd.log" >&2
 exit 1
