@@ -31,8 +31,10 @@ from .waypoint import (
     wait_statuses,
 )
 
-ADDR = "queue.first"
-WAYPOINT = "address {\n    prefix: queue\n    waypoint: yes\n}\n"
+# Not under "queue": the link routes' prefix "/queue" takes "queue.x" too (qdrouterd matches
+# link routes without the leading '/'), and an attach a link route takes is not a waypoint's.
+ADDR = "waypoint.first"
+WAYPOINT = "address {\n    prefix: waypoint\n    waypoint: yes\n}\n"
 LINK_ROUTES = ("linkRoute {\n    prefix: /queue\n    direction: in\n    connection: broker\n}\n"
                "linkRoute {\n    prefix: /queue\n    direction: out\n    connection: broker\n}\n")
 

@@ -31,7 +31,7 @@ def pattern_regex(pattern: str) -> Pattern[str]:
 
 class LinkRoute:
     __slots__ = ("add_prefix", "connection", "container_id", "del_prefix", "direction", "identity",
-                 "pattern", "prefix", "regex")
+                 "pattern", "prefix", "regex", "view_prefix")
 
     def __init__(self, identity: str, direction: str, prefix: str | None = None, pattern: str | None = None,
                  connection: str | None = None, container_id: str | None = None,
@@ -40,7 +40,11 @@ class LinkRoute:
         self.direction = direction
         self.prefix = prefix
         self.pattern = pattern
-        self.regex = pattern_regex(pattern) if pattern else None
+        # Matched in qdrouterd's hash form (address_view.py), as qdrouterd matches link routes:
+        # a leading '/' does not count, so "/queue" and "queue" are one prefix, here and as
+        # other routers learn it (advert_key).
+        self.regex = pattern_regex(hash_view(pattern)) if pattern else None
+        self.view_prefix = hash_view(prefix) if prefix is not None else None
         self.connection = connection
         self.container_id = container_id
         self.add_prefix = add_prefix
@@ -62,9 +66,10 @@ class LinkRoute:
         return ("C" if self.direction == "in" else "D") + hash_view(self.prefix or "")
 
     def matches(self, address: str) -> bool:
+        view = hash_view(address)
         if self.regex is not None:
-            return self.regex.match(address) is not None
-        return self.prefix is not None and prefix_matches(self.prefix, address)
+            return self.regex.match(view) is not None
+        return self.view_prefix is not None and prefix_matches(self.view_prefix, view)
 
     def external(self, address: str) -> str:
         """The address as the container knows it (delExternalPrefix / addExternalPrefix)."""
@@ -112,10 +117,8 @@ class LinkRouteTable:
         direction = "in" if incoming else "out"
         best: Set[str] = set()
         best_len = -1
-        # Advertised keys are in hash form (advert_key); so is the address matched to them.
-        view = hash_view(address)
         for route, routers in self.remote:
-            if route.direction == direction and (route.matches(view) or route.matches(address)):
+            if route.direction == direction and route.matches(address):
                 length = len(route.prefix or route.pattern or "")
                 if length > best_len:
                     best, best_len = routers, length
