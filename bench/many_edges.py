@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import random
+import socket
 import sys
 import tempfile
 import time
@@ -22,11 +23,28 @@ from typing import Any, Dict, List, Sequence
 
 from measure import ensure_built, proton_shim
 from memory_routers import STANDALONE, rss_kib
-from processes import HOST, BenchError, Proc, free_port, wait_for_port
+from processes import HOST, BenchError, Proc, wait_for_port
 from vs_c_router import ADDRESSES, DEFAULT_C_ROUTER, EDGE_CONNECTOR, EDGE_LISTENER, _env, router_argv
 
 RECV = Path(__file__).resolve().parent / "build" / "qdm-recv"
 SEND = Path(__file__).resolve().parent / "build" / "qdm-send"
+
+
+def ports_outside_ephemeral_range(count: int, start: int = 21000) -> List[int]:
+    """Listening ports below the kernel's ephemeral range: with hundreds of routers connecting,
+    a port picked from that range may be taken by an outgoing connection before its listener
+    binds it."""
+    found: List[int] = []
+    port = start
+    while len(found) < count:
+        with socket.socket() as probe:
+            try:
+                probe.bind((HOST, port))
+                found.append(port)
+            except OSError:
+                pass
+        port += 1
+    return found
 
 
 def config(mode: str, router_id: str, port: int, extra: str) -> str:
@@ -80,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="qdm-edges-") as tmp:
         workdir = Path(tmp)
         try:
-            port, edge_port = free_port(), free_port()
+            port, edge_port, *edge_ports = ports_outside_ephemeral_range(args.edges + 2)
             path = workdir / "interior.conf"
             path.write_text(config("interior", "I1", port, EDGE_LISTENER.format(host=HOST, port=edge_port)))
             interior = Proc("interior", router_argv(args, args.kind, path), env=_env())
@@ -90,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             started = time.monotonic()
             ports = []
             for n in range(args.edges):
-                ports.append(free_port())
+                ports.append(edge_ports[n])
                 path = workdir / f"edge{n}.conf"
                 uplink = EDGE_CONNECTOR.format(host=HOST, port=edge_port)
                 path.write_text(config("edge", f"E{n}", ports[-1], uplink))
