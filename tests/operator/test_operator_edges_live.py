@@ -1,10 +1,11 @@
 """The operator managing an edge router through AMQP management, with a REAL router process
 standing in for an edge pod (reached through QDMESH_ROUTER_URLS-style entries, as outside a
 cluster): the group's addresses and VhostPolicies go live, drift is repaired, the uplink is
-reported.  The edge connectors themselves need the router's edge mode; until the router has
-it, the router refuses them and the outcome says so, which is what the mesh's status shows."""
+reported, and the edge connectors to the interior routers are made, in order."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -14,8 +15,10 @@ from qdmesh_operator.model.desired import mesh_state
 from qdmesh_operator.model.mesh import parse_mesh
 from qdmesh_operator.model.routing import parse_vhost
 from qdrouter.tools.management_client import ManagementClient
+from tests.edge.edgeproc import edge as edge_router
 from tests.operator.localmesh import LONG, names_on
-from tests.router.routerproc import RouterFactory
+from tests.router.fixtures import stop_checked
+from tests.router.routerproc import Router
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -28,8 +31,17 @@ def managed(url: str, type_: str) -> list:
     return [name for name in names_on(url, type_) if name.startswith("qdmesh/")]
 
 
-def test_edge_router_gets_its_entities_live_and_drift_repaired(router_factory: RouterFactory) -> None:
-    router = router_factory(router_id="edge-stand-in")
+def test_edge_router_gets_its_entities_live_and_drift_repaired(tmp_path: Path) -> None:
+    # An edge router as the operator's edge pods run it: edge mode, the mesh's edge TLS profile.
+    router = edge_router(tmp_path, "edge-stand-in", (), extra="sslProfile {\n    name: edge-tls\n}\n")
+    router.start()
+    try:
+        _check_edge_sync(router)
+    finally:
+        stop_checked([router])
+
+
+def _check_edge_sync(router: Router) -> None:
     vhost = parse_vhost("tenant", {"meshRef": "demo", "hostname": "tenant.example", "maxConnections": 5})
     state = mesh_state(parse_mesh("demo", "ns", SPEC), [vhost])
     routers = edge_routers(state, {}, False, {"ns/edge:apps:E1": router.url, "ns/demo-0": "amqp://x:1"})
@@ -43,10 +55,8 @@ def test_edge_router_gets_its_entities_live_and_drift_repaired(router_factory: R
         assert outcome.uplink == ""  # no interior router to reach outside a cluster
         connectors = managed(router.url, "connector")
         refused = [str(r.error) for r in outcome.failures]
-        if connectors:  # the router has edge mode: both uplinks are configured, in order
-            assert connectors == ["qdmesh/edge/demo-0", "qdmesh/edge/demo-1"] and refused == []
-        else:
-            assert len(refused) == 2 and all("'edge' is not supported" in r for r in refused), refused
+        # Both uplinks are configured, in order (each edge group starts at another interior).
+        assert connectors == ["qdmesh/edge/demo-0", "qdmesh/edge/demo-1"] and refused == [], refused
 
         with ManagementClient(router.url, timeout=5) as client:  # a hand-made change...
             client.delete(LONG["address"], name="qdmesh/address/prefix:queue/")
