@@ -5,12 +5,13 @@ what the tests ask of them through management (either kind answers the same quer
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, Iterator, List, Sequence, Set, Tuple, Union
 
 from qdrouter.tools.management_client import ManagementClient
 from tests.interop.cpeer import CRouter, require_c_router, section
 from tests.mesh.meshproc import NODE_TYPE, MeshRouter, Timers
 from tests.ports import free_port
+from tests.router.amqpclient import Net
 
 AnyRouter = Union[CRouter, MeshRouter]
 ADDRESS_TYPE = "org.apache.qpid.dispatch.router.address"
@@ -95,6 +96,27 @@ class MixedMesh:
     def logs(self) -> str:
         return "\n".join(f"--- {n}\n{r.log() if isinstance(r, CRouter) else r.stderr_text()[-3000:]}"
                          for n, r in self.routers.items())
+
+
+def running(built: MixedMesh, what: str,
+            ready: Callable[[Net], None] | None = None) -> Iterator[MixedMesh]:
+    """A module fixture's life of ``built``: started, every router listing every other
+    (router.node, ``what`` names the wait), then ``ready``'s own wait, then yielded; stopped
+    at the end, failing on what any router logged wrong."""
+    try:
+        built.start()
+        net = Net()
+        try:
+            net.wait(lambda: all(routes_complete(built[n], built.names) for n in built.names), 30,
+                     f"{what}\n{built.logs()}")
+            if ready is not None:
+                ready(net)
+        finally:
+            net.close()
+        yield built
+    finally:
+        errors = built.stop()
+        assert not errors, "\n\n".join(errors)
 
 
 def query(url: str, entity: str, attributes: Sequence[str]) -> List[Dict[str, object]]:

@@ -16,7 +16,7 @@ from tests.broker.conftest import _session_broker, _session_brokers  # noqa: F40
 from tests.broker.rabbit import RabbitBroker
 from tests.broker.waypoint import autolink, connector
 from tests.interop.cpeer import section
-from tests.interop.mixed_topology import AnyRouter, MixedMesh, is_c, query, routes_complete
+from tests.interop.mixed_topology import AnyRouter, MixedMesh, is_c, query, running
 from tests.router.amqpclient import Net, msg, send_and_settle
 
 NAMES = ["Q1", "C1"]
@@ -50,20 +50,9 @@ def mesh(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReques
     built = MixedMesh(workdir, NAMES, [("C1", "Q1")], c_extra={"C1": c1}, q_extra={"Q1": q1})
     built.suffix = suffix  # type: ignore[attr-defined]
     built.rabbit = rabbit  # type: ignore[attr-defined]
-    try:
-        built.start()
-        net = Net()
-        try:
-            net.wait(lambda: all(routes_complete(built[n], NAMES) for n in NAMES), 30,
-                     f"Q1 and C1 to converge\n{built.logs()}")
-            net.wait(lambda: all(active_autolinks(built[n]) == 2 for n in NAMES), 60,
-                     f"both routers' auto-links active on the broker\n{built.logs()}")
-        finally:
-            net.close()
-        yield built
-    finally:
-        errors = built.stop()
-        assert not errors, "\n\n".join(errors)
+    yield from running(built, "Q1 and C1 to converge", lambda net: net.wait(
+        lambda: all(active_autolinks(built[n]) == 2 for n in NAMES), 60,
+        f"both routers' auto-links active on the broker\n{built.logs()}"))
 
 
 def active_autolinks(router: AnyRouter) -> int:

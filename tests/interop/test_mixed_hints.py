@@ -12,7 +12,7 @@ from typing import Iterator, Sequence
 import pytest
 
 from tests.interop.cpeer import section
-from tests.interop.mixed_topology import MixedMesh, distribution, line, remote_count, routes_complete
+from tests.interop.mixed_topology import MixedMesh, distribution, line, remote_count, running
 from tests.router.amqpclient import Net, msg, send_and_settle
 
 NAMES = ["Q1", "C1", "Q2", "C2"]
@@ -26,18 +26,7 @@ def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MixedMesh]:
     workdir: Path = tmp_path_factory.mktemp("hints")
     built = MixedMesh(workdir, NAMES, line(NAMES), c_extra={"C1": C_ONLY, "C2": C_ONLY},
                       q_extra={"Q1": Q_ONLY + Q1_CLOSEST, "Q2": Q_ONLY})
-    try:
-        built.start()
-        net = Net()
-        try:
-            net.wait(lambda: all(routes_complete(built[n], NAMES) for n in NAMES), 30,
-                     f"the line to converge\n{built.logs()}")
-        finally:
-            net.close()
-        yield built
-    finally:
-        errors = built.stop()
-        assert not errors, "\n\n".join(errors)
+    yield from running(built, "the line to converge")
 
 
 def multicast_from(net: Net, mesh: MixedMesh, address: str, consumers: Sequence[str], producer: str) -> None:

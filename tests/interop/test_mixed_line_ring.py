@@ -12,7 +12,7 @@ from typing import Iterator, List, Sequence, Tuple
 
 import pytest
 
-from tests.interop.mixed_topology import MixedMesh, is_c, line, remote_count, ring, routes_complete
+from tests.interop.mixed_topology import MixedMesh, is_c, line, remote_count, ring, running
 from tests.router.amqpclient import MODIFIED, REJECTED, RELEASED, Net, msg, send_and_settle
 
 TOPOLOGIES = {
@@ -28,19 +28,8 @@ _addresses = itertools.count()
 def mesh(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MixedMesh]:
     names, shape = TOPOLOGIES[request.param]
     workdir: Path = tmp_path_factory.mktemp(request.param)
-    built = MixedMesh(workdir, names, shape(names))
-    try:
-        built.start()
-        net = Net()
-        try:
-            net.wait(lambda: all(routes_complete(built[n], names) for n in names), 30,
-                     f"{request.param}: every router to list all four (router.node)\n{built.logs()}")
-        finally:
-            net.close()
-        yield built
-    finally:
-        errors = built.stop()
-        assert not errors, "\n\n".join(errors)
+    yield from running(MixedMesh(workdir, names, shape(names)),
+                       f"{request.param}: every router to list all four (router.node)")
 
 
 def ends(mesh: MixedMesh) -> List[Tuple[str, str]]:

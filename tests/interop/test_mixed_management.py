@@ -14,9 +14,8 @@ from typing import Dict, Iterator
 
 import pytest
 
-from tests.interop.mixed_topology import MixedMesh, line, routes_complete
+from tests.interop.mixed_topology import MixedMesh, line, running
 from tests.interop.peers import table_rows, upstream_tool
-from tests.router.amqpclient import Net
 from tests.router.routerproc import router_env
 
 NAMES = ["Q1", "C1", "Q2", "C2"]
@@ -33,19 +32,7 @@ TOOLS = ["qdmesh", "upstream"]
 @pytest.fixture(scope="module")
 def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MixedMesh]:
     workdir: Path = tmp_path_factory.mktemp("management")
-    built = MixedMesh(workdir, NAMES, line(NAMES))
-    try:
-        built.start()
-        net = Net()
-        try:
-            net.wait(lambda: all(routes_complete(built[n], NAMES) for n in NAMES), 30,
-                     f"the line to converge\n{built.logs()}")
-        finally:
-            net.close()
-        yield built
-    finally:
-        errors = built.stop()
-        assert not errors, "\n\n".join(errors)
+    yield from running(MixedMesh(workdir, NAMES, line(NAMES)), "the line to converge")
 
 
 def tool(kind: str, name: str, port: int, *args: str) -> subprocess.CompletedProcess:
