@@ -113,6 +113,10 @@ def fail_over(net: Net, mesh: MixedMesh, producer_at: str, consumer_at: str, can
     else:
         restarted.start()
     converge(mesh)
+    # A router carries the stream again only once it knows the consumer (until then it
+    # releases, as qdrouterd does): the restarted one asks for the addresses (MAR) at once.
+    net.wait(lambda: all(remote_count(mesh[n], address) == 1 for n in NAMES if n != consumer_at), 10,
+             f"{address}'s consumer known everywhere again")
     stream.run(2.0)
     outcomes = stream.finish()
     received = set(receiver.bodies())

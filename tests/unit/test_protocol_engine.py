@@ -339,3 +339,30 @@ def test_mobile_addresses_go_only_to_neighbours_whose_link_state_lists_us() -> N
     assert set(engine.forward_targets(router_address("all"), "B").conns) == {"A", "C"}, "RA and LSU still go"
     engine.on_message("LSU", _lsu("C", 1, {"B": 1}), "C", 0.6)
     assert set(engine.forward_targets(ma_all, "B").conns) == {"A", "C"}
+
+
+def test_unanswered_mobile_address_request_is_repeated() -> None:
+    """A router that just (re)joined asks a neighbour for its addresses (MAR) as soon as it
+    has a path; qdrouterd drops its answer while it has no path back (it computes paths once
+    a second). Waiting for its next RA (4 s in flux) left the router releasing the traffic
+    its neighbours already sent through it (tests/interop/test_mixed_failover.py in CI), so
+    the request is repeated each second until a MAU catches us up, and then no more."""
+    engine = _engine_with_neighbours("B", {"A": 1})
+    engine.on_message("LSU", _lsu("A", 1, {"B": 1}), "A", 0.5)
+    ra = RouterAdvertisement("A", ls_seq=1, mobile_seq=3, instance=1).to_dict()
+    out = engine.on_message("RA", ra, "A", 1.0)
+    assert [o.opcode for o in out if o.opcode == "MAR"] == ["MAR"]
+
+    def mars(now: float) -> List[Outbound]:
+        engine.on_message("HELLO", Hello("A", seen=["B"], instance=1).to_dict(), "A", now)
+        return [o for o in engine.tick(now) if o.opcode == "MAR"]
+
+    assert mars(1.5) == [], "not before a second"
+    again = mars(2.1)
+    assert len(again) == 1 and again[0].via == "A" and again[0].body["have_seq"] == 0
+    assert mars(2.5) == []
+    assert len(mars(3.2)) == 1
+    mau = {"id": "A", "pv": 1, "area": "0", "mobile_seq": 3, "exist": ["M0x"], "hints": [2]}
+    engine.on_message("MAU", mau, "A", 3.3)
+    assert engine.remote_addresses() == {"x": {"A"}}
+    assert mars(4.5) == [] and mars(6.0) == [], "answered: no more requests"

@@ -148,6 +148,8 @@ class RoutingEngine:
             if self._mobile.forget(rid):
                 self._emit("addresses", self.remote_addresses())
         self._recompute_if_needed()
+        for rid, mar in self._mobile.overdue_requests(now).items():
+            self._pending_mar.setdefault(rid, mar)
         if result.my_ls_changed:
             # Flood the new link state itself, not only the RA announcing it. A router that
             # learns of it from the RA must ask with an LSR routed by its own table, and while
@@ -265,7 +267,7 @@ class RoutingEngine:
             if msg.id != self.my_id:
                 self._lsdb.on_ra(msg, now, via=conn_key)
                 self._forget_restarted()
-                mar = self._mobile.on_ra(msg.id, msg.mobile_seq)
+                mar = self._mobile.on_ra(msg.id, msg.mobile_seq, now)
                 if mar is not None:
                     self._pending_mar[msg.id] = mar
         elif isinstance(msg, LinkStateUpdate):
@@ -285,7 +287,7 @@ class RoutingEngine:
             # Like mobile.c: a MAU from a router we do not track yet is dropped; its RA will
             # make us ask (MAR) once it is known.
             if msg.id in self._lsdb.routers:
-                changed, mar = self._mobile.on_mau(msg)
+                changed, mar = self._mobile.on_mau(msg, now)
                 if mar is not None:
                     self._pending_mar[msg.id] = mar
                 if changed:

@@ -6,6 +6,8 @@
 * An RA announcing a mobile_seq ahead of ours for that router -> MAR {have_seq}.
 * A MAR from a router behind us -> absolute MAU {exist, hints} to that router only.
 * A differential MAU that is not exactly the next sequence -> ignored, MAR sent (once).
+* A MAR unanswered after MAR_RETRY seconds is sent again while the router's last RA still
+  shows it ahead (an extension: upstream waits for the next RA, up to raIntervalFlux later).
 
 Addresses on the wire are upstream's address hash keys: "M" + phase + address for mobile
 addresses ("M0queue").  The public API uses plain addresses (phase 0) and converts.
@@ -58,11 +60,21 @@ def encode_core_key(key: str) -> str:
     return encode_address(key)
 
 
+#: Seconds before an unanswered MAR is repeated. The answer is lost when the other router
+#: has no path back to us yet: qdrouterd computes paths once a second and drops a reply it
+#: cannot route, so a router that just (re)joined would otherwise wait for the next RA
+#: (raIntervalFlux, 4 s) while its neighbours already route that router's traffic through
+#: it, and it releases what it has no address for.
+MAR_RETRY = 1.0
+
+
 @dataclass
 class _Remote:
     mobile_seq: int = 0
     keys: Dict[str, int | None] = field(default_factory=dict)  # hash key -> hint
     mar_sent: bool = False
+    advertised_seq: int = 0  # the mobile_seq of its last RA
+    mar_at: float | None = None  # when the outstanding MAR was sent (None: not timed)
 
 
 class MobileAddressSync:
@@ -112,15 +124,24 @@ class MobileAddressSync:
 
     # -- protocol -----------------------------------------------------------------------
 
-    def on_ra(self, router_id: str, mobile_seq: int) -> MobileAddressRequest | None:
+    def on_ra(self, router_id: str, mobile_seq: int, now: float | None = None) -> MobileAddressRequest | None:
         remote = self._remote.setdefault(router_id, _Remote())
+        remote.advertised_seq = mobile_seq
         if remote.mobile_seq < mobile_seq:
-            return self._request(remote)
+            return self._request(remote, now)
         return None
 
-    def _request(self, remote: _Remote) -> MobileAddressRequest:
+    def _request(self, remote: _Remote, now: float | None = None) -> MobileAddressRequest:
         remote.mar_sent = True
+        remote.mar_at = now
         return MobileAddressRequest(self.my_id, remote.mobile_seq, self.area)
+
+    def overdue_requests(self, now: float) -> Dict[str, MobileAddressRequest]:
+        """MARs to repeat: sent over MAR_RETRY seconds ago, and the router's RA still
+        shows addresses we lack."""
+        return {rid: self._request(remote, now) for rid, remote in self._remote.items()
+                if remote.mar_sent and remote.mar_at is not None and now - remote.mar_at >= MAR_RETRY
+                and remote.mobile_seq < remote.advertised_seq}
 
     def on_mar(self, msg: MobileAddressRequest) -> MobileAddressUpdate | None:
         """Absolute MAU for a requester behind us (the announced state; pending excluded)."""
@@ -130,7 +151,8 @@ class MobileAddressSync:
         return MobileAddressUpdate(self.my_id, self.mobile_seq, exist=keys,
                                    hints=[self._local[k] for k in keys], area=self.area)
 
-    def on_mau(self, msg: MobileAddressUpdate) -> tuple[bool, MobileAddressRequest | None]:
+    def on_mau(self, msg: MobileAddressUpdate,
+               now: float | None = None) -> tuple[bool, MobileAddressRequest | None]:
         """Apply a MAU: (addresses changed, MAR to send if we fell out of sequence)."""
         if msg.id == self.my_id:
             return False, None
@@ -138,13 +160,16 @@ class MobileAddressSync:
         if not msg.is_absolute and remote.mobile_seq != msg.mobile_seq - 1:
             if remote.mobile_seq >= msg.mobile_seq:
                 return False, None  # duplicate or stale
+            remote.advertised_seq = max(remote.advertised_seq, msg.mobile_seq)
             if remote.mar_sent:
                 return False, None  # already asked; the absolute MAU will catch us up
-            return False, self._request(remote)
+            return False, self._request(remote, now)
         if msg.is_absolute and msg.mobile_seq == remote.mobile_seq:
             return False, None
         remote.mar_sent = False
+        remote.mar_at = None
         remote.mobile_seq = msg.mobile_seq
+        remote.advertised_seq = max(remote.advertised_seq, msg.mobile_seq)
         listed = msg.exist if msg.is_absolute else msg.add
         assert listed is not None
         hints: List[int | None] = list(msg.hints) if msg.hints and len(msg.hints) == len(listed) else []
