@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Iterator, List, Sequence, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 import pytest
 
 from tests.interop.mixed_topology import MixedMesh, is_c, line, remote_count, ring, running
-from tests.router.amqpclient import MODIFIED, REJECTED, RELEASED, Net, msg, send_and_settle
+from tests.router.amqpclient import MODIFIED, REJECTED, RELEASED, Net, WaitTimeout, msg, send_and_settle
 
 TOPOLOGIES = {
     "line-alternating": (["Q1", "C1", "Q2", "C2"], line),
@@ -40,9 +40,15 @@ def ends(mesh: MixedMesh) -> List[Tuple[str, str]]:
 
 def await_consumers(net: Net, mesh: MixedMesh, address: str, consumers: Sequence[str]) -> None:
     """Until every router knows each router in ``consumers`` (but itself) has a consumer."""
-    def known() -> bool:
-        return all(remote_count(mesh[n], address) == len(set(consumers) - {n}) for n in mesh.names)
-    net.wait(known, 30, f"{address}'s consumers on {consumers} known on every router (MAU)")
+    expected = {n: len(set(consumers) - {n}) for n in mesh.names}
+
+    def counts() -> Dict[str, int]:
+        return {n: remote_count(mesh[n], address) for n in mesh.names}
+    try:
+        net.wait(lambda: counts() == expected, 30,
+                 f"{address}'s consumers on {consumers} known on every router (MAU)")
+    except WaitTimeout as timeout:
+        raise WaitTimeout(f"{timeout}: remoteCount {counts()}, expected {expected}") from None
 
 
 @pytest.mark.parametrize("distribution", ["closest", "balanced"])
