@@ -13,7 +13,7 @@ import pytest
 
 from qdrouter.tools.management_client import ManagementClient
 
-from .amqpclient import Net, msg, send_and_settle
+from .amqpclient import Net, msg, send_by_link_and_by_to
 from .routerproc import Router, RouterFactory
 
 ADDRESS_TYPE = "org.apache.qpid.dispatch.router.address"
@@ -35,15 +35,7 @@ def test_every_form_reaches_a_consumer_of_any_form(router: Router, net: Net, con
     receiver = client.receiver(consumer)
     net.wait(lambda: mobile_keys(router) == [key], 10, f"{consumer} listed as {key}")
     producers = [p for p in PRODUCER_FORMS if key == "M0x"] or ["a.b", "/a.b/"]
-    for producer in producers:
-        sender = client.sender(producer)
-        net.wait(lambda: sender.credit > 0, 10, f"credit for {producer} (the consumer of {consumer})")
-        [outcome] = send_and_settle(net, sender, [msg(f"by link {producer}")], 10)
-        assert outcome.name == "accepted", producer
-    anonymous = client.sender(None)
-    net.wait(lambda: anonymous.credit > 0, 10, "credit for the anonymous sender")
-    outcomes = send_and_settle(net, anonymous, [msg(f"by to {p}", to=p) for p in producers], 10)
-    assert [o.name for o in outcomes] == ["accepted"] * len(producers)
+    assert send_by_link_and_by_to(net, client, producers, 10) == ["accepted"] * 2 * len(producers)
     net.wait(lambda: len(receiver.received) == 2 * len(producers), 10, "every message at the consumer")
     # The router routes by its view but leaves `to` as the client wrote it.
     assert [r.message.address for r in receiver.received] == [None] * len(producers) + producers
