@@ -35,9 +35,10 @@ from tests.router.routerproc import REPO_ROOT, router_env
 # (path computation on five meshes: 60 s, the mixed meshes of tests/interop cover the C router's
 # paths), tests/mesh/test_protocol_addresses.py and tests/mesh/test_stop_outcomes.py (mostly
 # marked: 85 s). Of the mesh files, test_remote_management.py (management across routers,
-# 25 s) runs here; and every edge file (tests/edge, 21 tests in about 2 minutes loaded, 80 s
-# unloaded): the edge tests start their routers through the same ``Router`` (edge mode and
-# edge connectors translate as they are), and edges had not been checked against the C router.
+# 25 s) runs here; and every edge file (tests/edge, 20 tests in 2 minutes on a loaded
+# two-core machine): the edge tests start their routers through the same ``Router`` (edge
+# mode and edge connectors translate as they are), and edges had not been checked against the
+# C router. The addition was measured only on a loaded machine: about 2.5 minutes there.
 BEHAVIOUR_FILES = [
     "tests/router/test_basic_routing.py",
     "tests/router/test_address_forms.py",
