@@ -17,9 +17,11 @@ VHOST_PLURAL = "vhostpolicies"
 AMQP_PORT = 5672
 INTER_ROUTER_PORT = 55672
 HTTP_PORT = 8672
-# The operator's own way in to each router's management: a listener that vhost policies do
-# not govern (role route-container, as in qdrouterd), protected like the inter-router one.
+# The operator's own way in to each router's management: a listener (role route-container)
+# whose connections a vhost of their own polices (it allows everything: render/conf.py), so
+# the mesh's vhost policies never lock the operator out; protected like the inter-router one.
 MANAGEMENT_PORT = 55673
+MANAGEMENT_VHOST = "qdmesh-operator-management"
 CONSOLE_PORT = 8080  # the web console (spec.console), on its own pod
 
 MANAGER = "qdmesh-operator"

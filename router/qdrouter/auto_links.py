@@ -11,6 +11,7 @@ from typing import Any, Dict, List
 from .amqp.proton_ffi import lib
 from .amqp.server import AmqpServer
 from .core.address_table import phased
+from .core.address_view import hash_view
 from .core.links import CoreLink
 from .management.config_store import ManagedEntity
 
@@ -114,7 +115,7 @@ class AutoLinks:
         lib.pn_link_open(pn_link)
         settings = connection.settings
         link = CoreLink(self.endpoints.new_link_id(), name.decode(), auto.incoming,
-                        phased(auto.address, auto.phase), connection, pn_link,
+                        phased(hash_view(auto.address), auto.phase), connection, pn_link,
                         settings.strip_in, settings.strip_out)
         link.capacity = settings.link_capacity
         auto.link = link

@@ -33,8 +33,12 @@ def test_failover_to_the_other_interior(routers, net):
 
 
 def _has_uplink(interior) -> bool:
-    """Whether the edge's active connection is to ``interior``: its uplink is attached there."""
-    return any(str(row.get("linkName", "")).startswith("qdlink.edge.uplink")
+    """Whether the edge's active connection is to ``interior``: its uplink, the anonymous link
+    an edge sends everything on, is attached there. Found by that, not by its name: qdmesh
+    names it ``qdlink.edge.uplink``, qdrouterd ``qdlink.<random>``."""
+    edges = {str(row["identity"]) for row in edge_connections(interior)}
+    return any(str(row.get("connectionId")) in edges and row.get("linkDir") == "in"
+               and row.get("linkType") == "endpoint" and not row.get("owningAddr")
                for row in query(interior, "org.apache.qpid.dispatch.router.link"))
 
 

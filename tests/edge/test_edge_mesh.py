@@ -62,7 +62,8 @@ def test_request_response_between_edges_on_different_interiors(routers, net):
     client = net.connect(e1.url)
     replies = client.receiver(None, dynamic=True)
     net.wait(lambda: replies.address, 10, "dynamic address")
-    assert replies.address.startswith("_edge/E1/temp.")
+    # qdrouterd writes the scheme ("amqp:/_edge/E1/temp.X"), qdmesh does not: one address.
+    assert replies.address.removeprefix("amqp:/").startswith("_edge/E1/temp.")
     ask = client.sender("closest/svc")
     send_until_accepted(net, ask, "hello", timeout=20)
     for i in range(10):

@@ -45,11 +45,14 @@ vhost {
 
 
 def management_listener(port: int) -> str:
-    (rendered,) = [e for e in static_sections(mesh({"size": 2, "image": "qdmesh/router:0.1.0"}))
-                   if e.name == "management"]
+    """The rendered management listener (on ``port``) and the vhost that polices its
+    connections (route-container ones are policed, as qdrouterd polices them)."""
+    sections = static_sections(mesh({"size": 2, "image": "qdmesh/router:0.1.0"}))
+    (rendered,) = [e for e in sections if e.type == "listener" and e.name == "management"]
     assert rendered.attributes["role"] == "route-container" and rendered.attributes["requireSsl"] is True
+    (vhost,) = [e for e in sections if e.type == "vhost" and e.name == rendered.attributes["policyVhost"]]
     return section(Entity("listener", "management", {**rendered.attributes, "host": "127.0.0.1",
-                                                      "port": str(port)}))
+                                                      "port": str(port)})) + section(vhost)
 
 
 def test_operator_gets_in_where_policy_keeps_clients_out(tmp_path: Path, routers: List[Router]) -> None:

@@ -139,7 +139,7 @@ def refusal(net: Net, url: str, user: str | None = None, vhost: str | None = Non
 
 def wait_until_only_management_connected(via_url: str, timeout: float = 10.0) -> None:
     """Wait until the router lists no connection but the management query's own, made
-    through ``via_url`` (a listener policy does not count, such as a route-container one).
+    through ``via_url``.
     A start-up probe's connection counts against connection limits until the router has
     seen it close: a fixed pause may be too short on a busy machine."""
     deadline = time.monotonic() + timeout

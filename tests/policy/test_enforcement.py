@@ -18,7 +18,6 @@ from tests.policy.harness import (
     login,
     refusal,
     users,
-    wait_until_only_management_connected,
 )
 from tests.router.amqpclient import Net, msg, send_and_settle
 from tests.router.routerproc import Router
@@ -316,17 +315,3 @@ def test_user_id_must_be_the_authenticated_user(policy_router: PolicyRouter, net
         net.wait(lambda r=receiver, n=expected: len(r.received) == n, what="allowed messages")
     assert results == [["accepted", "rejected", "accepted"], ["accepted", "accepted", "accepted"]]
     assert stats(router)["userIdDenied"] == 1
-
-
-# ---- who is not policed -----------------------------------------------------------------
-@pytest.mark.differs_from_c("qdrouterd polices route-container connections as user connections (policy.c: "
-                            "the vhost check takes role normal and route-container) and counts every "
-                            "accepted socket against maxConnections; qdmesh exempts them (docs/policy.md)")
-def test_route_container_connections_are_not_policed(policy_router: PolicyRouter, net: Net) -> None:
-    deny_all = "policy {\n    enableVhostPolicy: true\n    maxConnections: 1\n}\n"
-    router = policy_router(deny_all, extra_listeners={"broker": {"role": "route-container"}})
-    wait_until_only_management_connected(router.urls["broker"])
-    assert "no vhost policy" in refusal(net, router.url)
-    brokers = [login(net, router.urls["broker"]) for _ in range(3)]
-    assert all(broker.alive for broker in brokers)
-    assert brokers[0].receiver("anything").remote_opened

@@ -371,6 +371,23 @@ def send_and_settle(net: Net, snd: SenderLink, messages: List[Message],
     return [snd.outcomes[t] for t in tags]
 
 
+def send_by_link_and_by_to(net: Net, client: Client, addresses: List[str],
+                           timeout: float = 15.0) -> List[str]:
+    """One unsettled message to each of ``addresses`` on a sender attached to it (body "link
+    ADDRESS"), then one each on an anonymous sender with ``to`` set (body "to ADDRESS"), each
+    sent once its sender has credit; the outcomes' names, in that order."""
+    names = []
+    for address in [*addresses, None]:
+        sender = client.sender(address)
+        net.wait(lambda s=sender: s.credit > 0, timeout, f"credit for {address or 'the anonymous sender'}")
+        if address is not None:
+            messages = [msg(f"link {address}")]
+        else:
+            messages = [msg(f"to {a}", to=a) for a in addresses]
+        names += [outcome.name for outcome in send_and_settle(net, sender, messages, timeout)]
+    return names
+
+
 # The router reads messages up to this size in one step and larger ones in two
 # (amqp/deliveries.py): sizes on both sides of it, and well past it.
 FAST_READ_MAX = 65536

@@ -11,6 +11,10 @@ from qdrouter.core.link_route_table import LinkRoute, LinkRouteTable
 @pytest.mark.parametrize("address, view", [
     ("/queue/x", "queue/x"), ("queue/x", "queue/x"), ("amqp:/queue/x", "queue/x"),
     ("amqp://host:5672/queue/x", "queue/x"), ("//host/queue/x", "queue/x"), ("a.b:c", "a.b:c"),
+    # iterator.c's corners, as qdrouterd 1.19 showed them (qdstat -a) or its walk takes them:
+    ("queue/x/", "queue/x"), ("a.b.", "a.b"), ("x//", "x/"), ("u:/t", "t"), ("a/b:/c", "c"),
+    ("a::/b", "a::/b"), ("//host", "//host"), ("/", ""), ("x:/", "x:"), ("", ""),
+    ("amqp:/_topo/0/R/temp.1", "_topo/0/R/temp.1"),
 ])
 def test_hash_view_drops_what_qdrouterd_drops(address: str, view: str) -> None:
     assert hash_view(address) == view

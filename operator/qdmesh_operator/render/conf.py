@@ -71,20 +71,13 @@ def static_sections(mesh: MeshSpec) -> List[Entity]:
     inter_router: Dict[str, Any] = {"name": "inter-router", "host": "",
                                     "port": str(contract.INTER_ROUTER_PORT), "role": "inter-router",
                                     "saslMechanisms": "EXTERNAL" if tls else "ANONYMOUS"}
-    # The operator manages the routers through this listener, never the client one: vhost
-    # policies (which may refuse $management to everyone on the client listener) do not apply
-    # to route-container connections, and only holders of the mesh's certificate get in.
-    management: Dict[str, Any] = {"name": "management", "host": "", "port": str(contract.MANAGEMENT_PORT),
-                                  "role": "route-container",
-                                  "saslMechanisms": "EXTERNAL" if tls else "ANONYMOUS"}
     if tls:
         inter_router.update(sslProfile=INTER_ROUTER_PROFILE, authenticatePeer=True, requireSsl=True)
-        management.update(sslProfile=INTER_ROUTER_PROFILE, authenticatePeer=True, requireSsl=True)
     sections = [
         Entity("listener", "amqp", {"name": "amqp", "host": "", "port": str(contract.AMQP_PORT),
                                     "role": "normal", "saslMechanisms": "ANONYMOUS"}),
         Entity("listener", "inter-router", inter_router),
-        Entity("listener", "management", management),
+        *_management(INTER_ROUTER_PROFILE if tls else None),
         Entity("listener", "http", {"name": "http", "host": "", "port": str(contract.HTTP_PORT),
                                     "http": True, "healthz": True, "metrics": True, "websockets": False}),
     ]
@@ -102,23 +95,38 @@ def edge_static_sections(mesh: MeshSpec) -> List[Entity]:
     management (as on interior routers: its certificate, or nothing with TLS disabled), health
     and metrics, and the edge certificate its connectors to the interior present."""
     tls = mesh.inter_router_tls.enabled
-    management: Dict[str, Any] = {"name": "management", "host": "", "port": str(contract.MANAGEMENT_PORT),
-                                  "role": "route-container",
-                                  "saslMechanisms": "EXTERNAL" if tls else "ANONYMOUS"}
     sections = [
         Entity("listener", "amqp", {"name": "amqp", "host": "", "port": str(contract.AMQP_PORT),
                                     "role": "normal", "saslMechanisms": "ANONYMOUS"}),
-        Entity("listener", "management", management),
+        *_management(EDGE_PROFILE if tls else None),
         Entity("listener", "http", {"name": "http", "host": "", "port": str(contract.HTTP_PORT),
                                     "http": True, "healthz": True, "metrics": True, "websockets": False}),
     ]
     if tls:
-        management.update(sslProfile=EDGE_PROFILE, authenticatePeer=True, requireSsl=True)
         sections.insert(0, Entity("sslProfile", EDGE_PROFILE, {
             "name": EDGE_PROFILE, "caCertFile": f"{EDGE_TLS_DIR}/ca.crt",
             "certFile": f"{EDGE_TLS_DIR}/tls.crt", "privateKeyFile": f"{EDGE_TLS_DIR}/tls.key"}))
     sections.extend(_policy(mesh))
     return sections
+
+
+def _management(tls_profile: str | None) -> List[Entity]:
+    """The operator's own way in: the management listener, and the vhost its connections are
+    policed by. The operator manages the routers through it, never the client listener, whose
+    vhost policies may refuse $management to everyone. Route-container connections are policed
+    as user connections (as qdrouterd polices them), so the listener names its own vhost
+    (``policyVhost``, whatever hostname the operator opens with), which allows everything;
+    with TLS only holders of the mesh's certificate get in at all."""
+    listener: Dict[str, Any] = {"name": "management", "host": "", "port": str(contract.MANAGEMENT_PORT),
+                                "role": "route-container", "policyVhost": contract.MANAGEMENT_VHOST,
+                                "saslMechanisms": "EXTERNAL" if tls_profile else "ANONYMOUS"}
+    if tls_profile:
+        listener.update(sslProfile=tls_profile, authenticatePeer=True, requireSsl=True)
+    everything = {"remoteHosts": "*", "sources": "*", "targets": "*", "allowDynamicSource": True,
+                  "allowAnonymousSender": True}
+    vhost = {"name": contract.MANAGEMENT_VHOST, "hostname": contract.MANAGEMENT_VHOST,
+             "allowUnknownUser": True, "groups": {"$default": everything}}
+    return [Entity("listener", "management", listener), Entity("vhost", contract.MANAGEMENT_VHOST, vhost)]
 
 
 def _policy(mesh: MeshSpec) -> List[Entity]:

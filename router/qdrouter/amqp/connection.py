@@ -42,6 +42,7 @@ class ListenerSettings:
         "max_frame_size",
         "name",
         "password",
+        "policy_vhost",
         "require_encryption",
         "role",
         "sasl_mechanisms",
@@ -71,8 +72,12 @@ class ListenerSettings:
         verify_hostname: bool = True,
         handshake_timeout_s: float = 0.0,
         link_capacity: int = DEFAULT_LINK_CAPACITY,
+        policy_vhost: str | None = None,
     ) -> None:
         self.name = name
+        # A listener's policyVhost: the vhost its connections are policed by, whatever
+        # hostname their open names (as qdrouterd's policy.c takes it).
+        self.policy_vhost = policy_vhost
         # linkCapacity: the credit window of producers' links on these connections.
         self.link_capacity = link_capacity
         # initialHandshakeTimeoutSeconds: a peer must have opened within this time (0: forever).

@@ -21,7 +21,7 @@ from .proton_ffi import (
     c_string,
     lib,
     set_condition,
-    terminus_address,
+    terminus_key,
 )
 from .proton_shim import pointer_key
 
@@ -213,7 +213,7 @@ class EndpointHandler:
         table = self.forwarder.table
         incoming = bool(lib.pn_link_is_receiver(pn_link))
         if incoming:
-            key = terminus_address(lib.pn_link_remote_target(pn_link))
+            key = terminus_key(lib.pn_link_remote_target(pn_link))
             key = table.ingress_key(key) if key is not None else None
         else:
             key = self._consumer_address(pn_link)
@@ -282,7 +282,7 @@ class EndpointHandler:
             address = f"{self.dynamic_prefix}{uuid.uuid4().hex[:12]}"
             lib.pn_terminus_set_address(lib.pn_link_source(pn_link), address.encode())
             return address
-        return terminus_address(remote_source)
+        return terminus_key(remote_source)
 
     def link_closed(self, pn_link: Any) -> None:
         connection = self.connections.get(lib.pn_session_connection(lib.pn_link_session(pn_link)))

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any, Dict, List, Tuple
 
 from ..core.address_table import phased, split_phase
+from ..core.address_view import hash_view
 from ..core.links import DATA, CoreLink, InFlight
 from .amqp_types import section_insert_pos
 from .message_sections import Annotations, find_sections, read_annotations, read_to, rewrite_annotations
-from .proton_ffi import normalize_address
 
 # Sections larger than this (user annotations, typically) are not remembered, and the
 # memo is emptied when it reaches _MEMO_ENTRIES: memory stays within ~1 MiB per memo.
@@ -100,8 +100,10 @@ def inspect(link: CoreLink, message: InFlight) -> str | None:
             message.payload = None
     if not link.anonymous:
         return link.address_key
-    address = normalize_address(to_override) if to_override is not None else normalize_address(
-        read_to(raw, props_start))
+    # Keyed in qdrouterd's view ("/x" and "amqp:/x" are "x"), as the attaches' addresses are.
+    address = to_override if to_override is not None else read_to(raw, props_start)
+    if address is not None:
+        address = hash_view(address)
     if phase and link.kind == DATA and address is not None:
         # Another router already chose the waypoint phase (x-opt-qd.phase): keep it.
         return phased(address, phase)

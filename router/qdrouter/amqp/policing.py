@@ -2,8 +2,9 @@
 
 The engine decides; this module reads what it needs from proton (open hostname, user,
 peer address, termini, message bytes) and applies the answers (close, refuse, reject,
-negotiated limits). Only user connections (role normal, accepted on a listener) are
-policed: inter-router and route-container connections are not (book 2.6)."""
+negotiated limits). As in qdrouterd 1.19 (policy.c, server.c), the connections accepted on
+a listener of role normal or route-container are policed (counted against maxConnections,
+vhost rules); inter-router and edge connections, and the router's own outgoing ones, are not."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ from .proton_ffi import c_string, lib, set_condition, terminus_address
 
 log = logging.getLogger("qdrouter.POLICY")
 
-POLICED_ROLE = "normal"
+# qdrouterd polices route-container connections as user connections (its vhost check skips
+# only inter-router ones); operators migrating from it keep their limits on brokers and
+# management tools that connect in on route-container listeners.
+POLICED_ROLES = frozenset(("normal", "route-container"))
 # How long a connection refused by the global limit may stay to read the refusal.
 REFUSED_GRACE_S = 2.0
 
@@ -43,7 +47,7 @@ class ConnectionPolicer:
 
     @staticmethod
     def applies(connection: AmqpConnection) -> bool:
-        return not connection.client and connection.settings.role == POLICED_ROLE
+        return not connection.client and connection.settings.role in POLICED_ROLES
 
     # ---- connections --------------------------------------------------------------------
     def accepted(self, connection: AmqpConnection) -> bool:
@@ -63,7 +67,8 @@ class ConnectionPolicer:
         """The peer's open: vhost, user and host decide; limits go into our open."""
         if not connection.admitted:
             return False
-        hostname = c_string(lib.pn_connection_remote_hostname(pn_connection))
+        hostname = (connection.settings.policy_vhost
+                    or c_string(lib.pn_connection_remote_hostname(pn_connection)))
         user = connection.user or "anonymous"
         host = remote_host(connection.peer)
         decision = self.engine.open(hostname, user, host)

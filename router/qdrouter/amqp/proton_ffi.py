@@ -11,7 +11,9 @@ from typing import Any
 
 from cproton_ffi import ffi, lib
 
-__all__ = ["NULL", "c_string", "ffi", "lib", "terminus_address"]
+from ..core.address_view import hash_view
+
+__all__ = ["NULL", "c_string", "ffi", "lib", "terminus_address", "terminus_key"]
 
 NULL: Any = ffi.NULL
 
@@ -61,6 +63,13 @@ def normalize_address(address: str | None) -> str | None:
 
 def terminus_address(terminus: Any) -> str | None:
     return normalize_address(c_string(lib.pn_terminus_get_address(terminus)))
+
+
+def terminus_key(terminus: Any) -> str | None:
+    """The terminus's address as the router keys it: qdrouterd's hash view of the address as
+    the peer wrote it (core/address_view.py), so "/x", "x" and "amqp:/x" are one address."""
+    address = c_string(lib.pn_terminus_get_address(terminus))
+    return hash_view(address) if address is not None else None
 
 
 def set_condition(condition: Any, name: str, description: str) -> None:

@@ -17,7 +17,7 @@ import logging
 from typing import Any, Dict
 
 from ..amqp.capabilities import capabilities
-from ..amqp.proton_ffi import c_string, lib, terminus_address
+from ..amqp.proton_ffi import c_string, lib, terminus_address, terminus_key
 from ..core.address_table import Address, phased
 from ..core.links import CoreLink, InFlight
 from ..policy import ConnectionGrant
@@ -62,7 +62,7 @@ class EdgeHub:
         incoming = bool(lib.pn_link_is_receiver(pn_link))
         terminus = lib.pn_link_remote_target(pn_link) if incoming else lib.pn_link_remote_source(pn_link)
         ordinal = waypoint_ordinal(capabilities(terminus))
-        address = terminus_address(terminus)
+        address = terminus_key(terminus)  # keyed as the endpoints' addresses are
         if ordinal and address:
             # An edge's proxy link for a waypoint phase (qdrouterd: address_lookup_client.c,
             # "override the configured phases and use the waypoint phases").

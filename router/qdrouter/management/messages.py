@@ -20,6 +20,7 @@ from ..amqp.codec import (
     decode_message,
     encode_message,
 )
+from ..core.address_view import hash_view
 from .status import INTERNAL_ERROR, ManagementStatus, bad_request, describe
 
 MAX_REQUEST_BYTES = 1024 * 1024
@@ -56,8 +57,8 @@ def decode_request(raw: bytes) -> Request:
     correlation_id = fields.correlation_id if fields.correlation_id is not None else fields.message_id
     if reply_to is not None and not isinstance(reply_to, str):
         raise UndecodableRequest("malformed AMQP message: reply-to is not a string")
-    if reply_to is not None and reply_to.startswith("amqp:/"):
-        reply_to = reply_to[6:]
+    if reply_to is not None:
+        reply_to = hash_view(reply_to)  # routed as any address ("amqp:/x" is "x")
     request = Request("", {}, _body(message), reply_to, correlation_id)
     properties = message.application_properties
     request.properties = properties if isinstance(properties, dict) else {}
