@@ -21,6 +21,7 @@ from .connection_release import ConnectionRelease
 from .deliveries import DeliveryAdaptor
 from .endpoints import EndpointHandler
 from .fault_boundary import FaultBoundary
+from .loop_trace import traced_if_asked
 from .proton_ffi import lib
 from .proton_shim import QD_INCOMING_DELIVERY, delivery_key, event_arrays, event_batches, pointer_key
 from .timers import Timers
@@ -164,11 +165,12 @@ class AmqpServer(ConnectionRelease):
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> None:
         self._running = True
-        while self._running:
-            try:
-                self._turn()
-            except Exception:  # the fault boundary's last line: the loop itself goes on
-                self.faults.unattributed("in the event loop")
+        with traced_if_asked(self):  # QDROUTER_LOOP_TRACE (amqp/loop_trace.py); usually nothing
+            while self._running:
+                try:
+                    self._turn()
+                except Exception:  # the fault boundary's last line: the loop itself goes on
+                    self.faults.unattributed("in the event loop")
         self._close_listeners()
 
     def _turn(self) -> None:
