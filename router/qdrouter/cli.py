@@ -9,7 +9,7 @@ import signal
 import sys
 from typing import List, Sequence
 
-from . import __version__, log_config, open_files
+from . import __version__, log_config, open_files, startup_gc
 
 DESCRIPTION = "qdmesh router: an AMQP 1.0 message router, command-line compatible with qdrouterd."
 
@@ -117,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(f"cannot write pid file {args.pidfile}: {error.strerror}")
     signal.signal(signal.SIGTERM, lambda *_: router.request_stop())
     signal.signal(signal.SIGINT, lambda *_: router.request_stop())
+    # Start-up's objects left out of every later collection (startup_gc.py says why).
+    startup_gc.freeze_startup_objects()
     try:
         router.run()
     finally:
