@@ -66,8 +66,8 @@ class LoopTrace:
                 self.garbage = self._young_garbage()
 
         def traced_turn() -> None:
-            # The select inside turn() is waiting, not working: the turn starts when it returns,
-            # which the selector's wrapper below records.
+            # The wait inside turn() is idle, not working: the turn starts when it returns,
+            # which the wait's wrapper below records.
             self.deliveries = self.ticked = 0
             self._selected = 0
             turn()
@@ -75,15 +75,15 @@ class LoopTrace:
             if self.deliveries or self.ticked or used > 200_000:
                 self.turns.extend((self._selected, end, used, self.deliveries, self.ticked))
 
-        select = server.selector.select
+        wait = server._wait
 
-        def traced_select(timeout: float | None = None) -> Any:
-            ready = select(timeout)
+        def traced_wait(timeout: float) -> Any:
+            ready = wait(timeout)
             self._selected, self._cpu0 = clock(), cpu()
             return ready
 
         self._selected = self._cpu0 = 0
-        server.selector.select = traced_select
+        server._wait = traced_wait
         server._on_delivery = traced_delivery
         server._tick = traced_tick
         server._turn = traced_turn
