@@ -104,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     open_files.raise_soft_limit()
     try:
         router = Router(entities, test_hooks=args.test_hooks)
+        # Start-up's objects left out of every later collection (startup_gc.py says why);
+        # before the listeners open, so that whoever waits for the port waits for this too.
+        startup_gc.freeze_startup_objects()
         router.start_listeners()
     except RouterSetupError as error:
         return _fail(str(error))
@@ -117,8 +120,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(f"cannot write pid file {args.pidfile}: {error.strerror}")
     signal.signal(signal.SIGTERM, lambda *_: router.request_stop())
     signal.signal(signal.SIGINT, lambda *_: router.request_stop())
-    # Start-up's objects left out of every later collection (startup_gc.py says why).
-    startup_gc.freeze_startup_objects()
     try:
         router.run()
     finally:
