@@ -16,10 +16,17 @@ while each message at or above the run's p99.9 was in flight:
 * late delivery: read in time, none of the above, received late (the router's write, the
   kernel, the receiver or the scheduler after the router);
 
-and the router's own figures: turn durations (wall and CPU), messages read per turn, and
-collections by generation. These do not depend on the machine's noise the way latencies do.
+and the router's own figures: turn durations (wall and CPU), messages read per turn, the
+tick's own CPU, collections by generation (CPU), what a forced full collection costs, and what
+the young collections found unreachable. These do not depend on the machine's noise the way
+latencies do. For every kind it also prints when in the run the slowest messages were due
+(``slow_due_ms``, in 10 ms bins): one stall shows as one bin, a periodic one as a series.
+The router's CPU per message is read from /proc around the measured run.
 
-    python bench/latency_attribution.py --rate 10000 --duration 5 --repeat 3 \\
+On a shared host, ``--fifo PRIORITY`` runs routers and clients under SCHED_FIFO (``chrt -f``):
+other work cannot preempt them, and the figures are the routers' rather than the host's.
+
+    python bench/latency_attribution.py --rate 10000 --duration 5 --repeat 5 --fifo 20 \\
         --q before=/work/main/router --q after=router
 """
 
@@ -43,6 +50,10 @@ from vs_c_router import ADDRESSES, DEFAULT_C_ROUTER
 ADDRESS = "closest/lat"
 WARMUP = 2000
 SLOW_TURN_NS = 500_000
+# With --fifo: every process of a run (router, sender, receiver) under SCHED_FIFO (chrt), so
+# that the machine's other work (a shared host's tests) cannot preempt them; they still
+# share the CPUs with each other, as on an idle host.
+PREFIX: List[str] = []
 
 
 def start_router(kind: str, spec: Tuple[str, Dict[str, str]] | None, args: argparse.Namespace,
@@ -61,7 +72,7 @@ def start_router(kind: str, spec: Tuple[str, Dict[str, str]] | None, args: argpa
         if trace is not None:
             env["QDROUTER_LOOP_TRACE"] = str(trace)
         argv = [args.python, "-m", "qdrouter", "-c", str(config)]
-    proc = Proc(kind, argv, env=env)
+    proc = Proc(kind, PREFIX + argv, env=env)
     wait_for_port(port, proc, 30)
     return proc, port
 
@@ -71,14 +82,14 @@ def clients(port: int, count: int, rate: int, lat_file: Path | None, timeout: fl
             "-i", "3", "-t", str(timeout)]
     if lat_file is not None:
         recv += ["--latency-out", str(lat_file)]
-    rp = Proc("receiver", recv)
+    rp = Proc("receiver", PREFIX + recv)
     try:
         rp.wait_event("ready", 30)
         send = [str(SEND), "-c", f"{HOST}:{port}", "-a", ADDRESS, "-m", str(count), "-s", "100",
                 "-t", str(timeout)]
         if rate:
             send += ["--rate", str(rate)]
-        sp = Proc("sender", send)
+        sp = Proc("sender", PREFIX + send)
         try:
             sp.result(timeout + 30)
         finally:
@@ -120,6 +131,7 @@ def attribute(lat: Sequence[int], trace: Dict[str, Any], rate: int) -> Dict[str,
     threshold = pct(ordered, 0.999)
     causes: Dict[str, int] = {}
     worst_gc: List[float] = []
+    long_turns: set[Tuple[int, int, int]] = set()  # (wall µs, CPU µs, messages read)
     for i, latency in enumerate(lat):
         if latency < threshold or reads[i] < 0:
             continue
@@ -139,6 +151,8 @@ def attribute(lat: Sequence[int], trace: Dict[str, Any], rate: int) -> Dict[str,
             cause = "tick"
         elif any(t[1] - t[0] > SLOW_TURN_NS for t in overlapping):
             cause = "turn > 500 µs"
+            worst = max(overlapping, key=lambda t: t[1] - t[0])
+            long_turns.add(((worst[1] - worst[0]) // 1000, worst[2] // 1000, worst[3]))
         elif reads[i] - due > SLOW_TURN_NS:
             cause = "late read"
         else:
@@ -146,8 +160,9 @@ def attribute(lat: Sequence[int], trace: Dict[str, Any], rate: int) -> Dict[str,
         causes[cause] = causes.get(cause, 0) + 1
     walls = sorted((t[1] - t[0]) / 1000 for t in turns if t[3])
     cpus = sorted(t[2] / 1000 for t in turns if t[3])
+    singles = sorted(t[2] / 1000 for t in turns if t[3] == 1)
     batch = sorted(t[3] for t in turns if t[3])
-    ticks = sorted(t[2] / 1000 for t in turns if t[4])
+    ticks = sorted(t[4] / 1000 for t in turns if t[4])
     young = [g for g in gcs if g[2] == 0]
     by_gen: Dict[int, List[float]] = {}
     for g in gcs:
@@ -156,10 +171,12 @@ def attribute(lat: Sequence[int], trace: Dict[str, Any], rate: int) -> Dict[str,
         "causes": causes,
         "turn_wall_us": [pct(walls, q) for q in (0.5, 0.99, 0.999, 1.0)],
         "turn_cpu_us": [pct(cpus, q) for q in (0.5, 0.99, 0.999, 1.0)],
+        "one_msg_turn_cpu_us_p50": round(pct(singles, 0.5), 1),
         "msgs_per_turn": [pct(batch, q) for q in (0.5, 0.99, 1.0)],
         "gc_count_max_mean_cpu_us": {gen: [len(v), round(max(v)), round(sum(v) / len(v))]
                                       for gen, v in sorted(by_gen.items())},
         "slow_gc_us": sorted(worst_gc)[-5:],
+        "long_turns_wall_cpu_msgs": sorted(long_turns)[-5:],
         "forced_full_gc_cpu_us": round(trace.get("full_collection_ns", -1000) / 1000),
         "tick_cpu_us": [round(pct(ticks, q)) for q in (0.5, 1.0)],
         "collected_per_gc0": round(sum(g[4] for g in young) / max(1, len(young))),
@@ -189,6 +206,11 @@ def one_run(kind: str, spec: Tuple[str, Dict[str, str]] | None, args: argparse.N
                            "p50": pct(ordered, 0.5) / 1000, "p99": pct(ordered, 0.99) / 1000,
                            "p999": pct(ordered, 0.999) / 1000, "max": ordered[-1] / 1000,
                            "cpu_us_per_msg": round(cpu_us_per_msg, 2)}
+    # When in the run (ms after its first message was due) the messages at or above p99.9
+    # were due, in clusters: one stall shows as one cluster.
+    threshold = pct(ordered, 0.999)
+    due_ms = sorted({int(i * 1000 / args.rate) // 10 * 10 for i, v in enumerate(lat) if v >= threshold})
+    row["slow_due_ms"] = due_ms
     if trace is not None and trace.exists():
         row.update(attribute(lat, json.loads(trace.read_text()), args.rate))
     return row
@@ -205,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--no-trace", dest="trace", action="store_false", help="run qdmesh without its trace")
     p.add_argument("--c-router", type=Path, default=Path(os.environ.get("QDROUTERD_C", DEFAULT_C_ROUTER)))
     p.add_argument("--python", default=sys.executable)
+    p.add_argument("--fifo", type=int, default=0, metavar="PRIORITY",
+                   help="run routers and clients under SCHED_FIFO at this priority (chrt -f)")
     p.add_argument("--json", dest="json_out")
     p.add_argument("--workdir", type=Path, help="keep the traces and latency files here")
     args = p.parse_args(argv)
@@ -213,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         name, _, rest = text.partition("=")
         router_dir, *settings = rest.split(",")
         kinds[name] = (str(Path(router_dir).resolve()), dict(s.split("=", 1) for s in settings))
+    if args.fifo:
+        PREFIX[:] = ["chrt", "-f", str(args.fifo)]
     if not args.no_c:
         kinds["C"] = None
     ensure_built(False)

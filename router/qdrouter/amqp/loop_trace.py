@@ -2,14 +2,16 @@
 
 With ``QDROUTER_LOOP_TRACE=FILE`` in its environment the router records, for every loop turn
 that did something, when it started and ended (CLOCK_MONOTONIC ns, the clock qdm-send stamps
-messages with), the thread's CPU time it took, how many producers' messages it read and
-whether the 0.5 s tick ran in it; and every run of CPython's cyclic garbage collector (start,
-end, generation, CPU time, objects collected). When the loop stops it forces one full
-collection (its CPU time: what a full collection costs this router) and writes one JSON
-object: ``turns`` ([start, end, cpu_ns, deliveries, ticked] each), ``gc`` ([start, end,
-generation, cpu_ns, collected] each), ``full_collection_ns``, and two counts of objects by
-type taken once mid-run: ``garbage`` (the young generation's unreachable objects: the cycles
-the data path makes) and ``young`` (what a young generation held when it was collected).
+messages with), the thread's CPU time it took, how many producers' messages it read and the
+CPU time of the 0.5 s tick if it ran in it (0 if not); and every run of CPython's cyclic
+garbage collector (start, end, generation, CPU time, objects collected). When the loop
+stops it forces one full collection (its CPU time: what a full collection costs this
+router) and writes one JSON object: ``turns`` ([start, end, cpu_ns, deliveries,
+tick_cpu_ns] each), ``gc`` ([start, end, generation, cpu_ns, collected] each),
+``full_collection_ns``, and two counts of objects by type taken once mid-run: ``garbage``
+(the young generation's unreachable objects: the cycles the data path makes; taking it
+forces one young collection, at a tick) and ``young`` (what a young generation held when it
+was collected).
 
 bench/latency_attribution.py matches a run's slowest messages to the turns that read them.
 Without the variable nothing here runs: the loop's methods are not wrapped."""
@@ -60,8 +62,9 @@ class LoopTrace:
             on_delivery(*args)
 
         def traced_tick(now: float) -> None:
-            self.ticked = 1
+            used = cpu()
             tick(now)
+            self.ticked = max(1, cpu() - used)  # the tick's own CPU time (ns)
             if self.garbage is None and self.total > 20_000:
                 self.garbage = self._young_garbage()
 
