@@ -9,7 +9,7 @@ import signal
 import sys
 from typing import List, Sequence
 
-from . import __version__, log_config, open_files
+from . import __version__, log_config, open_files, startup_gc
 
 DESCRIPTION = "qdmesh router: an AMQP 1.0 message router, command-line compatible with qdrouterd."
 
@@ -104,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     open_files.raise_soft_limit()
     try:
         router = Router(entities, test_hooks=args.test_hooks)
+        # Start-up's objects left out of every later collection (startup_gc.py says why);
+        # before the listeners open, so that whoever waits for the port waits for this too.
+        startup_gc.freeze_startup_objects()
         router.start_listeners()
     except RouterSetupError as error:
         return _fail(str(error))

@@ -21,6 +21,8 @@ from .connection_release import ConnectionRelease
 from .deliveries import DeliveryAdaptor
 from .endpoints import EndpointHandler
 from .fault_boundary import FaultBoundary
+from .loop_trace import traced_if_asked
+from .poller import READABLE, WRITABLE, make_selector, selector_mask
 from .proton_ffi import lib
 from .proton_shim import QD_INCOMING_DELIVERY, delivery_key, event_arrays, event_batches, pointer_key
 from .timers import Timers
@@ -45,7 +47,7 @@ class AmqpServer(ConnectionRelease):
         self.endpoints = EndpointHandler(router_id, self.adaptor)
         # Policy for user connections (amqp/policing.py); the router installs it.
         self.policer: Any = None
-        self.selector = selectors.DefaultSelector()
+        self.selector, self._wait = make_selector()  # registers sockets; waits (amqp/poller.py)
         self.listeners: Dict[int, Tuple[socket.socket, ListenerSettings]] = {}
         self.by_fd: Dict[int, AmqpConnection] = {}
         # Other sockets served by this loop (the HTTP listeners): fd -> handler(fd, mask).
@@ -164,36 +166,35 @@ class AmqpServer(ConnectionRelease):
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> None:
         self._running = True
-        while self._running:
-            try:
-                self._turn()
-            except Exception:  # the fault boundary's last line: the loop itself goes on
-                self.faults.unattributed("in the event loop")
+        with traced_if_asked(self):  # QDROUTER_LOOP_TRACE (amqp/loop_trace.py); usually nothing
+            while self._running:
+                try:
+                    self._turn()
+                except Exception:  # the fault boundary's last line: the loop itself goes on
+                    self.faults.unattributed("in the event loop")
         self._close_listeners()
 
     def _turn(self) -> None:
         """One turn of the loop: sockets, the events they raised, timers, the tick."""
         by_fd = self.by_fd
-        for key, mask in self.selector.select(self._timeout()):
-            fd = key.fd
+        # epoll's (fd, bits) (amqp/poller.py), read within what the socket is registered for.
+        for fd, event in self._wait(self._timeout()):
             connection = by_fd.get(fd)
             if connection is None:
-                if fd in self.listeners:
-                    self._accept(fd)
-                elif fd in self.io_handlers:
-                    self.io_handlers[fd](fd, mask)
+                self._other_socket(fd, event)
                 continue
+            interest = connection.interest
             try:
                 if connection.connecting:
                     if not connection.check_connected():
                         self._released.append(connection)
                         self._release_finished()
                         continue
-                if mask & selectors.EVENT_READ:
+                if event & READABLE and interest & selectors.EVENT_READ:
                     connection.read()
                     connection.next_tick_ms = 0  # what the peer said may move its deadline
                     self.adaptor.dirty.add(connection)
-                if mask & selectors.EVENT_WRITE:
+                if event & WRITABLE and interest & selectors.EVENT_WRITE:
                     self.adaptor.dirty.add(connection)
             except Exception as error:
                 self.faults.connection_failed(connection, "reading its socket", error)
@@ -206,6 +207,15 @@ class AmqpServer(ConnectionRelease):
             self.stop()
         if self._stopping and (not by_fd or now > self._deadline):
             self._running = False
+
+    def _other_socket(self, fd: int, event: int) -> None:
+        """A listener's or an HTTP socket's readiness (not a connection's)."""
+        if fd in self.listeners:
+            self._accept(fd)
+        elif fd in self.io_handlers:  # given as selectors would, within its registered events
+            key = self.selector.get_map().get(fd)
+            if key is not None:
+                self.io_handlers[fd](fd, selector_mask(event) & key.events)
 
     def _timeout(self) -> float:
         deadline = self._next_tick
