@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Mapping, Sequence, Tuple
 
+from . import contract
 from .apply.converged import mesh_converged
 from .apply.credentials import ManagementCredentials
 from .apply.kube import KubeApi, KubeRefused
@@ -80,6 +81,13 @@ class MeshReconciler:
         body = observed.body
         if body is None:
             return orphans_report(observed.routing)
+        # The handler writes a reconciliation's status after this mesh's lock is released, so
+        # the next one may read the status before that; what it decides from the last status
+        # (lost routers, conditions' transition times, Events posted once) takes the newest.
+        last = self._last.get((namespace, mesh_name))
+        newest = last[1].statuses.get((contract.MESH_PLURAL, mesh_name)) if last else None
+        if newest is not None:
+            body = {**body, "status": newest}
         # model: typed specs; a bad RouterMesh stops here, naming the field
         try:
             parsed = parse_inputs(body, observed.routing)

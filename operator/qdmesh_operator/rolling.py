@@ -22,6 +22,8 @@ class PodState:
     ordinal: int
     revision: str
     ready: bool
+    #: The node the pod was scheduled to ("" while Pending).
+    node: str = ""
 
 
 def template_hash(stateful_set: Mapping[str, Any]) -> str:

@@ -11,13 +11,10 @@ needs_edge_mode fixture below)."""
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator
 
 import pytest
-
-from tests.router.amqpclient import Net, msg
 
 from .edge_support import router_supports_edge_mode
 from .kube import describe_namespace, eventually
@@ -31,6 +28,7 @@ from .product import (
     read_resource,
     status_summary,
 )
+from .traffic import Traffic
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -85,42 +83,6 @@ def edgy(operator_namespace: str, core: Any, k8s: Any, timing: Timing) -> Iterat
         yield namespace
     finally:
         core.delete_namespace(namespace, propagation_policy="Background")
-
-
-class Traffic:
-    """A sender on one edge router and a receiver on another, unsettled messages in batches."""
-
-    def __init__(self, urls: Dict[str, str], source: str, sink: str) -> None:
-        self.address = f"e2e/edges-{uuid.uuid4().hex[:8]}"
-        self.net = Net()
-        self.receiver = self.net.connect(f"amqp://{urls[sink]}").receiver(self.address, credit=50)
-        self.sender = self.net.connect(f"amqp://{urls[source]}").sender(self.address)
-        self.sent: Dict[str, str] = {}  # delivery tag -> body
-        self.batches = 0
-
-    def batch(self, label: str, count: int = 5) -> None:
-        for i in range(count):
-            body = f"{label}-{self.batches}-{i}"
-            self.sent[self.sender.send(msg(body))] = body
-        self.batches += 1
-        self.net.pump(0.2)
-
-    def until(self, done: Callable[[], bool], timeout: float, what: str, label: str) -> None:
-        started = time.monotonic()
-        while not done():
-            assert time.monotonic() - started < timeout, f"{what} not within {timeout:.0f} s"
-            self.batch(label)
-
-    def settle_all(self) -> Tuple[Dict[str, int], List[str]]:
-        """Wait for every outcome; (outcome counts, bodies accepted but received by no one)."""
-        self.net.wait(lambda: len(self.sender.outcomes) == len(self.sent), 90,
-                      f"an outcome for each of {len(self.sent)} messages (have {len(self.sender.outcomes)})")
-        got = {str(m.message.body) for m in self.receiver.received}
-        accepted = [self.sent[tag] for tag, o in self.sender.outcomes.items() if o.name == "accepted"]
-        return self.sender.outcome_counts(), [b for b in accepted if b not in got]
-
-    def close(self) -> None:
-        self.net.close()
 
 
 def test_clients_on_two_edge_routers_exchange_unsettled_messages(edgy: str, k8s: Any,

@@ -10,38 +10,23 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from typing import Any, List
-
-import pytest
+from typing import Any
 
 from .kube import describe_namespace, eventually
 from .mesh_fixtures import Timing, fresh_namespace, mesh_whole
+from .nodes import need_nodes, spread
 from .product import create_resource
 
 NAME = "spread"
 SIZE = 3
 
 
-def schedulable_nodes(core: Any) -> List[str]:
-    names = []
-    for node in core.list_node().items:
-        ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
-        blocked = any(t.effect in ("NoSchedule", "NoExecute") for t in node.spec.taints or [])
-        if ready and not blocked and not node.spec.unschedulable:
-            names.append(node.metadata.name)
-    return names
-
-
 def test_routers_spread_over_the_nodes(operator_namespace: str, core: Any, k8s: Any, timing: Timing) -> None:
-    nodes = schedulable_nodes(core)
-    if len(nodes) < 2:
-        pytest.skip(f"needs two nodes that take pods (kind.sh up), found {nodes}")
+    nodes = need_nodes(core)
     namespace = fresh_namespace(core, "spread")
-    spread = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
-              "nodeTaintsPolicy": "Honor", "labelSelector": {"matchLabels": {"qdmesh.io/mesh": NAME}}}
     started = time.monotonic()
     create_resource(k8s, namespace, "routermeshes", "RouterMesh", NAME,
-                    {"size": SIZE, "pod": {"topologySpreadConstraints": [spread]}})
+                    {"size": SIZE, "pod": {"topologySpreadConstraints": [spread("qdmesh.io/mesh", NAME)]}})
     try:
         took = eventually(lambda: mesh_whole(k8s, namespace, SIZE, name=NAME), 300,
                           f"RouterMesh of {SIZE} spread over {len(nodes)} nodes Ready and converged",

@@ -4,7 +4,7 @@ custom resources and pods, and writing status (never spec)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, Iterable, List, Mapping
 
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
@@ -13,6 +13,35 @@ from .. import contract
 from ..rolling import PodState
 
 APPLY = "application/apply-patch+yaml"
+
+
+@dataclass
+class NodeHealth:
+    """Whether a node runs its pods, as the node lifecycle controller last judged it."""
+
+    name: str
+    ready: bool
+    reason: str = ""
+    message: str = ""
+
+
+# Taints the node lifecycle controller puts on a node whose kubelet stopped reporting.
+LOST_NODE_TAINTS = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+
+
+def node_health_of(node: Any) -> NodeHealth:
+    name = str(node.metadata.name)
+    conditions = (node.status.conditions if node.status else None) or []
+    taints = (node.spec.taints if node.spec else None) or []
+    ready = next((c for c in conditions if c.type == "Ready"), None)
+    taint = next((t for t in taints if t.key in LOST_NODE_TAINTS), None)
+    if ready is None:
+        return NodeHealth(name, False, "NoReadyCondition", "the node reports no Ready condition")
+    if ready.status != "True":
+        return NodeHealth(name, False, str(ready.reason or f"Ready={ready.status}"), str(ready.message or ""))
+    if taint is not None:  # Ready may still say True for a moment after the taint went on
+        return NodeHealth(name, False, "Tainted", f"taint {taint.key}:{taint.effect}")
+    return NodeHealth(name, True)
 
 
 @dataclass
@@ -108,7 +137,26 @@ class KubeApi:
             ordinal = name.rsplit("-", 1)[-1]
             found[name] = PodState(ordinal=int(ordinal) if ordinal.isdigit() else -1,
                                    revision=str(labels.get("controller-revision-hash") or ""),
-                                   ready=any(c.type == "Ready" and c.status == "True" for c in conditions))
+                                   ready=any(c.type == "Ready" and c.status == "True" for c in conditions),
+                                   node=str((pod.spec.node_name if pod.spec else None) or ""))
+        return found
+
+    def node_health(self, names: Iterable[str]) -> Dict[str, NodeHealth] | None:
+        """Each named node's health, or None when the operator may not read nodes (the chart
+        grants it; without, lost routers are still seen through their pods).  Read by name,
+        not listed: a mesh runs on a few nodes of what may be a large cluster."""
+        found: Dict[str, NodeHealth] = {}
+        for name in sorted(set(names)):
+            try:
+                node = self.core.read_node(name)
+            except ApiException as e:
+                if e.status == 403:
+                    return None
+                if e.status == 404:  # deleted with its pods still bound to it: as lost as can be
+                    found[name] = NodeHealth(name, False, "NodeDeleted", "the node object is gone")
+                    continue
+                raise
+            found[name] = node_health_of(node)
         return found
 
     # -- edge groups ----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Tuple
 
 from .. import contract
 from ..rolling import PodState
-from .kube import EdgePod, KubeApi
+from .kube import EdgePod, KubeApi, NodeHealth
 
 ROUTING_PLURALS = {"LinkRoute": contract.LINK_ROUTE_PLURAL, "AutoLink": contract.AUTO_LINK_PLURAL,
                    "VhostPolicy": contract.VHOST_PLURAL}
@@ -35,6 +35,9 @@ class Observed:
     ready_pods: List[str] = field(default_factory=list)
     #: Whether any edge router's pod is ready.
     edges_ready: bool = False
+    #: The health of each node an interior router's pod is on, by node name; None when the
+    #: operator may not read nodes.
+    nodes: Dict[str, NodeHealth] | None = field(default_factory=dict)
 
 
 def routing_bodies(kube: KubeApi, namespace: str, mesh_name: str) -> List[Tuple[str, Dict[str, Any]]]:
@@ -55,6 +58,9 @@ def observe(kube: KubeApi, namespace: str, mesh_name: str) -> Observed:
         return observed
     observed.stateful_set = kube.stateful_set(namespace, mesh_name)
     observed.pods = kube.pods(namespace, mesh_name)
+    # A node that stops takes its routers with it, and the operator learns of it only from the
+    # node (and, ~40 s later, from the pods the node lifecycle controller marks not ready).
+    observed.nodes = kube.node_health(pod.node for pod in observed.pods.values() if pod.node)
     for workload in kube.edge_workloads(namespace, mesh_name):
         group = ((workload.get("metadata") or {}).get("labels") or {}).get("qdmesh.io/edge-group")
         if group:

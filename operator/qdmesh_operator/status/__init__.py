@@ -11,6 +11,9 @@ READY = "Ready"
 RECONCILING = "Reconciling"
 STALLED = "Stalled"
 MESH_CONVERGED = "MeshConverged"
+#: True while routers that ran are lost (with their node, pod or management); kstatus and Argo
+#: CD read only Ready/Reconciling/Stalled, so this one only adds detail.
+DEGRADED = "Degraded"
 
 # Reasons (CamelCase, as conditions want them).
 APPLIED = "Applied"
@@ -23,6 +26,7 @@ MESH_NOT_FOUND = "MeshNotFound"
 UNKNOWN_REFERENCE = "UnknownReference"
 APPLY_FAILED = "ApplyFailed"
 EDGES_NOT_READY = "EdgesNotReady"
+ROUTERS_LOST = "RoutersLost"
 
 
 @dataclass

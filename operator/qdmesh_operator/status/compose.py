@@ -15,6 +15,7 @@ from ..model.inputs import ParsedMesh
 from ..tls.resolve import Certificates
 from . import mesh as mesh_status
 from .edges import edge_status
+from .lost import lost_events, lost_routers
 from .report import Event, Report, ref
 from .routing import routing_statuses
 
@@ -28,8 +29,11 @@ def reconciled_report(body: Mapping[str, Any], parsed: ParsedMesh, observed: Obs
         report.events.append(rolling)
     every_router = {**applied.outcomes, **applied.edge_outcomes}
     mesh_status.count(report, every_router, why)
+    lost = lost_routers(parsed.mesh, body, observed, applied.outcomes, applied.rolling)
+    report.events.extend(lost_events(body, lost, observed, parsed.mesh.size))
+    nodes = {name: pod.node for name, pod in observed.pods.items() if pod.node}
     report.statuses[(contract.MESH_PLURAL, parsed.mesh.name)] = mesh_status.mesh_status(
-        body, state, applied, edge_status(state, observed, applied))
+        body, state, applied, edge_status(state, observed, applied), lost, nodes)
     routing_statuses(report, state, observed.routing, parsed.invalid, applied.outcomes)
     mesh_status.management_events(report, body, every_router, why)
     return report

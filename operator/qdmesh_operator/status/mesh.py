@@ -4,7 +4,7 @@ reports it) and its Events, from what the earlier stages found.  Pure."""
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Sequence
 
 from kubernetes.client.rest import ApiException
 
@@ -17,6 +17,7 @@ from ..model.desired import MeshState
 from ..plan import CREATE
 from ..rolling import HELD
 from .edges import EdgeStatus
+from .lost import LostRouter, describe
 from .report import Event, Report, generation_of, ref
 
 
@@ -56,9 +57,15 @@ def _api_reason(e: ApiException) -> str:
         return f"{e.status} {e.reason}"
 
 
-def router_entry(rid: str, outcome: RouterOutcome | None) -> Dict[str, Any]:
-    entry: Dict[str, Any] = {"name": rid, "ready": bool(outcome and outcome.in_sync)}
-    if outcome is None:
+def router_entry(rid: str, outcome: RouterOutcome | None, node: str = "",
+                 lost: LostRouter | None = None) -> Dict[str, Any]:
+    entry: Dict[str, Any] = {"name": rid, "ready": bool(outcome and outcome.in_sync and lost is None)}
+    if node:
+        entry["node"] = node
+    if lost is not None:
+        # What management answered last is no news about a router whose node or pod is gone.
+        entry["message"] = f"lost: {lost.message}"
+    elif outcome is None:
         entry["message"] = "pod not ready"
     elif not outcome.reachable:
         entry["message"] = str(outcome.error)
@@ -72,22 +79,30 @@ def router_entry(rid: str, outcome: RouterOutcome | None) -> Dict[str, Any]:
 
 
 def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied,
-                edges: EdgeStatus | None = None) -> Dict[str, Any]:
+                edges: EdgeStatus | None = None, lost: Sequence[LostRouter] = (),
+                nodes: Mapping[str, str] | None = None) -> Dict[str, Any]:
+    """``lost``: routers lost since they ran (status/lost.py); ``nodes``: router -> its node."""
     mesh, outcomes, sts = state.mesh, applied.outcomes, applied.stateful_set_status
     generation = generation_of(body)
-    ready_replicas = int(sts.get("readyReplicas") or 0)
+    lost_by_name = {r.name: r for r in lost}
+    # The StatefulSet counts a pod ready until the node lifecycle controller marks it otherwise
+    # (~40 s after its node stopped): a lost router is never counted.
+    ready_replicas = max(0, min(int(sts.get("readyReplicas") or 0), mesh.size - len(lost)))
     routing_names = {e.name for rid in state.entities for e in state.entities[rid]
                      if e.type in ("linkRoute", "autoLink", "vhost")}
     mesh_failures = [r.error for o in outcomes.values() for r in o.failures
                      if r.op.name not in routing_names]
     unreachable = [o.error for o in outcomes.values() if not o.reachable]
-    routers = [router_entry(rid, outcomes.get(rid)) for rid in mesh.router_ids()]
+    routers = [router_entry(rid, outcomes.get(rid), (nodes or {}).get(rid, ""), lost_by_name.get(rid))
+               for rid in mesh.router_ids()]
     edges = edges or EdgeStatus()
     mesh_failures += edges.failures
     if mesh_failures:
         verdict = status.Verdict.stalled(status.APPLY_FAILED, "; ".join(str(m) for m in mesh_failures[:3]))
     elif applied.rolling:
         verdict = status.Verdict.progressing(status.ROLLING_RESTART, applied.rolling)
+    elif lost:
+        verdict = status.Verdict.progressing(status.ROUTERS_LOST, describe(lost, mesh.size))
     elif ready_replicas < mesh.size:
         verdict = status.Verdict.progressing(status.ROUTERS_NOT_READY,
                                              f"{ready_replicas}/{mesh.size} routers ready")
@@ -109,7 +124,8 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied,
     new = status.status_of(verdict, generation, previous, routers=int(sts.get("replicas") or 0),
                            readyRouters=ready_replicas,
                            selector=f"qdmesh.io/mesh={mesh.name}", image=mesh.image,
-                           configHash=mesh.restart_hash(), routerStatus=routers)
+                           configHash=mesh.restart_hash(), routerStatus=routers,
+                           lostRouters=[r.entry() for r in lost])
     if mesh.edge_groups:
         new.update(edges=edges.wanted, readyEdges=edges.ready, edgesReady=f"{edges.ready}/{edges.wanted}",
                    edgeGroups=edges.groups)
@@ -117,6 +133,10 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied,
         status.MESH_CONVERGED, converged, "AllRoutersSeeEachOther" if converged else "NotConverged",
         f"every router reaches the other {mesh.size - 1}, each over its own links" if converged
         else "not every router reaches every other router over its own links yet", generation,
+        previous.get("conditions") or []))
+    new["conditions"].append(status.condition(
+        status.DEGRADED, bool(lost), status.ROUTERS_LOST if lost else "NoRouterLost",
+        describe(lost, mesh.size) if lost else "no router lost since it ran", generation,
         previous.get("conditions") or []))
     return new
 

@@ -5,7 +5,8 @@
 # content under /var/cache/qdmesh/kind: a warm `up` only creates the cluster.
 #
 #   kind.sh up           create the cluster "qdmesh" (1 control plane + $QDMESH_KIND_WORKERS
-#                        workers, default 2), load build/images/*.tar, write its kubeconfig
+#                        workers, default 2), load build/images/*.tar (or the archives named
+#                        in $QDMESH_KIND_ARCHIVES), write its kubeconfig
 #   kind.sh build        only build (or check) the node image; prints its name
 #   kind.sh load FILE... load image archives (docker save / OCI) into the nodes
 #   kind.sh down         delete the cluster (node containers, their volumes, the kind network)
@@ -95,6 +96,8 @@ up() {
     log "nodes Ready in $((SECONDS - start)) s"
     shopt -s nullglob
     local archives=("$REPO"/build/images/*.tar)
+    # Loading takes ~20 s per image (each goes to every node): callers that need fewer say which.
+    [ -z "${QDMESH_KIND_ARCHIVES:-}" ] || read -r -a archives <<< "$QDMESH_KIND_ARCHIVES"
     [ "${#archives[@]}" -eq 0 ] || load "${archives[@]}"
     log "cluster $CLUSTER up in $((SECONDS - start)) s; export KUBECONFIG=$KUBECONFIG_PATH"
     echo "$KUBECONFIG_PATH"
@@ -118,5 +121,5 @@ case "${1:-}" in
     load) shift; load "$@" ;;
     down) down ;;
     kubeconfig) echo "$KUBECONFIG_PATH" ;;
-    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -1,0 +1,92 @@
+"""Routers lost after they ran: with their node (NotReady, unreachable), with their pod (not
+Ready, gone) or with their management (the pod says Ready, the router does not answer).  Pure:
+decided from what the observe and apply stages found and from the status written last time,
+which is how a router "ran before" is known without state in the operator (a restarted
+operator carries on where the last status left off, and posts no Event twice).
+
+A router that never ran (a new mesh, a new router of a scale-up) is not lost, only not ready
+yet; during a rolling restart the router being replaced is not lost either.  A router whose
+node is not ready is lost whatever it did before: nothing on that node runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Sequence, Set
+
+from ..apply.management import RouterOutcome
+from ..apply.observe import Observed
+from ..model.mesh import MeshSpec
+from .report import Event, ref
+
+NODE_NOT_READY = "NodeNotReady"
+POD_MISSING = "PodMissing"
+POD_NOT_READY = "PodNotReady"
+MANAGEMENT_UNREACHABLE = "ManagementUnreachable"
+
+
+@dataclass
+class LostRouter:
+    name: str
+    node: str
+    reason: str
+    message: str
+
+    def entry(self) -> Dict[str, Any]:
+        """As status.lostRouters lists it."""
+        return {"name": self.name, "node": self.node, "reason": self.reason, "message": self.message[:1000]}
+
+
+def previous_routers(body: Mapping[str, Any]) -> tuple[Set[str], Set[str]]:
+    """(routers the last status said were ready, routers it said were lost)."""
+    status = body.get("status") or {}
+    ready = {str(r.get("name")) for r in status.get("routerStatus") or [] if r.get("ready")}
+    lost = {str(r.get("name")) for r in status.get("lostRouters") or []}
+    return ready, lost
+
+
+def lost_routers(mesh: MeshSpec, body: Mapping[str, Any], observed: Observed,
+                 outcomes: Mapping[str, RouterOutcome], rolling: str) -> List[LostRouter]:
+    was_ready, was_lost = previous_routers(body)
+    nodes = observed.nodes or {}
+    lost: List[LostRouter] = []
+    for rid in mesh.router_ids():
+        pod = observed.pods.get(rid)
+        node = pod.node if pod is not None else ""
+        health = nodes.get(node) if node else None
+        ran = rid in was_ready or rid in was_lost
+        if health is not None and not health.ready:
+            detail = f"{health.reason}: {health.message}" if health.message else health.reason
+            lost.append(LostRouter(rid, node, NODE_NOT_READY, f"its node {node} is not ready ({detail})"))
+        elif not ran or rolling:
+            continue
+        elif pod is None:
+            lost.append(LostRouter(rid, "", POD_MISSING, "its pod is gone"))
+        elif not pod.ready:
+            where = f" on node {node}" if node else ""
+            lost.append(LostRouter(rid, node, POD_NOT_READY, f"its pod is not ready{where}"))
+        elif rid in outcomes and not outcomes[rid].reachable:
+            lost.append(LostRouter(rid, node, MANAGEMENT_UNREACHABLE,
+                                   f"its pod is ready but management does not answer: {outcomes[rid].error}"))
+    return lost
+
+
+def describe(lost: Sequence[LostRouter], size: int) -> str:
+    """``2 of 3 routers lost: mesh-0 (its node w1 is not ready (...)), mesh-2 (...)``"""
+    return f"{len(lost)} of {size} routers lost: " + ", ".join(f"{r.name} ({r.message})" for r in lost)
+
+
+def lost_events(body: Mapping[str, Any], lost: Sequence[LostRouter], observed: Observed,
+                size: int) -> List[Event]:
+    """A Warning naming the routers newly lost, and a Normal Event naming those back (their pods
+    ready again), each once: the last status says which were lost already."""
+    _, was_lost = previous_routers(body)
+    now_lost = {r.name for r in lost}
+    events: List[Event] = []
+    newly = [r for r in lost if r.name not in was_lost]
+    if newly:
+        events.append(Event(ref(body), "Warning", "RoutersLost", describe(newly, size)))
+    back = sorted(n for n in was_lost - now_lost if (pod := observed.pods.get(n)) is not None and pod.ready)
+    if back:
+        events.append(Event(ref(body), "Normal", "RoutersBack",
+                            f"{', '.join(back)} back: pod ready again and no longer counted as lost"))
+    return events
