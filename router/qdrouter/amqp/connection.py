@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict
 from ..core.links import DEFAULT_LINK_CAPACITY
 from .proton_ffi import c_string, ffi, lib
 from .proton_shim import QD_INPUT_OVER, QD_WOULD_BLOCK, read_socket, write_socket
+from .sasl_builtin import builtin_sasl_suffices, use_builtin_sasl
 from .tls import certificate_uid, release_domain, retain_domain
 
 # Bytes read from one connection per loop turn, so one busy peer cannot starve the others.
@@ -143,6 +144,9 @@ class AmqpConnection:
             # Before pn_sasl: proton fixes the SASL layer's side when it is created.
             lib.pn_transport_set_server(transport)
         sasl = lib.pn_sasl(transport)
+        if not client and builtin_sasl_suffices(settings.sasl_mechanisms, settings.authenticate_peer,
+                                                "dir" in SASL_CONFIG):
+            use_builtin_sasl(transport)  # not Cyrus: 6 KB less per connection (amqp/sasl_builtin.py)
         if SASL_CONFIG:
             if "dir" in SASL_CONFIG:
                 lib.pn_sasl_config_path(sasl, SASL_CONFIG["dir"].encode())

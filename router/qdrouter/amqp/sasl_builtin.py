@@ -1,0 +1,68 @@
+"""Proton's built-in SASL for listeners that only offer ANONYMOUS, instead of Cyrus SASL.
+
+python-qpid-proton builds proton with Cyrus SASL where its headers are installed, and then
+every transport's SASL layer is Cyrus's: a server context (``sasl_server_new`` and its
+property context) of about 6 KB per accepted connection, a quarter of an idle connection's
+memory (bench/README.md, "One router at scale"). For a listener that offers only ANONYMOUS
+and does not require authentication, Cyrus does nothing that proton's own implementation
+(``default_sasl_impl``: ANONYMOUS, EXTERNAL, PLAIN as a client) does not: it offers
+ANONYMOUS, and a peer choosing it is authenticated as ``anonymous``. (The C router's proton,
+Debian's 0.37, has no Cyrus at all and always uses the built-in one.)
+
+Kept on Cyrus: listeners that require authentication (Cyrus then refuses ANONYMOUS; the
+built-in one would accept it) or offer any other mechanism, every listener when the router
+names a Cyrus configuration directory (saslConfigDir: its files may restrict mechanisms;
+saslConfigName alone, "qdrouterd" by default, is not taken as one), and outgoing connections.
+
+proton exports what this needs (``pnx_sasl_set_implementation`` and ``default_sasl_impl``,
+its SASL plugin interface) from the library python-qpid-proton loaded, but cproton_ffi does
+not declare them: they are found with cffi's ABI mode, so this works without the proton
+shim. Where they are missing (another proton build), connections keep Cyrus.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+log = logging.getLogger("qdrouter.SERVER")
+
+
+def _load() -> Callable[[Any], None] | None:
+    try:
+        import cffi
+        import cproton_ffi
+        from cproton_ffi import ffi as proton_ffi
+
+        abi = cffi.FFI()
+        abi.cdef("void pnx_sasl_set_implementation(void *transport, void *impl, void *context);"
+                 "extern char default_sasl_impl[];")
+        library = abi.dlopen(cproton_ffi.__file__)
+        set_implementation = library.pnx_sasl_set_implementation
+        builtin = abi.addressof(library, "default_sasl_impl")
+    except Exception as error:  # whatever went wrong, connections keep Cyrus
+        log.debug("Proton's built-in SASL not found (%s): every connection uses Cyrus SASL", error)
+        return None
+    to_pointer, null = abi.cast, abi.NULL
+
+    def use_builtin(transport: Any) -> None:
+        # The transport's pointer from cproton_ffi, as this FFI's void *.
+        set_implementation(to_pointer("void *", int(proton_ffi.cast("uintptr_t", transport))), builtin, null)
+
+    return use_builtin
+
+
+_USE_BUILTIN = _load()
+
+
+def builtin_sasl_suffices(mechanisms: str, authenticate_peer: bool, sasl_config_dir: bool) -> bool:
+    """Whether a server connection with these settings can use the built-in SASL."""
+    if _USE_BUILTIN is None or authenticate_peer or sasl_config_dir:
+        return False
+    return [m.upper() for m in mechanisms.replace(",", " ").split()] == ["ANONYMOUS"]
+
+
+def use_builtin_sasl(transport: Any) -> None:
+    """Make ``transport``'s SASL layer proton's built-in one (after pn_sasl, before any I/O)."""
+    if _USE_BUILTIN is not None:
+        _USE_BUILTIN(transport)
