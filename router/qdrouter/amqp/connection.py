@@ -98,6 +98,39 @@ class ListenerSettings:
 class AmqpConnection:
     """Socket <-> proton transport. The transport's events land in the shared collector."""
 
+    # Slots rather than a __dict__: a router may hold tens of thousands of connections
+    # (bench/README.md, "One router at scale"). __weakref__: the fault boundary's WeakSet.
+    __slots__ = (
+        "__weakref__",
+        "accepted_at",
+        "admitted",
+        "client",
+        "closed",
+        "connecting",
+        "container_id",
+        "fileno",
+        "identity",
+        "input_closed",
+        "interest",
+        "last_error",
+        "links",
+        "next_tick_ms",
+        "on_closed",
+        "on_opened",
+        "peer",
+        "pn_connection",
+        "policy",
+        "remote_container",
+        "remote_cost",
+        "settings",
+        "sock",
+        "socket_open",
+        "ssl_domain",
+        "transport",
+        "user",
+        "want_write",
+    )
+
     def __init__(
         self,
         identity: int,
@@ -109,8 +142,14 @@ class AmqpConnection:
         client: bool = False,
     ) -> None:
         self.identity = identity
-        self.sock = sock
         self.fileno = sock.fileno()
+        # An accepted connection keeps only its descriptor (closed in close_socket()): the
+        # socket object would be 0.09 KB more per connection, and the loop reads and writes
+        # the descriptor in C. An outgoing one keeps the object, to ask how its connect went.
+        self.sock: socket.socket | None = sock if client else None
+        if not client:
+            sock.detach()
+        self.socket_open = True
         self.peer = peer
         self.settings = settings
         self.container_id = container_id
@@ -127,7 +166,8 @@ class AmqpConnection:
         self.closed = False
         self.input_closed = False
         self.remote_container: str | None = None
-        self.opened_at = time.time()
+        # When it was accepted (or started connecting); opened_at derives the wall-clock time,
+        # one float per connection fewer.
         self.accepted_at = time.monotonic()
         self.user: str | None = None
         # Policy: counted against the global connection limit, and the vhost grant once open.
@@ -186,6 +226,11 @@ class AmqpConnection:
                                   COST_PROPERTY, settings.cost)
             lib.pn_connection_open(self.pn_connection)
 
+    @property
+    def opened_at(self) -> float:
+        """Wall-clock time the connection was accepted (or started connecting)."""
+        return time.time() - (time.monotonic() - self.accepted_at)
+
     def authenticated_user(self) -> str | None:
         """The SASL user; with the sslProfile's uidFormat, the identity in the peer's
         certificate instead (when SASL did not authenticate a named user)."""
@@ -202,6 +247,7 @@ class AmqpConnection:
 
     def check_connected(self) -> bool:
         """A non-blocking connect finished: True if it worked (else last_error says why)."""
+        assert self.sock is not None  # outgoing connections keep theirs
         error = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if error:
             self.last_error = f"connection to {self.peer} failed: {os.strerror(error)}"
@@ -237,6 +283,19 @@ class AmqpConnection:
     def tick(self, now_ms: int) -> int:
         return int(lib.pn_transport_tick(self.transport, now_ms))
 
+    def close_socket(self) -> None:
+        """Close the socket (once: its descriptor may be another connection's afterwards)."""
+        if not self.socket_open:
+            return
+        self.socket_open = False
+        try:
+            if self.sock is not None:
+                self.sock.close()
+            else:
+                os.close(self.fileno)
+        except OSError:
+            pass
+
     def release(self) -> None:
         """Free proton's objects, once; the caller has dropped every pointer into them.
 
@@ -249,10 +308,7 @@ class AmqpConnection:
         if self.closed:
             return
         self.closed = True
-        try:
-            self.sock.close()
-        except OSError:
-            pass
+        self.close_socket()
         lib.pn_transport_unbind(self.transport)
         lib.pn_decref(self.transport)
         # pn_connection_free is both of these (python-qpid-proton's cffi module lacks it).

@@ -1,5 +1,5 @@
 """The router's event loop: listening sockets, connection sockets and proton's collector,
-driven by one epoll (selectors) loop in one thread."""
+driven by one epoll loop (amqp/poller.py) in one thread."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import errno
 import itertools
 import logging
 import os
-import selectors
 import socket
 import time
 from typing import Any, Callable, Dict, List, Set, Tuple
@@ -21,6 +20,7 @@ from .connection_release import ConnectionRelease
 from .deliveries import DeliveryAdaptor
 from .endpoints import EndpointHandler
 from .fault_boundary import FaultBoundary
+from .poller import EVENT_READ, EVENT_WRITE, make_poller
 from .proton_ffi import lib
 from .proton_shim import QD_INCOMING_DELIVERY, delivery_key, event_arrays, event_batches, pointer_key
 from .timers import Timers
@@ -45,7 +45,7 @@ class AmqpServer(ConnectionRelease):
         self.endpoints = EndpointHandler(router_id, self.adaptor)
         # Policy for user connections (amqp/policing.py); the router installs it.
         self.policer: Any = None
-        self.selector = selectors.DefaultSelector()
+        self.selector = make_poller()
         self.listeners: Dict[int, Tuple[socket.socket, ListenerSettings]] = {}
         self.by_fd: Dict[int, AmqpConnection] = {}
         # Other sockets served by this loop (the HTTP listeners): fd -> handler(fd, mask).
@@ -87,7 +87,7 @@ class AmqpServer(ConnectionRelease):
         self.listeners[sock.fileno()] = (sock, settings)
         if settings.ssl_domain is not None:
             retain_domain(settings.ssl_domain)  # a listener holds its SSL domain (amqp/tls.py)
-        self.selector.register(sock, selectors.EVENT_READ)
+        self.selector.register(sock, EVENT_READ)
         bound = sock.getsockname()
         log.info("Listening on %s:%d (%s)", bound[0], bound[1], settings.name)
         return bound[0], bound[1], sock.fileno()
@@ -125,8 +125,8 @@ class AmqpServer(ConnectionRelease):
                                     self.router_id, client=True)
         self.endpoints.connections[connection.pn_connection] = connection
         self.by_fd[connection.fileno] = connection
-        self.selector.register(sock, selectors.EVENT_WRITE)
-        connection.interest = selectors.EVENT_WRITE
+        self.selector.register(connection.fileno, EVENT_WRITE)
+        connection.interest = EVENT_WRITE
         log.info("Connecting to %s:%d (%s)", host, port, settings.name)
         return connection
 
@@ -154,8 +154,8 @@ class AmqpServer(ConnectionRelease):
             )
             self.endpoints.connections[connection.pn_connection] = connection
             self.by_fd[connection.fileno] = connection
-            self.selector.register(sock, selectors.EVENT_READ)
-            connection.interest = selectors.EVENT_READ
+            self.selector.register(connection.fileno, EVENT_READ)
+            connection.interest = EVENT_READ
             self.adaptor.dirty.add(connection)
             log.info("Accepted connection %d from %s on %s", connection.identity, peer_text, settings.name)
             if self.policer is not None:
@@ -174,8 +174,7 @@ class AmqpServer(ConnectionRelease):
     def _turn(self) -> None:
         """One turn of the loop: sockets, the events they raised, timers, the tick."""
         by_fd = self.by_fd
-        for key, mask in self.selector.select(self._timeout()):
-            fd = key.fd
+        for fd, mask in self.selector.select(self._timeout()):
             connection = by_fd.get(fd)
             if connection is None:
                 if fd in self.listeners:
@@ -189,11 +188,11 @@ class AmqpServer(ConnectionRelease):
                         self._released.append(connection)
                         self._release_finished()
                         continue
-                if mask & selectors.EVENT_READ:
+                if mask & EVENT_READ:
                     connection.read()
                     connection.next_tick_ms = 0  # what the peer said may move its deadline
                     self.adaptor.dirty.add(connection)
-                if mask & selectors.EVENT_WRITE:
+                if mask & EVENT_WRITE:
                     self.adaptor.dirty.add(connection)
             except Exception as error:
                 self.faults.connection_failed(connection, "reading its socket", error)
@@ -347,16 +346,16 @@ class AmqpServer(ConnectionRelease):
             if connection.closed:
                 continue
             if connection.connecting:
-                self._set_interest(connection, selectors.EVENT_WRITE)
+                self._set_interest(connection, EVENT_WRITE)
                 continue
             try:
                 connection.write()
                 if connection.finished():
                     self._released.append(connection)
                     continue
-                events = selectors.EVENT_READ if not connection.input_closed else 0
+                events = EVENT_READ if not connection.input_closed else 0
                 if connection.want_write:
-                    events |= selectors.EVENT_WRITE
+                    events |= EVENT_WRITE
                 self._set_interest(connection, events)
             except Exception as error:
                 # Closing it marks it dirty again: written next turn, or dropped if it fails twice.
@@ -369,14 +368,14 @@ class AmqpServer(ConnectionRelease):
         registered = connection.interest
         if events == registered:
             return
-        sock = connection.sock
+        fd = connection.fileno
         try:
             if events == 0:
-                self.selector.unregister(sock)
+                self.selector.unregister(fd)
             elif registered == 0:
-                self.selector.register(sock, events)
+                self.selector.register(fd, events)
             else:
-                self.selector.modify(sock, events)
+                self.selector.modify(fd, events)
         except (KeyError, ValueError):
             # Gone from the selector already (its socket closed): nothing to watch.
             if events != 0:
