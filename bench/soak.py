@@ -48,7 +48,7 @@ from soak_report import markdown, write_svg
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 def router_config(name: str, port: int, http_port: int, mesh: Dict[str, Any] | None,
-                  edge_port: int | None = None) -> str:
+                  edge_port: int | None = None, log_enable: str | None = None) -> str:
     """The router's configuration in qdrouterd's JSON form (both routers read it alike)."""
     listener = {"host": HOST, "saslMechanisms": "ANONYMOUS", "authenticatePeer": False}
     interior = mesh is not None or edge_port is not None
@@ -59,6 +59,8 @@ def router_config(name: str, port: int, http_port: int, mesh: Dict[str, Any] | N
     ]
     if edge_port is not None:
         entities.append(["listener", {**listener, "port": str(edge_port), "role": "edge"}])
+    if log_enable is not None:
+        entities.append(["log", {"module": "DEFAULT", "enable": log_enable}])
     if mesh:
         entities.append(["listener", {**listener, "port": str(mesh["inter_port"]), "role": "inter-router"}])
         for peer_port in mesh["connect_to"]:
@@ -79,13 +81,13 @@ def router_config(name: str, port: int, http_port: int, mesh: Dict[str, Any] | N
 class RouterProc:
     def __init__(self, args: argparse.Namespace, name: str, workdir: Path,
                  mesh: Dict[str, Any] | None = None, edge_port: int | None = None,
-                 router_cmd: str | None = None) -> None:
+                 router_cmd: str | None = None, log_enable: str | None = None) -> None:
         self.name = name
         self.port = free_port()
         self.http_port = free_port()
         self.edge_port = edge_port
         self.config = workdir / f"{name}.json"
-        self.config.write_text(router_config(name, self.port, self.http_port, mesh, edge_port))
+        self.config.write_text(router_config(name, self.port, self.http_port, mesh, edge_port, log_enable))
         self.log = workdir / f"{name}.log"
         router_cmd = router_cmd or args.router_cmd
         if router_cmd:

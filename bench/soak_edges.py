@@ -46,6 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="edges: cycles left out of the growth (default: a fifth)")
     p.add_argument("--c-router", default=os.environ.get("QDROUTERD_C", str(DEFAULT_C_ROUTER)))
     p.add_argument("--edge-timeout", type=float, default=60.0, help="edges: seconds to attach or leave")
+    p.add_argument("--interior-log", default=None,
+                   help="edges: the interior routers' log level (e.g. warning+: no records of each edge "
+                        "in qdmesh's ring of the last 1,000, which fills over the first ~180 edges)")
 
 
 def edge_config(edge_id: str, interior_edge_port: int) -> str:
@@ -126,7 +129,8 @@ def run_edges(args: argparse.Namespace, workdir: Path, router_class: Any, sample
     try:
         for kind in args.edge_interiors.split(","):
             command = None if kind == "Q" else args.c_router
-            interiors.append(router_class(args, kind, workdir, edge_port=free_port(), router_cmd=command))
+            interiors.append(router_class(args, kind, workdir, edge_port=free_port(), router_cmd=command,
+                                          log_enable=args.interior_log))
         counts = {r.name: EdgeCount(r.url) for r in interiors}
         started = time.monotonic()
         samples += [dict(sample(r, started), cycle=0, edges=0) for r in interiors]
