@@ -143,12 +143,7 @@ class AmqpConnection:
     ) -> None:
         self.identity = identity
         self.fileno = sock.fileno()
-        # An accepted connection keeps only its descriptor (closed in close_socket()): the
-        # socket object would be 0.09 KB more per connection, and the loop reads and writes
-        # the descriptor in C. An outgoing one keeps the object, to ask how its connect went.
-        self.sock: socket.socket | None = sock if client else None
-        if not client:
-            sock.detach()
+        self.sock: socket.socket | None = sock
         self.socket_open = True
         self.peer = peer
         self.settings = settings
@@ -225,6 +220,13 @@ class AmqpConnection:
                 _put_int_property(lib.pn_connection_properties(self.pn_connection),
                                   COST_PROPERTY, settings.cost)
             lib.pn_connection_open(self.pn_connection)
+        else:
+            # An accepted connection keeps only its descriptor (closed by close_socket()): the
+            # socket object would be 0.09 KB more per connection, and the loop reads and writes
+            # the descriptor in C. An outgoing one keeps the object, to ask how its connect
+            # went. Detached last, so that if anything above raised, the object still closes it.
+            sock.detach()
+            self.sock = None
 
     @property
     def opened_at(self) -> float:
