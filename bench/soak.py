@@ -3,6 +3,7 @@
 
     cd bench && python soak.py --duration 1800 --topology single      # or --topology mesh
     python soak.py --duration 600 --router-cmd /root/.cache/qdr-1.19.0/bin/qdrouterd-c
+    python soak.py --topology edges --edge-cycles 200    # edge routers come and go (soak_edges.py)
 
 For --duration seconds, at the same time: connection churn (open, attach, send 3 unsettled,
 close, at --churn-rate), link churn on a long-lived connection, dynamic reply-to churn,

@@ -1,0 +1,81 @@
+"""amqp/poller.py: selectors' semantics by descriptor (what AmqpServer and HttpServer rely on),
+for the epoll poller and the selectors fallback alike; and which listeners use proton's
+built-in SASL instead of Cyrus (amqp/sasl_builtin.py)."""
+
+from __future__ import annotations
+
+import select
+import socket
+from typing import List
+
+import pytest
+
+from qdrouter.amqp.poller import EVENT_READ, EVENT_WRITE, Poller, _EpollPoller, _SelectorPoller
+from qdrouter.amqp.sasl_builtin import builtin_sasl_suffices
+
+KINDS: List[type] = [_SelectorPoller] + ([_EpollPoller] if hasattr(select, "epoll") else [])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_readiness_by_descriptor(kind: type) -> None:
+    poller: Poller = kind()
+    a, b = socket.socketpair()
+    try:
+        poller.register(a.fileno(), EVENT_READ)
+        assert poller.select(0) == []
+        b.send(b"x")
+        assert poller.select(1.0) == [(a.fileno(), EVENT_READ)]
+        poller.modify(a, EVENT_READ | EVENT_WRITE)  # a socket object works as well as its fd
+        assert poller.select(1.0) == [(a.fileno(), EVENT_READ | EVENT_WRITE)]
+        poller.unregister(a.fileno())
+        assert poller.select(0) == []
+    finally:
+        poller.close()
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_errors_are_key_errors_as_with_selectors(kind: type) -> None:
+    poller: Poller = kind()
+    a, b = socket.socketpair()
+    try:
+        poller.register(a.fileno(), EVENT_READ)
+        with pytest.raises(KeyError):
+            poller.register(a.fileno(), EVENT_WRITE)
+        with pytest.raises(KeyError):
+            poller.modify(b.fileno(), EVENT_READ)
+        with pytest.raises(KeyError):
+            poller.unregister(b.fileno())
+    finally:
+        poller.close()
+        a.close()
+        b.close()
+
+
+def test_hang_up_is_reported_as_readable_and_writable() -> None:
+    if not hasattr(select, "epoll"):
+        pytest.skip("epoll only")
+    poller = _EpollPoller()
+    a, b = socket.socketpair()
+    try:
+        poller.register(a.fileno(), EVENT_READ)
+        b.close()
+        (fd, mask), = poller.select(1.0)
+        assert fd == a.fileno() and mask & EVENT_READ
+    finally:
+        poller.close()
+        a.close()
+
+
+@pytest.mark.parametrize("mechanisms, authenticate, config_dir, builtin", [
+    ("ANONYMOUS", False, False, True),
+    ("anonymous", False, False, True),
+    ("ANONYMOUS", True, False, False),          # Cyrus refuses ANONYMOUS then; keep it
+    ("ANONYMOUS PLAIN", False, False, False),
+    ("PLAIN", False, False, False),
+    ("ANONYMOUS", False, True, False),          # a Cyrus configuration directory may matter
+])
+def test_builtin_sasl_only_where_it_answers_as_cyrus(mechanisms: str, authenticate: bool, config_dir: bool,
+                                                     builtin: bool) -> None:
+    assert builtin_sasl_suffices(mechanisms, authenticate, config_dir) is builtin
