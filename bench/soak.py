@@ -3,6 +3,7 @@
 
     cd bench && python soak.py --duration 1800 --topology single      # or --topology mesh
     python soak.py --duration 600 --router-cmd /root/.cache/qdr-1.19.0/bin/qdrouterd-c
+    python soak.py --topology edges --edge-cycles 200    # edge routers come and go (soak_edges.py)
 
 For --duration seconds, at the same time: connection churn (open, attach, send 3 unsettled,
 close, at --churn-rate), link churn on a long-lived connection, dynamic reply-to churn,
@@ -41,18 +42,26 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 from processes import HOST, free_port, wait_for_port
+from soak_edges import add_arguments as add_edge_arguments
+from soak_edges import run_edges
 from soak_report import markdown, write_svg
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
-def router_config(name: str, port: int, http_port: int, mesh: Dict[str, Any] | None) -> str:
+def router_config(name: str, port: int, http_port: int, mesh: Dict[str, Any] | None,
+                  edge_port: int | None = None, log_enable: str | None = None) -> str:
     """The router's configuration in qdrouterd's JSON form (both routers read it alike)."""
     listener = {"host": HOST, "saslMechanisms": "ANONYMOUS", "authenticatePeer": False}
+    interior = mesh is not None or edge_port is not None
     entities: List[Any] = [
-        ["router", {"mode": "interior" if mesh else "standalone", "id": name, "workerThreads": 1}],
+        ["router", {"mode": "interior" if interior else "standalone", "id": name, "workerThreads": 1}],
         ["listener", {**listener, "port": str(port)}],
         ["listener", {"host": HOST, "port": str(http_port), "http": True}],
     ]
+    if edge_port is not None:
+        entities.append(["listener", {**listener, "port": str(edge_port), "role": "edge"}])
+    if log_enable is not None:
+        entities.append(["log", {"module": "DEFAULT", "enable": log_enable}])
     if mesh:
         entities.append(["listener", {**listener, "port": str(mesh["inter_port"]), "role": "inter-router"}])
         for peer_port in mesh["connect_to"]:
@@ -72,15 +81,18 @@ def router_config(name: str, port: int, http_port: int, mesh: Dict[str, Any] | N
 
 class RouterProc:
     def __init__(self, args: argparse.Namespace, name: str, workdir: Path,
-                 mesh: Dict[str, Any] | None = None) -> None:
+                 mesh: Dict[str, Any] | None = None, edge_port: int | None = None,
+                 router_cmd: str | None = None, log_enable: str | None = None) -> None:
         self.name = name
         self.port = free_port()
         self.http_port = free_port()
+        self.edge_port = edge_port
         self.config = workdir / f"{name}.json"
-        self.config.write_text(router_config(name, self.port, self.http_port, mesh))
+        self.config.write_text(router_config(name, self.port, self.http_port, mesh, edge_port, log_enable))
         self.log = workdir / f"{name}.log"
-        if args.router_cmd:
-            words = shlex.split(args.router_cmd)
+        router_cmd = router_cmd or args.router_cmd
+        if router_cmd:
+            words = shlex.split(router_cmd)
             self.argv = [w.format(config=self.config, port=self.port, python=args.python) for w in words]
             if not any("{config}" in w for w in words):
                 self.argv += ["-c", str(self.config)]
@@ -257,7 +269,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--duration", type=float, default=1800.0, help="seconds of load")
     p.add_argument("--warmup", type=float, default=None,
                    help="seconds left out of the growth (default: a fifth)")
-    p.add_argument("--topology", choices=("single", "mesh"), default="single")
+    p.add_argument("--topology", choices=("single", "mesh", "edges"), default="single",
+                   help="edges: edge routers attaching and leaving, nothing else (soak_edges.py)")
     p.add_argument("--router-cmd", default=None,
                    help="router command instead of 'PYTHON -m qdrouter -c CONFIG' ({config}, {port}, "
                         "{python} substituted; '-c CONFIG' appended without {config}), e.g. qdrouterd-c")
@@ -275,6 +288,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sample", type=float, default=5.0, help="seconds between samples")
     p.add_argument("--max-growth-mb", type=float, default=5.0, help="target: RSS growth after warm-up")
     p.add_argument("--out", default=None, help="folder for soak.json/.svg/.md (default: a new temp folder)")
+    add_edge_arguments(p)
     return p.parse_args(argv)
 
 
@@ -283,6 +297,8 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
 
     workdir = Path(args.out or tempfile.mkdtemp(prefix="soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    if args.topology == "edges":
+        return run_edges(args, workdir, RouterProc, sample)
     warmup = args.warmup if args.warmup is not None else args.duration / 5
     routers: List[RouterProc] = []
     threads: List[Background] = []

@@ -1,51 +1,95 @@
-"""The event loop's wait (qdrouter/amqp/poller.py, issue 31): epoll's own list, read as
-selectors reads it."""
+"""amqp/poller.py: selectors' semantics by descriptor (what AmqpServer and HttpServer rely on),
+for the epoll poller and the selectors fallback alike; and which listeners use proton's
+built-in SASL instead of Cyrus (amqp/sasl_builtin.py)."""
 
 from __future__ import annotations
 
 import select
-import selectors
 import socket
 import time
+from typing import List
 
-from qdrouter.amqp.poller import POLL_IN, POLL_OUT, READABLE, WRITABLE, make_selector, selector_mask
+import pytest
 
+from qdrouter.amqp.poller import EVENT_READ, EVENT_WRITE, Poller, _EpollPoller, _SelectorPoller
+from qdrouter.amqp.sasl_builtin import builtin_sasl_suffices
 
-def test_masks_read_as_selectors_reads_them() -> None:
-    assert selector_mask(POLL_IN) == selectors.EVENT_READ
-    assert selector_mask(POLL_OUT) == selectors.EVENT_WRITE
-    hangup = getattr(select, "EPOLLHUP", 16)
-    assert selector_mask(hangup) == selectors.EVENT_READ | selectors.EVENT_WRITE
-    assert POLL_IN & READABLE and not POLL_IN & WRITABLE
-    assert POLL_OUT & WRITABLE and not POLL_OUT & READABLE
+KINDS: List[type] = [_SelectorPoller] + ([_EpollPoller] if hasattr(select, "epoll") else [])
 
 
-def test_wait_gives_ready_sockets_by_fd_with_epoll_bits() -> None:
-    selector, wait = make_selector()
-    left, right = socket.socketpair()
-    try:
-        selector.register(left, selectors.EVENT_READ)
-        assert wait(0) == []
-        right.send(b"x")
-        ready = wait(1.0)
-        assert [(fd, bool(event & READABLE), bool(event & POLL_OUT)) for fd, event in ready] == [
-            (left.fileno(), True, False)]
-        selector.modify(left, selectors.EVENT_READ | selectors.EVENT_WRITE)
-        ((fd, event),) = wait(1.0)
-        assert fd == left.fileno() and event & READABLE and event & WRITABLE
-        selector.unregister(left)
-        assert wait(0) == []
-    finally:
-        selector.close()
-        left.close()
-        right.close()
-
-
-def test_wait_rounds_a_short_timeout_up_rather_than_spinning() -> None:
-    selector, wait = make_selector()
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_short_wait_is_rounded_up_not_spun(kind: type) -> None:
+    """epoll counts milliseconds: a timeout rounded down would wake before the loop's
+    deadline, and the loop would spin until it."""
+    poller: Poller = kind()
     try:
         start = time.monotonic()
-        assert wait(0.0004) == []
+        assert poller.select(0.0004) == []
         assert time.monotonic() - start >= 0.0004
     finally:
-        selector.close()
+        poller.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_readiness_by_descriptor(kind: type) -> None:
+    poller: Poller = kind()
+    a, b = socket.socketpair()
+    try:
+        poller.register(a.fileno(), EVENT_READ)
+        assert poller.select(0) == []
+        b.send(b"x")
+        assert poller.select(1.0) == [(a.fileno(), EVENT_READ)]
+        poller.modify(a, EVENT_READ | EVENT_WRITE)  # a socket object works as well as its fd
+        assert poller.select(1.0) == [(a.fileno(), EVENT_READ | EVENT_WRITE)]
+        poller.unregister(a.fileno())
+        assert poller.select(0) == []
+    finally:
+        poller.close()
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_errors_are_key_errors_as_with_selectors(kind: type) -> None:
+    poller: Poller = kind()
+    a, b = socket.socketpair()
+    try:
+        poller.register(a.fileno(), EVENT_READ)
+        with pytest.raises(KeyError):
+            poller.register(a.fileno(), EVENT_WRITE)
+        with pytest.raises(KeyError):
+            poller.modify(b.fileno(), EVENT_READ)
+        with pytest.raises(KeyError):
+            poller.unregister(b.fileno())
+    finally:
+        poller.close()
+        a.close()
+        b.close()
+
+
+def test_hang_up_is_reported_as_readable_and_writable() -> None:
+    if not hasattr(select, "epoll"):
+        pytest.skip("epoll only")
+    poller = _EpollPoller()
+    a, b = socket.socketpair()
+    try:
+        poller.register(a.fileno(), EVENT_READ)
+        b.close()
+        (fd, mask), = poller.select(1.0)
+        assert fd == a.fileno() and mask & EVENT_READ
+    finally:
+        poller.close()
+        a.close()
+
+
+@pytest.mark.parametrize("mechanisms, authenticate, config_dir, builtin", [
+    ("ANONYMOUS", False, False, True),
+    ("anonymous", False, False, True),
+    ("ANONYMOUS", True, False, False),          # Cyrus refuses ANONYMOUS then; keep it
+    ("ANONYMOUS PLAIN", False, False, False),
+    ("PLAIN", False, False, False),
+    ("ANONYMOUS", False, True, False),          # a Cyrus configuration directory may matter
+])
+def test_builtin_sasl_only_where_it_answers_as_cyrus(mechanisms: str, authenticate: bool, config_dir: bool,
+                                                     builtin: bool) -> None:
+    assert builtin_sasl_suffices(mechanisms, authenticate, config_dir) is builtin

@@ -106,10 +106,7 @@ class ConnectionRelease:
             self._set_interest(connection, 0)
         except Exception:
             connection.interest = 0
-        try:
-            connection.sock.close()
-        except OSError:
-            pass
+        connection.close_socket()
 
     def _drain_events_of(self, released: List[AmqpConnection]) -> None:
         collector = self.collector

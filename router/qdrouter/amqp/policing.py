@@ -85,7 +85,8 @@ class ConnectionPolicer:
             lib.pn_transport_set_max_frame(transport, frame)
             if group.max_sessions < 65536:
                 lib.pn_transport_set_channel_max(transport, max(0, group.max_sessions - 1))
-        self.sessions[connection] = 0
+        # Sessions are counted from the first (session() starts at 0): no entry per idle
+        # connection.
         return True
 
     def released(self, connection: AmqpConnection) -> None:

@@ -1,5 +1,5 @@
 """The router's event loop: listening sockets, connection sockets and proton's collector,
-driven by one epoll (selectors) loop in one thread."""
+driven by one epoll loop (amqp/poller.py) in one thread."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import errno
 import itertools
 import logging
 import os
-import selectors
 import socket
 import time
 from typing import Any, Callable, Dict, List, Set, Tuple
@@ -22,7 +21,7 @@ from .deliveries import DeliveryAdaptor
 from .endpoints import EndpointHandler
 from .fault_boundary import FaultBoundary
 from .loop_trace import traced_if_asked
-from .poller import READABLE, WRITABLE, make_selector, selector_mask
+from .poller import EVENT_READ, EVENT_WRITE, make_poller
 from .proton_ffi import lib
 from .proton_shim import QD_INCOMING_DELIVERY, delivery_key, event_arrays, event_batches, pointer_key
 from .timers import Timers
@@ -47,7 +46,8 @@ class AmqpServer(ConnectionRelease):
         self.endpoints = EndpointHandler(router_id, self.adaptor)
         # Policy for user connections (amqp/policing.py); the router installs it.
         self.policer: Any = None
-        self.selector, self._wait = make_selector()  # registers sockets; waits (amqp/poller.py)
+        self.selector = make_poller()
+        self._wait = self.selector.select  # the loop's wait: QDROUTER_LOOP_TRACE wraps it
         self.listeners: Dict[int, Tuple[socket.socket, ListenerSettings]] = {}
         self.by_fd: Dict[int, AmqpConnection] = {}
         # Other sockets served by this loop (the HTTP listeners): fd -> handler(fd, mask).
@@ -89,7 +89,7 @@ class AmqpServer(ConnectionRelease):
         self.listeners[sock.fileno()] = (sock, settings)
         if settings.ssl_domain is not None:
             retain_domain(settings.ssl_domain)  # a listener holds its SSL domain (amqp/tls.py)
-        self.selector.register(sock, selectors.EVENT_READ)
+        self.selector.register(sock, EVENT_READ)
         bound = sock.getsockname()
         log.info("Listening on %s:%d (%s)", bound[0], bound[1], settings.name)
         return bound[0], bound[1], sock.fileno()
@@ -127,8 +127,8 @@ class AmqpServer(ConnectionRelease):
                                     self.router_id, client=True)
         self.endpoints.connections[connection.pn_connection] = connection
         self.by_fd[connection.fileno] = connection
-        self.selector.register(sock, selectors.EVENT_WRITE)
-        connection.interest = selectors.EVENT_WRITE
+        self.selector.register(connection.fileno, EVENT_WRITE)
+        connection.interest = EVENT_WRITE
         log.info("Connecting to %s:%d (%s)", host, port, settings.name)
         return connection
 
@@ -156,8 +156,8 @@ class AmqpServer(ConnectionRelease):
             )
             self.endpoints.connections[connection.pn_connection] = connection
             self.by_fd[connection.fileno] = connection
-            self.selector.register(sock, selectors.EVENT_READ)
-            connection.interest = selectors.EVENT_READ
+            self.selector.register(connection.fileno, EVENT_READ)
+            connection.interest = EVENT_READ
             self.adaptor.dirty.add(connection)
             log.info("Accepted connection %d from %s on %s", connection.identity, peer_text, settings.name)
             if self.policer is not None:
@@ -177,11 +177,12 @@ class AmqpServer(ConnectionRelease):
     def _turn(self) -> None:
         """One turn of the loop: sockets, the events they raised, timers, the tick."""
         by_fd = self.by_fd
-        # epoll's (fd, bits) (amqp/poller.py), read within what the socket is registered for.
-        for fd, event in self._wait(self._timeout()):
+        # (fd, selectors mask) (amqp/poller.py); an error or hang-up comes as both, so each
+        # is read within what the socket is registered for.
+        for fd, mask in self._wait(self._timeout()):
             connection = by_fd.get(fd)
             if connection is None:
-                self._other_socket(fd, event)
+                self._other_socket(fd, mask)
                 continue
             interest = connection.interest
             try:
@@ -190,11 +191,11 @@ class AmqpServer(ConnectionRelease):
                         self._released.append(connection)
                         self._release_finished()
                         continue
-                if event & READABLE and interest & selectors.EVENT_READ:
+                if mask & interest & EVENT_READ:
                     connection.read()
                     connection.next_tick_ms = 0  # what the peer said may move its deadline
                     self.adaptor.dirty.add(connection)
-                if event & WRITABLE and interest & selectors.EVENT_WRITE:
+                if mask & interest & EVENT_WRITE:
                     self.adaptor.dirty.add(connection)
             except Exception as error:
                 self.faults.connection_failed(connection, "reading its socket", error)
@@ -208,14 +209,12 @@ class AmqpServer(ConnectionRelease):
         if self._stopping and (not by_fd or now > self._deadline):
             self._running = False
 
-    def _other_socket(self, fd: int, event: int) -> None:
+    def _other_socket(self, fd: int, mask: int) -> None:
         """A listener's or an HTTP socket's readiness (not a connection's)."""
         if fd in self.listeners:
             self._accept(fd)
-        elif fd in self.io_handlers:  # given as selectors would, within its registered events
-            key = self.selector.get_map().get(fd)
-            if key is not None:
-                self.io_handlers[fd](fd, selector_mask(event) & key.events)
+        elif fd in self.io_handlers:
+            self.io_handlers[fd](fd, mask)
 
     def _timeout(self) -> float:
         deadline = self._next_tick
@@ -357,16 +356,16 @@ class AmqpServer(ConnectionRelease):
             if connection.closed:
                 continue
             if connection.connecting:
-                self._set_interest(connection, selectors.EVENT_WRITE)
+                self._set_interest(connection, EVENT_WRITE)
                 continue
             try:
                 connection.write()
                 if connection.finished():
                     self._released.append(connection)
                     continue
-                events = selectors.EVENT_READ if not connection.input_closed else 0
+                events = EVENT_READ if not connection.input_closed else 0
                 if connection.want_write:
-                    events |= selectors.EVENT_WRITE
+                    events |= EVENT_WRITE
                 self._set_interest(connection, events)
             except Exception as error:
                 # Closing it marks it dirty again: written next turn, or dropped if it fails twice.
@@ -379,14 +378,14 @@ class AmqpServer(ConnectionRelease):
         registered = connection.interest
         if events == registered:
             return
-        sock = connection.sock
+        fd = connection.fileno
         try:
             if events == 0:
-                self.selector.unregister(sock)
+                self.selector.unregister(fd)
             elif registered == 0:
-                self.selector.register(sock, events)
+                self.selector.register(fd, events)
             else:
-                self.selector.modify(sock, events)
+                self.selector.modify(fd, events)
         except (KeyError, ValueError):
             # Gone from the selector already (its socket closed): nothing to watch.
             if events != 0:

@@ -14,6 +14,7 @@ import selectors
 import socket
 from typing import Any, Callable, Dict, Tuple
 
+from ..amqp.poller import Poller
 from ..listen_socket import ListenSocketError, listening_socket
 from .requests import MAX_REQUEST_BYTES, HttpRequest, RequestError, parse_request
 from .responses import Response, encode_response, error_response
@@ -55,7 +56,7 @@ class HttpServer:
 
     def __init__(self, amqp_server: Any) -> None:
         self.amqp = amqp_server
-        self.selector: selectors.BaseSelector = amqp_server.selector
+        self.selector: Poller = amqp_server.selector
         self.listeners: Dict[int, _HttpListener] = {}
         self.connections: Dict[int, _HttpConnection] = {}
 

@@ -3,7 +3,7 @@ attach, this message pass. Pure: callers pass names and counts and apply the ans
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 from .errors import PolicyError
 from .rules import Resolver, resolve, resolve_host_names
@@ -56,6 +56,10 @@ class ConnectionGrant:
             group is not None and group.max_session_window < MAX_INT32)
 
 
+# Shared grants kept without vhost policy (PolicyEngine._plain_grants).
+PLAIN_GRANTS = 1024
+
+
 class PolicyEngine:
     def __init__(self, resolver: Resolver = resolve) -> None:
         # Looks up remoteHosts host names when a vhost is set (tests and fuzzing pass a fake).
@@ -69,6 +73,10 @@ class PolicyEngine:
         self._by_alias: Dict[str, str] = {}
         self.stats: Dict[str, VhostStats] = {}
         self.totals = GlobalStats()
+        # Without vhost policy a grant holds no counters and is never changed, and most
+        # connections share their vhost, user and host: one grant serves them all (0.08 KB
+        # a connection otherwise). Bounded: emptied when full.
+        self._plain_grants: Dict[Tuple[str, str, str, int], ConnectionGrant] = {}
 
     # ---- configuration ------------------------------------------------------------------
     def configure(self, attrs: Dict[str, Any]) -> None:
@@ -139,7 +147,13 @@ class PolicyEngine:
     def open(self, hostname: str | None, user: str, host: str) -> ConnectionGrant | Denial:
         """The peer's open arrived: allow (with its group's limits) or deny."""
         if not self.enable_vhost_policy:
-            return ConnectionGrant(hostname or "", user, host, None, None, self.max_message_size)
+            key = (hostname or "", user, host, self.max_message_size)
+            grant = self._plain_grants.get(key)
+            if grant is None:
+                if len(self._plain_grants) >= PLAIN_GRANTS:
+                    self._plain_grants.clear()
+                grant = self._plain_grants[key] = ConnectionGrant(*key[:3], None, None, key[3])
+            return grant
         vhost = self.lookup(hostname)
         if vhost is None:
             return self._deny_open(None, Denial(
