@@ -22,6 +22,7 @@ proton shim. Where they are missing (another proton build), connections keep Cyr
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any, Callable
 
@@ -54,6 +55,7 @@ def _load() -> Callable[[Any], None] | None:
 _USE_BUILTIN = _load()
 
 
+@functools.lru_cache(maxsize=64)  # asked per accepted connection, with a listener's few settings
 def builtin_sasl_suffices(mechanisms: str, authenticate_peer: bool, sasl_config_dir: bool) -> bool:
     """Whether a server connection with these settings can use the built-in SASL."""
     if _USE_BUILTIN is None or authenticate_peer or sasl_config_dir:
