@@ -47,11 +47,18 @@ def decode_request(raw: bytes) -> Request:
     """The request's addressing, or UndecodableRequest; check_request then validates it, so
     that a bad request can still be answered at its reply-to address."""
     too_large = len(raw) > MAX_REQUEST_BYTES
+    malformed_body = None
     try:
         # An oversized request is answered 413 at its reply-to: its body is not built.
         message = decode_message(raw, with_body=not too_large)
     except MessageFormatError as error:
-        raise UndecodableRequest(f"malformed AMQP message: {error}") from None
+        try:
+            # Only the body is bad (nested too deeply, say): the request can still be
+            # answered, with what was wrong with it.
+            message = decode_message(raw, with_body=False)
+        except MessageFormatError:
+            raise UndecodableRequest(f"malformed AMQP message: {error}") from None
+        malformed_body = str(error)
     fields = message.properties or Properties()
     reply_to = fields.reply_to
     correlation_id = fields.correlation_id if fields.correlation_id is not None else fields.message_id
@@ -64,6 +71,8 @@ def decode_request(raw: bytes) -> Request:
     request.properties = properties if isinstance(properties, dict) else {}
     if too_large:
         request.extra["too_large"] = len(raw)
+    if malformed_body is not None:
+        request.extra["malformed_body"] = malformed_body
     return request
 
 
@@ -81,6 +90,9 @@ def check_request(request: Request) -> None:
     if too_large:
         raise ManagementStatus(
             413, f"request of {too_large} bytes exceeds the {MAX_REQUEST_BYTES} byte limit")
+    malformed_body = request.extra.get("malformed_body")
+    if malformed_body:
+        raise bad_request(f"the request's body cannot be decoded: {malformed_body}")
     properties = request.properties
     if not properties:
         raise bad_request("request has no application-properties (expected 'operation')")
