@@ -273,7 +273,9 @@ def _connection_settings(entity: ManagedEntity) -> tuple[ListenerSettings, int]:
         role=str(attrs.get("role", "normal")),
         sasl_mechanisms=str(attrs.get("saslMechanisms") or default_mechanisms),
         idle_timeout_ms=int(attrs.get("idleTimeoutSeconds") or 0) * 1000,
-        max_frame_size=int(attrs.get("maxFrameSize") or 16384),
+        max_frame_size=int(attrs.get("maxFrameSize", 16384)),  # below 512: 512, as qdrouterd
+        max_sessions=int(attrs.get("maxSessions", 32768)),
+        max_session_frames=int(attrs.get("maxSessionFrames") or 0),
         strip_annotations=str(attrs.get("stripAnnotations", "both")),
         authenticate_peer=bool(attrs.get("authenticatePeer", False)),
         require_encryption=bool(attrs.get("requireEncryption", False)),

@@ -17,6 +17,11 @@ from .tls import certificate_uid, release_domain, retain_domain
 # Bytes read from one connection per loop turn, so one busy peer cannot starve the others.
 READ_BUDGET = 256 * 1024
 
+# AMQP's smallest max-frame-size; qdrouterd raises a listener's smaller maxFrameSize to it.
+MIN_MAX_FRAME_SIZE = 512
+# Proton's (and qdrouterd's) ceiling on sessions per connection: channel-max 32767.
+MAX_SESSIONS = 32768
+
 
 # Cyrus SASL's configuration (router saslConfigDir / saslConfigName): process-wide in Cyrus,
 # so set once for every connection.
@@ -41,12 +46,14 @@ class ListenerSettings:
         "idle_timeout_ms",
         "link_capacity",
         "max_frame_size",
+        "max_sessions",
         "name",
         "password",
         "policy_vhost",
         "require_encryption",
         "role",
         "sasl_mechanisms",
+        "session_capacity",
         "ssl_domain",
         "strip_in",
         "strip_out",
@@ -74,8 +81,17 @@ class ListenerSettings:
         handshake_timeout_s: float = 0.0,
         link_capacity: int = DEFAULT_LINK_CAPACITY,
         policy_vhost: str | None = None,
+        max_sessions: int = MAX_SESSIONS,
+        max_session_frames: int = 0,
     ) -> None:
         self.name = name
+        # maxSessions, as qdrouterd reads it: 0 or above 32768 is 32768; the connection's
+        # channel-max is one less, so a peer's begin on a higher channel closes it.
+        self.max_sessions = max_sessions if 0 < max_sessions <= MAX_SESSIONS else MAX_SESSIONS
+        # maxSessionFrames: each session's incoming capacity in bytes, maxFrameSize * frames,
+        # so that its incoming-window is maxSessionFrames (0: proton's unbounded default).
+        max_frame_size = max(max_frame_size, MIN_MAX_FRAME_SIZE)
+        self.session_capacity = max_frame_size * max_session_frames
         # A listener's policyVhost: the vhost its connections are policed by, whatever
         # hostname their open names (as qdrouterd's policy.c takes it).
         self.policy_vhost = policy_vhost
@@ -215,6 +231,7 @@ class AmqpConnection:
             lib.pn_transport_require_auth(transport, settings.authenticate_peer)
         lib.pn_transport_set_idle_timeout(transport, settings.idle_timeout_ms)
         lib.pn_transport_set_max_frame(transport, settings.max_frame_size)
+        lib.pn_transport_set_channel_max(transport, settings.max_sessions - 1)
         lib.pn_connection_set_container(self.pn_connection, container_id.encode())
         lib.pn_connection_collect(self.pn_connection, collector)
         lib.pn_transport_bind(transport, self.pn_connection)
@@ -232,6 +249,12 @@ class AmqpConnection:
             # went. Detached last, so that if anything above raised, the object still closes it.
             sock.detach()
             self.sock = None
+
+    def session_settings(self, session: Any) -> None:
+        """A new session of this connection, either end's: its incoming window as the
+        listener's or connector's maxSessionFrames sets it (a policy may set it again)."""
+        if self.settings.session_capacity:
+            lib.pn_session_set_incoming_capacity(session, self.settings.session_capacity)
 
     @property
     def opened_at(self) -> float:
