@@ -9,6 +9,7 @@ import time
 from typing import Any, Callable, Dict
 
 from ..core.links import DEFAULT_LINK_CAPACITY
+from .open_properties import put_open_properties
 from .proton_ffi import c_string, ffi, lib
 from .proton_shim import QD_INPUT_OVER, QD_WOULD_BLOCK, read_socket, write_socket
 from .sasl_builtin import builtin_sasl_suffices, use_builtin_sasl
@@ -48,6 +49,7 @@ class ListenerSettings:
         "max_frame_size",
         "max_sessions",
         "name",
+        "open_properties",
         "password",
         "policy_vhost",
         "require_encryption",
@@ -83,8 +85,11 @@ class ListenerSettings:
         policy_vhost: str | None = None,
         max_sessions: int = MAX_SESSIONS,
         max_session_frames: int = 0,
+        open_properties: bytes | None = None,
     ) -> None:
         self.name = name
+        # failoverUrls and openProperties, encoded (amqp/open_properties.py).
+        self.open_properties = open_properties
         # maxSessions, as qdrouterd reads it: 0 or above 32768 is 32768; the connection's
         # channel-max is one less, so a peer's begin on a higher channel closes it.
         self.max_sessions = max_sessions if 0 < max_sessions <= MAX_SESSIONS else MAX_SESSIONS
@@ -236,6 +241,9 @@ class AmqpConnection:
         lib.pn_connection_collect(self.pn_connection, collector)
         lib.pn_transport_bind(transport, self.pn_connection)
         self.remote_cost: int | None = None
+        if settings.open_properties is not None:
+            # Never with the cost below: openProperties are refused on inter-router connections.
+            put_open_properties(self.pn_connection, settings.open_properties)
         if client:
             if settings.role == "inter-router":
                 # As qdrouterd: the connector's cost travels in the open, so both ends agree.

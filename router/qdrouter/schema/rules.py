@@ -6,6 +6,7 @@ import re
 from typing import Callable, Dict, List, Mapping
 
 from .attributes import CREATE, Problem, check_items
+from .connection_rules import connection_warnings, connector_problems, listener_problems
 from .entities_policy import VHOST_USER_GROUP_SETTINGS
 from .hosts import host_problem, short_repr
 from .types import EntityTypeDef
@@ -86,8 +87,8 @@ def _log_levels(attrs: Mapping[str, object], written: Written) -> list[Problem]:
 
 _CHECKS: Dict[str, List[Check]] = {
     "router": [_router_id],
-    "listener": [_host_and_port, _metrics_bound],
-    "connector": [_host_and_port],
+    "listener": [_host_and_port, _metrics_bound, listener_problems],
+    "connector": [_host_and_port, connector_problems],
     "authServicePlugin": [_host_and_port],
     "log": [_log_levels],
     "router.config.address": [_one_of("prefix", "pattern", required=True)],
@@ -107,6 +108,14 @@ def check_entity(etype: EntityTypeDef, attrs: Mapping[str, object],
     for check in _CHECKS.get(etype.short_name, ()):
         problems.extend(check(attrs, written))
     return problems
+
+
+def entity_warnings(etype: EntityTypeDef, attrs: Mapping[str, object],
+                    written: Written = {}) -> list[Problem]:  # noqa: B006 - never mutated
+    """Accepted values worth telling the user about (they change nothing)."""
+    if etype.short_name in ("listener", "connector"):
+        return connection_warnings(etype.short_name, attrs, written)
+    return []
 
 
 def normalize_groups(groups: Mapping[str, object], attr_written: str) -> tuple[dict, list[Problem]]:

@@ -1,0 +1,111 @@
+"""Listener and connector attributes a client notices: the properties of the router's open
+(failoverUrls, openProperties), requireSsl without TLS, and the attributes qdmesh refuses at
+load time (multiTenant, messageLoggingComponents, saslPlugin, ...) rather than accept and
+ignore. docs/configuration.md, "Listener and connector attributes", has the whole table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+
+from tests.management.mgmt import LISTENER, MgmtClient
+from tests.router.amqpclient import Net
+from tests.router.routerproc import Router, RouterFactory, free_port, run_qdrouter
+
+CONNECTOR = "org.apache.qpid.dispatch.connector"
+
+
+def _remote_properties(router_factory: RouterFactory, net: Net, **attrs: str) -> Dict[str, Any]:
+    router = router_factory(extra_listeners={"props": attrs})
+    client = net.connect(router.urls["props"])
+    return dict(client.conn.remote_properties or {})
+
+
+def test_failover_urls_reach_the_client_as_the_failover_server_list(router_factory: RouterFactory,
+                                                                    net: Net) -> None:
+    properties = _remote_properties(router_factory, net,
+                                    failoverUrls="amqp://backup.example:5673, other.example, amqps://third:1")
+    assert properties["failover-server-list"] == [
+        {"scheme": "amqp", "network-host": "backup.example", "port": "5673"},
+        {"network-host": "other.example", "port": "5672"},
+        {"scheme": "amqps", "network-host": "third", "port": "1"},
+    ]
+
+
+def test_open_properties_reach_the_client(router_factory: RouterFactory, net: Net) -> None:
+    properties = _remote_properties(router_factory, net,
+                                    openProperties='{"site": "north", "retries": 3, "tags": ["a", "b"]}')
+    assert properties["site"] == "north"
+    assert properties["retries"] == 3
+    assert list(properties["tags"]) == ["a", "b"]
+
+
+def test_without_either_no_failover_list_is_sent(router_factory: RouterFactory, net: Net) -> None:
+    assert "failover-server-list" not in _remote_properties(router_factory, net)
+
+
+def test_require_ssl_without_tls_refuses_a_plain_connection(router_factory: RouterFactory,
+                                                            net: Net) -> None:
+    # As qdrouterd: requireSsl requires encryption, which a plain ANONYMOUS login lacks.
+    router = router_factory(extra_listeners={"tls-only": {"requireSsl": "yes"}})
+    assert net.connect(router.url).opened
+    with pytest.raises(AssertionError):
+        net.connect(router.urls["tls-only"])
+
+
+@pytest.mark.parametrize("key", ["product", "qd.anything", "x-opt-qd.trace", "failover-server-list"])
+def test_a_reserved_open_property_key_is_refused(mgmt: MgmtClient, key: str) -> None:
+    reply = mgmt.request("CREATE", type=LISTENER, name="reserved",
+                         body={"host": "127.0.0.1", "port": str(free_port()),
+                               "openProperties": {key: "x"}})
+    assert reply.status == 400, reply
+    assert "openProperties" in reply.description and key in reply.description, reply
+    assert "reserved" not in [row["name"] for row in mgmt.query("listener", ["name"])]
+
+
+UNSUPPORTED = [
+    ("listener", "multiTenant: yes", "multiTenant"),
+    ("listener", "messageLoggingComponents: all", "messageLoggingComponents"),
+    ("listener", "httpRootDir: /srv/console", "httpRootDir"),
+    ("connector", "messageLoggingComponents: message,link", "messageLoggingComponents"),
+    ("connector", "policyVhost: tenant.example", "policyVhost"),
+]
+
+
+@pytest.mark.qdmesh_only("qdmesh refuses at load what it does not do; qdrouterd 1.19 does these")
+@pytest.mark.parametrize("section, line, attribute", UNSUPPORTED)
+def test_an_unsupported_attribute_is_refused_at_load_time(tmp_path: Path, section: str, line: str,
+                                                          attribute: str) -> None:
+    where = "host: 127.0.0.1\n    port: 1" if section == "connector" else f"port: {free_port()}"
+    conf = tmp_path / "router.conf"
+    conf.write_text(f"router {{\n    mode: standalone\n    id: R1\n}}\n"
+                    f"{section} {{\n    {where}\n    {line}\n}}\n")
+    result = run_qdrouter(["-c", str(conf)], timeout=20)
+    assert result.returncode != 0, result.stderr
+    assert attribute in result.stderr and "not supported" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.qdmesh_only("qdmesh refuses at load what it does not do; qdrouterd 1.19 does these")
+@pytest.mark.parametrize("kind, body", [
+    (LISTENER, {"multiTenant": True}),
+    (LISTENER, {"saslPlugin": "auth"}),
+    (CONNECTOR, {"policyVhost": "tenant.example"}),
+])
+def test_an_unsupported_attribute_is_refused_by_management(mgmt: MgmtClient, kind: str,
+                                                           body: Dict[str, Any]) -> None:
+    reply = mgmt.request("CREATE", type=kind, name="unsupported",
+                         body={"host": "127.0.0.1", "port": str(free_port()), **body})
+    assert reply.status == 400, reply
+    assert next(iter(body)) in reply.description and "not supported" in reply.description, reply
+
+
+@pytest.mark.qdmesh_only("qdmesh's warning text; qdrouterd 1.19 logs its own for trustedCertsFile")
+def test_attributes_both_routers_ignore_are_warned_about(router_factory: RouterFactory) -> None:
+    router: Router = router_factory(extra_listeners={"ignored": {
+        "trustedCertsFile": "/etc/ca.pem", "socketAddressFamily": "IPv6"}})
+    text = router.stderr_text()
+    assert "trustedCertsFile" in text and "caCertFile" in text, text
+    assert "socketAddressFamily" in text and "ignored" in text, text
