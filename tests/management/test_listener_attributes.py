@@ -68,7 +68,6 @@ def test_a_reserved_open_property_key_is_refused(mgmt: MgmtClient, key: str) -> 
 UNSUPPORTED = [
     ("listener", "multiTenant: yes", "multiTenant"),
     ("listener", "messageLoggingComponents: all", "messageLoggingComponents"),
-    ("listener", "httpRootDir: /srv/console", "httpRootDir"),
     ("connector", "messageLoggingComponents: message,link", "messageLoggingComponents"),
     ("connector", "policyVhost: tenant.example", "policyVhost"),
 ]
@@ -105,7 +104,8 @@ def test_an_unsupported_attribute_is_refused_by_management(mgmt: MgmtClient, kin
 @pytest.mark.qdmesh_only("qdmesh's warning text; qdrouterd 1.19 logs its own for trustedCertsFile")
 def test_attributes_both_routers_ignore_are_warned_about(router_factory: RouterFactory) -> None:
     router: Router = router_factory(extra_listeners={"ignored": {
-        "trustedCertsFile": "/etc/ca.pem", "socketAddressFamily": "IPv6"}})
+        "trustedCertsFile": "/etc/ca.pem", "socketAddressFamily": "IPv6", "httpRootDir": "/srv"}})
     text = router.stderr_text()
+    assert "httpRootDir" in text and "serves no files" in text, text
     assert "trustedCertsFile" in text and "caCertFile" in text, text
     assert "socketAddressFamily" in text and "ignored" in text, text

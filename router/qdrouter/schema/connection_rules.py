@@ -25,8 +25,6 @@ _UNSUPPORTED: Dict[str, Dict[str, str]] = {
         "multiTenant": "multi-tenant listeners (addresses prefixed with the vhost) are not "
                        "supported by qdmesh",
         "saslPlugin": "authentication by an authServicePlugin is not supported by qdmesh",
-        "httpRootDir": "serving files is not supported by qdmesh (its HTTP listeners serve "
-                       "/healthz, /readyz and /metrics)",
     },
     "connector": {
         "policyVhost": "qdmesh polices incoming connections only; a connector's policyVhost is "
@@ -122,6 +120,10 @@ def connection_warnings(kind: str, attrs: Mapping[str, object], written: Written
         name = _name(written, family)
         warnings.append(Problem(f"attribute {name!r} is ignored, as qdrouterd 1.19 ignores it: the "
                                 f"address family follows the host", name))
+    if attrs.get("httpRootDir") is not None:
+        name = _name(written, "httpRootDir")
+        warnings.append(Problem(f"attribute {name!r} is ignored: qdmesh serves no files (its HTTP "
+                                f"listeners serve /healthz, /readyz and /metrics)", name))
     if kind == "listener" and attrs.get("http") and attrs.get("websockets"):
         warnings.append(Problem("attribute 'websockets': AMQP over WebSocket is not supported by "
                                 "qdmesh; this HTTP listener serves /healthz, /readyz and /metrics",
