@@ -14,7 +14,9 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 import pytest
 from proton import Data, Described, uint
 
+from tests.linkroute.lrutil import Peer
 from tests.policy import rawamqp
+from tests.router.amqpclient import Net
 from tests.router.routerproc import Router, RouterFactory
 
 MAX_WINDOW = 2 ** 31 - 1
@@ -152,3 +154,16 @@ def test_max_frame_size_below_512_is_512(router_factory: RouterFactory, peers: L
                                          configured: int, advertised: int) -> None:
     _, port = _router(router_factory, maxFrameSize=configured)
     assert _opened(peers, port)["max-frame-size"] == advertised
+
+
+def test_a_connectors_limits_are_in_its_open(router_factory: RouterFactory, net: Net) -> None:
+    peer = Peer(net, container_id="limits-peer")
+    try:
+        router_factory(extra_config=f"connector {{\n    host: 127.0.0.1\n    port: {peer.port}\n"
+                                    f"    role: route-container\n    maxSessions: 10\n"
+                                    f"    maxFrameSize: 100\n}}\n")
+        net.wait(lambda: bool(peer.connections), 20, "the router's connector to open")
+        transport = peer.connections[0].transport
+        assert (transport.remote_channel_max, transport.remote_max_frame_size) == (9, 512)
+    finally:
+        peer.close()
