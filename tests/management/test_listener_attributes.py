@@ -35,11 +35,13 @@ def test_failover_urls_reach_the_client_as_the_failover_server_list(router_facto
 
 
 def test_open_properties_reach_the_client(router_factory: RouterFactory, net: Net) -> None:
-    properties = _remote_properties(router_factory, net,
-                                    openProperties='{"site": "north", "retries": 3, "tags": ["a", "b"]}')
-    assert properties["site"] == "north"
-    assert properties["retries"] == 3
-    assert list(properties["tags"]) == ["a", "b"]
+    port = free_port()
+    router_factory(extra_config=f"listener {{\n    host: 127.0.0.1\n    port: {port}\n"
+                                f"    saslMechanisms: ANONYMOUS\n    openProperties: {{\n"
+                                f"        site: north\n        zone: b\n    }}\n}}\n")
+    client = net.connect(f"127.0.0.1:{port}")
+    properties = dict(client.conn.remote_properties or {})
+    assert (properties["site"], properties["zone"]) == ("north", "b")
 
 
 def test_without_either_no_failover_list_is_sent(router_factory: RouterFactory, net: Net) -> None:
