@@ -104,6 +104,11 @@ def test_a_too_deeply_nested_body_is_answered_with_a_description(router: Router,
     assert status(reply) == 400, reply.application_properties
     description = str((reply.application_properties or {}).get("statusDescription"))
     assert "body" in description and "nested" in description, description
+    # Nested as deep in the application-properties: still answered at the reply-to.
+    reply = mgmt.request({"operation": "QUERY", "deep": nested}, {})
+    assert status(reply) == 400, reply.application_properties
+    description = str((reply.application_properties or {}).get("statusDescription"))
+    assert "cannot be decoded" in description and "nested" in description, description
     assert_routing(net, router.url)
 
 
