@@ -105,9 +105,12 @@ def test_an_unsupported_attribute_is_refused_by_management(mgmt: MgmtClient, kin
 
 @pytest.mark.qdmesh_only("qdmesh's warning text; qdrouterd 1.19 logs its own for trustedCertsFile")
 def test_attributes_both_routers_ignore_are_warned_about(router_factory: RouterFactory) -> None:
-    router: Router = router_factory(extra_listeners={"ignored": {
+    router: Router = router_factory(extra_config="connector {\n    host: 127.0.0.1\n    port: 1\n"
+                                                 "    allowRedirect: no\n}\n",
+                                    extra_listeners={"ignored": {
         "trustedCertsFile": "/etc/ca.pem", "socketAddressFamily": "IPv6", "httpRootDir": "/srv"}})
     text = router.stderr_text()
     assert "httpRootDir" in text and "serves no files" in text, text
+    assert "allowRedirect" in text and "not followed" in text, text
     assert "trustedCertsFile" in text and "caCertFile" in text, text
     assert "socketAddressFamily" in text and "ignored" in text, text

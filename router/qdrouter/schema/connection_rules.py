@@ -120,6 +120,10 @@ def connection_warnings(kind: str, attrs: Mapping[str, object], written: Written
         name = _name(written, family)
         warnings.append(Problem(f"attribute {name!r} is ignored, as qdrouterd 1.19 ignores it: the "
                                 f"address family follows the host", name))
+    if kind == "connector" and "allowRedirect" in written:
+        name = written["allowRedirect"]
+        warnings.append(Problem(f"attribute {name!r} is ignored, as qdrouterd 1.19 ignores it: a "
+                                f"peer's redirect is not followed", name))
     if attrs.get("httpRootDir") is not None:
         name = _name(written, "httpRootDir")
         warnings.append(Problem(f"attribute {name!r} is ignored: qdmesh serves no files (its HTTP "
