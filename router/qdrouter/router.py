@@ -237,7 +237,8 @@ class Router:
         connector = self.connectors.get(entity.identity)
         if connector is None:
             return {}
-        return {"connectionStatus": connector.status, "connectionMsg": connector.message}
+        return {"connectionStatus": connector.status, "connectionMsg": connector.message,
+                "failoverUrls": connector.places.describe() or None}
 
     def run(self) -> None:
         log.info("Router %s started (%s)", self.id, self.mode)

@@ -6,10 +6,12 @@ ignore. docs/configuration.md, "Listener and connector attributes", has the whol
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
+from proton import symbol
 
+from tests.linkroute.lrutil import Peer
 from tests.management.mgmt import LISTENER, MgmtClient
 from tests.router.amqpclient import Net
 from tests.router.routerproc import Router, RouterFactory, free_port, run_qdrouter
@@ -114,3 +116,34 @@ def test_attributes_both_routers_ignore_are_warned_about(router_factory: RouterF
     assert "allowRedirect" in text and "not followed" in text, text
     assert "trustedCertsFile" in text and "caCertFile" in text, text
     assert "socketAddressFamily" in text and "ignored" in text, text
+
+
+class _AnnouncingPeer(Peer):
+    """A container whose open names failover servers (as a broker cluster's does)."""
+
+    def __init__(self, net: Net, servers: List[int]) -> None:
+        super().__init__(net, container_id="primary")
+        self.servers = servers
+
+    def on_connection_init(self, event: Any) -> None:
+        super().on_connection_init(event)
+        event.connection.properties = {symbol("failover-server-list"): [
+            {symbol("network-host"): "127.0.0.1", symbol("port"): str(port)} for port in self.servers]}
+
+
+def test_a_connector_fails_over_to_the_servers_its_peer_names(router_factory: RouterFactory,
+                                                               net: Net) -> None:
+    backup = Peer(net, container_id="backup")
+    primary = _AnnouncingPeer(net, [backup.port])
+    try:
+        router = router_factory(extra_config=f"connector {{\n    name: upstream\n    host: 127.0.0.1\n"
+                                             f"    port: {primary.port}\n    role: route-container\n}}\n")
+        net.wait(lambda: bool(primary.connections), 20, "the connector to reach the primary")
+        mgmt = MgmtClient(net, net.connect(router.url))
+        row = next(r for r in mgmt.query(CONNECTOR, ["name", "failoverUrls"]) if r["name"] == "upstream")
+        assert f"127.0.0.1:{backup.port}" in str(row["failoverUrls"]), row
+        primary.drop_connections()
+        primary.close()
+        net.wait(lambda: bool(backup.connections), 20, "the connector to fail over to the backup")
+    finally:
+        backup.close()

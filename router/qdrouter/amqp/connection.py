@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import socket
 import time
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List, Tuple
 
 from ..core.links import DEFAULT_LINK_CAPACITY
+from .connector_failover import failover_list
 from .open_properties import put_open_properties
 from .proton_ffi import c_string, ffi, lib
 from .proton_shim import QD_INPUT_OVER, QD_WOULD_BLOCK, read_socket, write_socket
@@ -257,6 +258,10 @@ class AmqpConnection:
             # went. Detached last, so that if anything above raised, the object still closes it.
             sock.detach()
             self.sock = None
+
+    def remote_failover_list(self) -> List[Tuple[str, str, int]] | None:
+        """The failover-server-list the peer's open named, as (scheme, host, port)."""
+        return failover_list(self.pn_connection)
 
     def session_settings(self, session: Any) -> None:
         """A new session of this connection, either end's: its incoming window as the
