@@ -64,7 +64,7 @@ def _log_settings(entities: Sequence[object]) -> List[tuple]:
             settings.append(
                 (
                     str(attrs.get("module", "DEFAULT")),
-                    str(attrs.get("enable", "info+")),
+                    attrs.get("enable"),
                     attrs.get("outputFile"),
                 )
             )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from tests.management.mgmt import LOG, MgmtClient, assert_routing
@@ -58,3 +61,19 @@ def test_update_log_output_file_that_cannot_be_opened_names_output_file(mgmt: Mg
     assert "outputFile" in reply.description, reply
     after = mgmt.ok("READ", type="log", name="log/DEFAULT")
     assert after.get("outputFile") is None and after["enable"] == "info+"
+
+
+def test_a_modules_own_output_file_takes_its_records(mgmt: MgmtClient, router: Router, net: Net,
+                                                      tmp_path: Path) -> None:
+    agent_log = tmp_path / "agent.log"
+    reply = mgmt.request("UPDATE", type=LOG, name="log/AGENT",
+                         body={"enable": "trace+", "outputFile": str(agent_log)})
+    assert reply.status == 200, reply
+    for _ in range(3):
+        mgmt.ok("GET-TYPES")
+    net.wait(lambda: agent_log.exists() and "AGENT" in agent_log.read_text(), 10,
+             "the agent's records in its own file")
+    # Only the agent's records (a record's first line names its module; a trace may go on).
+    modules = set(re.findall(r"^\d{4}-\d\d-\d\d \S+ \+0000 (\w+) \(", agent_log.read_text(), re.M))
+    assert modules == {"AGENT"}, modules
+    assert_routing(net, router.url)

@@ -125,7 +125,8 @@ class ConfigEffects:
         for entity in self.host.log_entities():
             attrs = entity.attributes
             enable = attrs.get("enable")
-            if enable in (None, "", "default"):
+            output = attrs.get("outputFile")
+            if enable in (None, "", "default") and not output:
                 continue
-            settings.append((str(attrs.get("module")), str(enable), attrs.get("outputFile")))
+            settings.append((str(attrs.get("module")), enable, output))
         log_config.configure(settings)
