@@ -54,13 +54,31 @@ def parse_enable(text: str) -> int | None:
     return lowest
 
 
+#: Per module: (includeTimestamp, includeSource) where its log entity sets them; a module
+#: that does not takes DEFAULT's, and DEFAULT's are (True, False), as in qdrouterd (log.c).
+_INCLUDES: Dict[str, Tuple[bool | None, bool | None]] = {}
+
+
+def _includes(module: str) -> Tuple[bool, bool]:
+    own = _INCLUDES.get(module, (None, None))
+    default = _INCLUDES.get("DEFAULT", (None, None))
+    timestamp = own[0] if own[0] is not None else default[0]
+    source = own[1] if own[1] is not None else default[1]
+    return (True if timestamp is None else timestamp), bool(source)
+
+
 class _QdFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        seconds = record.created
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds))
-        micros = int((seconds - int(seconds)) * 1_000_000)
         module = record.name.rsplit(".", 1)[-1] if record.name != ROOT else "DEFAULT"
-        text = f"{stamp}.{micros:06d} +0000 {module} ({record.levelname.lower()}) {record.getMessage()}"
+        with_time, with_source = _includes(module)
+        text = f"{module} ({record.levelname.lower()}) {record.getMessage()}"
+        if with_time:
+            seconds = record.created
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds))
+            micros = int((seconds - int(seconds)) * 1_000_000)
+            text = f"{stamp}.{micros:06d} +0000 {text}"
+        if with_source:
+            text += f" ({record.pathname}:{record.lineno})"
         if record.exc_info:
             text += "\n" + self.formatException(record.exc_info)
         return text
@@ -80,6 +98,12 @@ class RecentLog(logging.Handler):
 
 
 RECENT = RecentLog()
+
+
+def set_includes(includes: Dict[str, Tuple[bool | None, bool | None]]) -> None:
+    """Each module's (includeTimestamp, includeSource), None where its log entity sets none."""
+    _INCLUDES.clear()
+    _INCLUDES.update({module.upper(): flags for module, flags in includes.items()})
 
 
 def configure(settings: Iterable[Tuple[str, str | None, str | None]] = ()) -> None:

@@ -77,3 +77,20 @@ def test_a_modules_own_output_file_takes_its_records(mgmt: MgmtClient, router: R
     modules = set(re.findall(r"^\d{4}-\d\d-\d\d \S+ \+0000 (\w+) \(", agent_log.read_text(), re.M))
     assert modules == {"AGENT"}, modules
     assert_routing(net, router.url)
+
+
+def test_include_timestamp_and_source_shape_a_modules_lines(mgmt: MgmtClient, tmp_path: Path) -> None:
+    agent_log = tmp_path / "agent.log"
+    reply = mgmt.request("UPDATE", type=LOG, name="log/AGENT",
+                         body={"enable": "debug+", "outputFile": str(agent_log),
+                               "includeTimestamp": False, "includeSource": True})
+    assert reply.status == 200, reply
+    mgmt.ok("GET-TYPES")
+    def agent_lines() -> list:
+        text = agent_log.read_text() if agent_log.exists() else ""
+        return [line for line in text.splitlines() if line.startswith("AGENT (")]
+
+    mgmt.net.wait(lambda: bool(agent_lines()), 10, "the agent's lines")
+    text = agent_log.read_text()
+    assert not re.search(r"^\d{4}-\d\d-\d\d .*AGENT \(", text, re.M), text[-1000:]  # no time first
+    assert re.search(r" \(\S+:\d+\)$", text, re.M), text[-1000:]  # a record's source file and line
