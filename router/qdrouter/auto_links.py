@@ -103,6 +103,7 @@ class AutoLinks:
         # A session of its own: a container may refuse one link by ending its session
         # (RabbitMQ does), which must not take the other auto-links down with it.
         session = lib.pn_session(connection.pn_connection)
+        connection.session_settings(session)
         lib.pn_session_open(session)
         auto.session = session
         name = f"qdlink.auto.{auto.identity}.{self.endpoints.new_link_id()}".encode()

@@ -7,7 +7,7 @@ import logging
 import os
 import signal
 import sys
-from typing import List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 from . import __version__, log_config, open_files, startup_gc
 
@@ -64,11 +64,21 @@ def _log_settings(entities: Sequence[object]) -> List[tuple]:
             settings.append(
                 (
                     str(attrs.get("module", "DEFAULT")),
-                    str(attrs.get("enable", "info+")),
+                    attrs.get("enable"),
                     attrs.get("outputFile"),
                 )
             )
     return settings
+
+
+def _log_includes(entities: Sequence[object]) -> Dict[str, Tuple[Any, Any]]:
+    includes = {}
+    for entity in entities:
+        if getattr(entity.type, "config_section", None) == "log":  # type: ignore[attr-defined]
+            attrs = entity.attributes  # type: ignore[attr-defined]
+            includes[str(attrs.get("module", "DEFAULT"))] = (attrs.get("includeTimestamp"),
+                                                             attrs.get("includeSource"))
+    return includes
 
 
 def _daemonize() -> None:
@@ -95,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"cannot read configuration file {args.config}: {error.strerror}")
     try:
         log_config.configure(_log_settings(entities))
+        log_config.set_includes(_log_includes(entities))
     except (log_config.LogSettingError, OSError) as error:
         return _fail(f"log: {error}")
     config_log = logging.getLogger("qdrouter.ROUTER")

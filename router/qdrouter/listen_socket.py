@@ -14,8 +14,10 @@ def listening_socket(host: str, port: int, name: str, backlog: int) -> socket.so
     """A non-blocking socket listening on host:port (port 0 picks a free one)."""
     try:
         infos = socket.getaddrinfo(host or None, port, 0, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
-    except socket.gaierror as error:
-        raise ListenSocketError(f"listener {name}: cannot resolve host {host!r}: {error}") from None
+    except (OSError, UnicodeError, ValueError) as error:
+        # UnicodeError: a name the idna codec cannot encode; ValueError: a NUL in it.
+        raise ListenSocketError(f"listener {name}: attribute 'host': cannot resolve "
+                                f"{host[:80]!r}: {error}") from None
     family, kind, proto, _, address = infos[0]
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

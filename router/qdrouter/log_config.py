@@ -4,6 +4,7 @@ written to stderr by default in qdrouterd's line format."""
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import sys
 import time
 from collections import deque
@@ -53,13 +54,31 @@ def parse_enable(text: str) -> int | None:
     return lowest
 
 
+#: Per module: (includeTimestamp, includeSource) where its log entity sets them; a module
+#: that does not takes DEFAULT's, and DEFAULT's are (True, False), as in qdrouterd (log.c).
+_INCLUDES: Dict[str, Tuple[bool | None, bool | None]] = {}
+
+
+def _includes(module: str) -> Tuple[bool, bool]:
+    own = _INCLUDES.get(module, (None, None))
+    default = _INCLUDES.get("DEFAULT", (None, None))
+    timestamp = own[0] if own[0] is not None else default[0]
+    source = own[1] if own[1] is not None else default[1]
+    return (True if timestamp is None else timestamp), bool(source)
+
+
 class _QdFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        seconds = record.created
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds))
-        micros = int((seconds - int(seconds)) * 1_000_000)
         module = record.name.rsplit(".", 1)[-1] if record.name != ROOT else "DEFAULT"
-        text = f"{stamp}.{micros:06d} +0000 {module} ({record.levelname.lower()}) {record.getMessage()}"
+        with_time, with_source = _includes(module)
+        text = f"{module} ({record.levelname.lower()}) {record.getMessage()}"
+        if with_time:
+            seconds = record.created
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds))
+            micros = int((seconds - int(seconds)) * 1_000_000)
+            text = f"{stamp}.{micros:06d} +0000 {text}"
+        if with_source:
+            text += f" ({record.pathname}:{record.lineno})"
         if record.exc_info:
             text += "\n" + self.formatException(record.exc_info)
         return text
@@ -81,19 +100,68 @@ class RecentLog(logging.Handler):
 RECENT = RecentLog()
 
 
-def configure(settings: Iterable[Tuple[str, str, str | None]] = ()) -> None:
-    """Apply (module, enable, outputFile) triples; DEFAULT applies to every module."""
+def set_includes(includes: Dict[str, Tuple[bool | None, bool | None]]) -> None:
+    """Each module's (includeTimestamp, includeSource), None where its log entity sets none."""
+    _INCLUDES.clear()
+    _INCLUDES.update({module.upper(): flags for module, flags in includes.items()})
+
+
+def configure(settings: Iterable[Tuple[str, str | None, str | None]] = ()) -> None:
+    """Apply (module, enable, outputFile) triples. DEFAULT's level and output are every other
+    module's unless it names its own: a module's outputFile takes its records there instead
+    (as a qdrouterd log source with its own sink). enable None: the module inherits the level.
+    Raises LogSettingError or OSError (a file that cannot be opened) before changing anything."""
+    settings = list(settings)
+    levels = [(module.upper(), parse_enable(enable) if enable not in (None, "", "default") else None,
+               enable not in (None, "", "default")) for module, enable, _ in settings]
+    outputs = {module.upper(): output for module, _, output in settings if output}
+    handlers: Dict[str, logging.Handler] = {}
+    try:
+        for module, output in outputs.items():
+            handlers[module] = _handler(output)
+    except OSError:
+        for handler in handlers.values():
+            handler.close()
+        raise
     root = logging.getLogger(ROOT)
-    root.handlers.clear()
+    for name in MODULES:
+        _reset(root if name == "DEFAULT" else logging.getLogger(f"{ROOT}.{name}"))
     root.propagate = False
-    handler: logging.Handler = logging.StreamHandler(sys.stderr)
     root.setLevel(logging.INFO)
-    for module, enable, output in settings:
-        level = parse_enable(enable)
-        logger = root if module.upper() == "DEFAULT" else logging.getLogger(f"{ROOT}.{module.upper()}")
-        logger.setLevel(level if level is not None else logging.CRITICAL + 10)
-        if module.upper() == "DEFAULT" and output and output not in ("stderr",):
-            handler = logging.StreamHandler(sys.stdout) if output == "stdout" else logging.FileHandler(output)
-    handler.setFormatter(_QdFormatter())
-    root.addHandler(handler)
+    for module, level, given in levels:
+        logger = root if module == "DEFAULT" else logging.getLogger(f"{ROOT}.{module}")
+        if given:
+            logger.setLevel(level if level is not None else logging.CRITICAL + 10)
+    for module, handler in handlers.items():
+        handler.setFormatter(_QdFormatter())
+        if module == "DEFAULT":
+            continue
+        logger = logging.getLogger(f"{ROOT}.{module}")
+        logger.addHandler(handler)
+        logger.addHandler(RECENT)
+        logger.propagate = False
+    default = handlers.get("DEFAULT") or logging.StreamHandler(sys.stderr)
+    default.setFormatter(_QdFormatter())
+    root.addHandler(default)
     root.addHandler(RECENT)
+
+
+def _handler(output: str) -> logging.Handler:
+    if output == "stderr":
+        return logging.StreamHandler(sys.stderr)
+    if output == "stdout":
+        return logging.StreamHandler(sys.stdout)
+    if output == "syslog":
+        return logging.handlers.SysLogHandler(address="/dev/log")
+    return logging.FileHandler(output)
+
+
+def _reset(logger: logging.Logger) -> None:
+    """No handlers (the files of earlier settings closed), the level inherited, records passed
+    up to DEFAULT's handlers."""
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        if handler is not RECENT:
+            handler.close()
+    logger.setLevel(logging.NOTSET)
+    logger.propagate = True

@@ -11,6 +11,7 @@ from .amqp import proton_shim
 from .amqp.connection import ListenerSettings, configure_sasl
 from .amqp.connector import Connector
 from .amqp.link_routing import LinkRouter
+from .amqp.open_properties import OpenPropertiesError, encode_open_properties
 from .amqp.policing import install as install_policer
 from .amqp.proton_ffi import lib
 from .amqp.server import AmqpServer, ListenerError
@@ -236,7 +237,8 @@ class Router:
         connector = self.connectors.get(entity.identity)
         if connector is None:
             return {}
-        return {"connectionStatus": connector.status, "connectionMsg": connector.message}
+        return {"connectionStatus": connector.status, "connectionMsg": connector.message,
+                "failoverUrls": connector.places.describe() or None}
 
     def run(self) -> None:
         log.info("Router %s started (%s)", self.id, self.mode)
@@ -273,10 +275,14 @@ def _connection_settings(entity: ManagedEntity) -> tuple[ListenerSettings, int]:
         role=str(attrs.get("role", "normal")),
         sasl_mechanisms=str(attrs.get("saslMechanisms") or default_mechanisms),
         idle_timeout_ms=int(attrs.get("idleTimeoutSeconds") or 0) * 1000,
-        max_frame_size=int(attrs.get("maxFrameSize") or 16384),
+        max_frame_size=int(attrs.get("maxFrameSize", 16384)),  # below 512: 512, as qdrouterd
+        max_sessions=int(attrs.get("maxSessions", 32768)),
+        max_session_frames=int(attrs.get("maxSessionFrames") or 0),
+        open_properties=_open_properties(entity),
         strip_annotations=str(attrs.get("stripAnnotations", "both")),
         authenticate_peer=bool(attrs.get("authenticatePeer", False)),
-        require_encryption=bool(attrs.get("requireEncryption", False)),
+        # As qdrouterd: requireSsl requires encryption too (TLS, or a SASL security layer).
+        require_encryption=bool(attrs.get("requireEncryption") or attrs.get("requireSsl")),
         handshake_timeout_s=float(attrs.get("initialHandshakeTimeoutSeconds") or 0),
         cost=int(attrs.get("cost") or 1),
         username=attrs.get("saslUsername"),
@@ -285,6 +291,15 @@ def _connection_settings(entity: ManagedEntity) -> tuple[ListenerSettings, int]:
         policy_vhost=str(attrs["policyVhost"]) if kind == "listener" and attrs.get("policyVhost") else None,
     )
     return settings, port
+
+
+def _open_properties(entity: ManagedEntity) -> bytes | None:
+    attrs = entity.attributes
+    failover = attrs.get("failoverUrls") if entity.etype.short_name == "listener" else None
+    try:
+        return encode_open_properties(failover, attrs.get("openProperties"))
+    except OpenPropertiesError as error:
+        raise ManagementStatus(400, f"{entity.etype.short_name} {entity.name!r}: {error}") from None
 
 
 def _link_capacity(entity: ManagedEntity) -> int:

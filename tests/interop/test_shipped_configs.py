@@ -49,9 +49,25 @@ def test_the_archive_holds_the_configs_a_user_copies(verdicts: list) -> None:
     assert len(origins) >= 50, origins
 
 
+# Listings qdmesh refuses on purpose, by a word of their origin: the attribute its message
+# names, and says is not supported (docs/configuration.md, "Listener and connector attributes").
+DELIBERATELY_REFUSED = {
+    # A connector's policyVhost: limits on an outgoing connection, which qdmesh does not police.
+    "setting-resource-limits-outgoing-connections": "policyVhost",
+}
+
+
+def _deliberate(origin: str, error: str) -> bool:
+    for word, attribute in DELIBERATELY_REFUSED.items():
+        if word in origin:
+            assert f"'{attribute}'" in error and "not supported" in error, error
+            return True
+    return False
+
+
 def test_every_config_the_c_router_loads_qdmesh_loads(verdicts: list) -> None:
     refused = {config.origin: ours for config, theirs, ours in verdicts
-               if theirs is None and ours is not None}
+               if theirs is None and ours is not None and not _deliberate(config.origin, ours)}
     assert refused == {}, "\n\n".join(f"{origin}:\n{error}" for origin, error in refused.items())
     loaded_by_both = [config for config, theirs, ours in verdicts if theirs is None and ours is None]
     assert len(loaded_by_both) >= 40

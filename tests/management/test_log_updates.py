@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from tests.management.mgmt import LOG, MgmtClient, assert_routing
@@ -58,3 +61,36 @@ def test_update_log_output_file_that_cannot_be_opened_names_output_file(mgmt: Mg
     assert "outputFile" in reply.description, reply
     after = mgmt.ok("READ", type="log", name="log/DEFAULT")
     assert after.get("outputFile") is None and after["enable"] == "info+"
+
+
+def test_a_modules_own_output_file_takes_its_records(mgmt: MgmtClient, router: Router, net: Net,
+                                                      tmp_path: Path) -> None:
+    agent_log = tmp_path / "agent.log"
+    reply = mgmt.request("UPDATE", type=LOG, name="log/AGENT",
+                         body={"enable": "trace+", "outputFile": str(agent_log)})
+    assert reply.status == 200, reply
+    for _ in range(3):
+        mgmt.ok("GET-TYPES")
+    net.wait(lambda: agent_log.exists() and "AGENT" in agent_log.read_text(), 10,
+             "the agent's records in its own file")
+    # Only the agent's records (a record's first line names its module; a trace may go on).
+    modules = set(re.findall(r"^\d{4}-\d\d-\d\d \S+ \+0000 (\w+) \(", agent_log.read_text(), re.M))
+    assert modules == {"AGENT"}, modules
+    assert_routing(net, router.url)
+
+
+def test_include_timestamp_and_source_shape_a_modules_lines(mgmt: MgmtClient, tmp_path: Path) -> None:
+    agent_log = tmp_path / "agent.log"
+    reply = mgmt.request("UPDATE", type=LOG, name="log/AGENT",
+                         body={"enable": "debug+", "outputFile": str(agent_log),
+                               "includeTimestamp": False, "includeSource": True})
+    assert reply.status == 200, reply
+    mgmt.ok("GET-TYPES")
+    def agent_lines() -> list:
+        text = agent_log.read_text() if agent_log.exists() else ""
+        return [line for line in text.splitlines() if line.startswith("AGENT (")]
+
+    mgmt.net.wait(lambda: bool(agent_lines()), 10, "the agent's lines")
+    text = agent_log.read_text()
+    assert not re.search(r"^\d{4}-\d\d-\d\d .*AGENT \(", text, re.M), text[-1000:]  # no time first
+    assert re.search(r" \(\S+:\d+\)$", text, re.M), text[-1000:]  # a record's source file and line

@@ -40,10 +40,16 @@ def test_qdstat_connection_and_output_options() -> None:
     assert (args.ssl_certificate, args.ssl_key, args.ssl_trustfile) == ("c.pem", "k.pem", "ca.pem")
 
 
+def test_qdstat_limit_0_is_no_limit() -> None:
+    # As qdrouterd's qdstat documents --limit: "0 (default) for no limit".
+    assert qdstat.build_parser().parse_args(["--limit", "0"]).limit is None
+    assert qdstat.build_parser().parse_args([]).limit is None
+
+
 @pytest.mark.parametrize("argv", [
     ["-a", "-l"],  # one view per run
     ["--csv", "--json"],
-    ["--limit", "0"],
+    ["--limit", "-1"],
     ["--limit", "x"],
     ["-t", "-1"],
     ["--bogus"],

@@ -142,6 +142,21 @@ def test_unknown_type_is_a_4xx_on_one_line(router: RouterProcess) -> None:
     assert "nosuch" in err
 
 
+def test_a_misspelt_operation_gets_a_did_you_mean(router: RouterProcess) -> None:
+    # As a misspelt type or attribute does: the router names what was probably meant.
+    err = fails(router, "qeury", "--type", "listener")
+    assert "QEURY" in err and "did you mean 'QUERY'?" in err, err
+
+
+def test_autolink_create_answers_what_a_query_says(router: RouterProcess) -> None:
+    created = json.loads(qdmanage(router, "create", "--type", "autoLink", "--name", "al",
+                                  "address=q", "direction=in", "connection=broker").out)
+    queried = json.loads(qdmanage(router, "query", "--type", "autoLink").out)
+    row = next(r for r in queried if r["name"] == "al")
+    assert (created["phase"], created["operStatus"]) == (row["phase"], row["operStatus"]) == (1, "inactive")
+    qdmanage(router, "delete", "--type", "autoLink", "--name", "al")
+
+
 def test_unknown_entity_is_not_found(router: RouterProcess) -> None:
     err = fails(router, "delete", "--type", "listener", "--name", "x")
     assert err.startswith("qdmanage: error: NotFound: ") and "'x'" in err

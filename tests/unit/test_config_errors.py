@@ -96,12 +96,19 @@ def test_duplicate_names() -> None:
 
 
 def test_references_to_missing_sections() -> None:
-    text = ROUTER + ("listener {\n  ssl-profile: tls\n  saslPlugin: auth\n}\n"
+    text = ROUTER + ("listener {\n  ssl-profile: tls\n}\nauthServicePlugin {\n  name: auth\n"
+                     "  sslProfile: gone\n}\n"
                      "connector {\n  sslProfile: ok\n}\nsslProfile {\n  name: ok\n}\n")
     assert errors(text) == [
         "/etc/x.conf:5: listener: attribute 'ssl-profile': there is no sslProfile named 'tls'",
-        "/etc/x.conf:6: listener: attribute 'saslPlugin': there is no authServicePlugin named 'auth'",
+        "/etc/x.conf:9: authServicePlugin: attribute 'sslProfile': there is no sslProfile named 'gone'",
     ]
+
+
+def test_a_listener_sasl_plugin_is_not_supported() -> None:
+    text = ROUTER + "authServicePlugin {\n  name: auth\n}\nlistener {\n  saslPlugin: auth\n}\n"
+    assert errors(text) == ["/etc/x.conf:8: listener: attribute 'saslPlugin': authentication by an "
+                            "authServicePlugin is not supported by qdmesh"]
 
 
 def test_cross_attribute_rule_points_at_attribute() -> None:

@@ -38,6 +38,9 @@ class FakeConnection:
         self.on_closed: Callable[[Any], None] | None = None
         self.last_error: str | None = None
 
+    def remote_failover_list(self) -> None:
+        return None  # the peer names no failover servers
+
 
 class FakeServer:
     """Refuses every dial until ``accept`` is set; then hands out FakeConnections."""

@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 import socket
 import time
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List, Tuple
 
-from ..core.links import DEFAULT_LINK_CAPACITY
+from .connector_failover import failover_list
+from .listener_settings import ListenerSettings
+from .open_properties import put_open_properties
 from .proton_ffi import c_string, ffi, lib
 from .proton_shim import QD_INPUT_OVER, QD_WOULD_BLOCK, read_socket, write_socket
 from .sasl_builtin import builtin_sasl_suffices, use_builtin_sasl
@@ -16,6 +18,7 @@ from .tls import certificate_uid, release_domain, retain_domain
 
 # Bytes read from one connection per loop turn, so one busy peer cannot starve the others.
 READ_BUDGET = 256 * 1024
+
 
 
 # Cyrus SASL's configuration (router saslConfigDir / saslConfigName): process-wide in Cyrus,
@@ -29,75 +32,6 @@ def configure_sasl(config_dir: str | None, config_name: str | None) -> None:
         SASL_CONFIG["dir"] = config_dir
     if config_name:
         SASL_CONFIG["name"] = config_name
-
-
-class ListenerSettings:
-    """What a listener (or connector) imposes on each of its connections."""
-
-    __slots__ = (
-        "authenticate_peer",
-        "cost",
-        "handshake_timeout_s",
-        "idle_timeout_ms",
-        "link_capacity",
-        "max_frame_size",
-        "name",
-        "password",
-        "policy_vhost",
-        "require_encryption",
-        "role",
-        "sasl_mechanisms",
-        "ssl_domain",
-        "strip_in",
-        "strip_out",
-        "tls",
-        "username",
-        "verify_hostname",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        role: str = "normal",
-        sasl_mechanisms: str = "ANONYMOUS",
-        idle_timeout_ms: int = 16000,
-        max_frame_size: int = 16384,
-        strip_annotations: str = "both",
-        authenticate_peer: bool = False,
-        cost: int = 1,
-        username: str | None = None,
-        password: str | None = None,
-        require_encryption: bool = False,
-        tls: Any = None,
-        ssl_domain: Any = None,
-        verify_hostname: bool = True,
-        handshake_timeout_s: float = 0.0,
-        link_capacity: int = DEFAULT_LINK_CAPACITY,
-        policy_vhost: str | None = None,
-    ) -> None:
-        self.name = name
-        # A listener's policyVhost: the vhost its connections are policed by, whatever
-        # hostname their open names (as qdrouterd's policy.c takes it).
-        self.policy_vhost = policy_vhost
-        # linkCapacity: the credit window of producers' links on these connections.
-        self.link_capacity = link_capacity
-        # initialHandshakeTimeoutSeconds: a peer must have opened within this time (0: forever).
-        self.handshake_timeout_s = handshake_timeout_s
-        self.require_encryption = require_encryption
-        # TLS: the sslProfile (amqp/tls.py TlsProfile) and the proton domain built from it.
-        self.tls = tls
-        self.ssl_domain = ssl_domain
-        self.verify_hostname = verify_hostname
-        self.cost = cost
-        self.username = username
-        self.password = password
-        self.role = role
-        self.sasl_mechanisms = sasl_mechanisms
-        self.idle_timeout_ms = idle_timeout_ms
-        self.max_frame_size = max_frame_size
-        self.strip_in = strip_annotations in ("in", "both")
-        self.strip_out = strip_annotations in ("out", "both")
-        self.authenticate_peer = authenticate_peer
 
 
 class AmqpConnection:
@@ -215,10 +149,14 @@ class AmqpConnection:
             lib.pn_transport_require_auth(transport, settings.authenticate_peer)
         lib.pn_transport_set_idle_timeout(transport, settings.idle_timeout_ms)
         lib.pn_transport_set_max_frame(transport, settings.max_frame_size)
+        lib.pn_transport_set_channel_max(transport, settings.max_sessions - 1)
         lib.pn_connection_set_container(self.pn_connection, container_id.encode())
         lib.pn_connection_collect(self.pn_connection, collector)
         lib.pn_transport_bind(transport, self.pn_connection)
         self.remote_cost: int | None = None
+        if settings.open_properties is not None:
+            # Never with the cost below: openProperties are refused on inter-router connections.
+            put_open_properties(self.pn_connection, settings.open_properties)
         if client:
             if settings.role == "inter-router":
                 # As qdrouterd: the connector's cost travels in the open, so both ends agree.
@@ -232,6 +170,16 @@ class AmqpConnection:
             # went. Detached last, so that if anything above raised, the object still closes it.
             sock.detach()
             self.sock = None
+
+    def remote_failover_list(self) -> List[Tuple[str, str, int]] | None:
+        """The failover-server-list the peer's open named, as (scheme, host, port)."""
+        return failover_list(self.pn_connection)
+
+    def session_settings(self, session: Any) -> None:
+        """A new session of this connection, either end's: its incoming window as the
+        listener's or connector's maxSessionFrames sets it (a policy may set it again)."""
+        if self.settings.session_capacity:
+            lib.pn_session_set_incoming_capacity(session, self.settings.session_capacity)
 
     @property
     def opened_at(self) -> float:

@@ -9,6 +9,7 @@ import time
 from typing import Callable
 
 from .connection import AmqpConnection, ListenerSettings
+from .connector_failover import FAILOVER_RETRY_S, FailoverPlaces
 from .resolver import Resolution, resolve
 from .timers import Timer
 from .tls import release_domain, retain_domain
@@ -38,6 +39,8 @@ class Connector:
         self.server = server
         self.host = host
         self.port = port
+        # Where it dials: host:port, and the servers of a peer's failover list once it names one.
+        self.places = FailoverPlaces(host, port)
         self.settings = settings
         self.on_up = on_up
         self.on_down = on_down
@@ -78,6 +81,7 @@ class Connector:
         self._timer = None
         self.attempts += 1
         self.status = CONNECTING
+        _, self.host, self.port = self.places.current
         try:
             self._resolution = resolve(self.host, self.port)
         except Exception as error:  # the retry series must go on (below)
@@ -142,6 +146,7 @@ class Connector:
         self.status = OPERATIONAL
         self.message = "Connection Opened"
         self.retry_delay = FIRST_RETRY_S
+        self.places.learn(connection.remote_failover_list())
         log.info("Connector %s to %s:%d is operational", self.settings.name, self.host, self.port)
         if self.on_up is not None:
             self.on_up(connection)
@@ -164,8 +169,15 @@ class Connector:
 
     def _failed(self, error: str) -> None:
         delay = self.retry_delay
+        if self.places.has_failover:
+            # As qdrouterd: the next server of the peer's failover list, a second later.
+            self.places.advance()
+            delay = FAILOVER_RETRY_S
+        else:
+            self.retry_delay = min(MAX_RETRY_S, delay * 2)
         self.status = WAITING
-        self.message = f"{error}; retrying in {delay:g} s"
+        _, host, port = self.places.current
+        where = f" at {host}:{port}" if self.places.has_failover else ""
+        self.message = f"{error}; retrying in {delay:g} s{where}"
         log.info("Connector %s: %s", self.settings.name, self.message)
-        self.retry_delay = min(MAX_RETRY_S, delay * 2)
         self._timer = self.server.timers.call_later(delay, self._attempt)  # type: ignore[attr-defined]

@@ -149,8 +149,10 @@ class EndpointHandler:
     def session_opened(self, session: Any) -> None:
         if not lib.pn_session_state(session) & LOCAL_UNINIT:
             return
+        connection = self.connections.get(lib.pn_session_connection(session))
+        if connection is not None:
+            connection.session_settings(session)
         if self.policer is not None:
-            connection = self.connections.get(lib.pn_session_connection(session))
             denial = self.policer.session(connection, session) if connection is not None else None
             if denial is not None:
                 # Only a peer ignoring our channel-max (maxSessions - 1) gets here, on a channel

@@ -34,6 +34,7 @@ def link_kind(pn_link: Any) -> str | None:
 def attach_links(connection: AmqpConnection, next_id: Callable[[], int]) -> List[CoreLink]:
     """The connecting router's side: open a session and the four links."""
     session = lib.pn_session(connection.pn_connection)
+    connection.session_settings(session)
     lib.pn_session_open(session)
     links = []
     for name, sending, capability in _LINKS:

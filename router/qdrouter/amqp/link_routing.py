@@ -145,6 +145,7 @@ class LinkRouter:
         session = self._sessions.get(connection.identity)
         if session is None:
             session = lib.pn_session(connection.pn_connection)
+            connection.session_settings(session)
             lib.pn_session_open(session)
             self._sessions[connection.identity] = session
         return session

@@ -27,6 +27,8 @@ class Resolution:
             self.result = socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM)[0]
         except OSError as error:
             self.error = error
+        except (UnicodeError, ValueError) as error:  # a name the idna codec cannot encode, a NUL
+            self.error = OSError(str(error))
         self.done = True
 
 

@@ -78,6 +78,7 @@ class EdgeUplink:
         self.active = connection
         endpoints = self.endpoints
         session = lib.pn_session(connection.pn_connection)
+        connection.session_settings(session)
         lib.pn_session_open(session)
         uplink = open_link(endpoints, connection, session, f"qdlink.edge.uplink.{connection.identity}",
                            False, None, None, UPLINK_KEY)

@@ -10,6 +10,7 @@ from ..core.address_table import CLOSEST
 from ..core.links import CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, REJECTED
 from ..schema import EntityTypeDef, UnknownEntityType, entity_type
+from ..schema.types import closest_name
 from ..schema.validate import validate_attributes
 from . import entity_ops, fault_hooks, operational, schema_ops
 from .core_columns import answers_core_columns, complete_row, default_columns
@@ -48,7 +49,7 @@ class ManagementAgent:
             "TEST-FAULT": lambda r: fault_hooks.arm(router, r),
         }
         self._entity_operations: Dict[str, Callable[[Request], Reply]] = {
-            "CREATE": lambda r: entity_ops.create(router, r),
+            "CREATE": lambda r: entity_ops.create(router, r, self.rows),
             "READ": lambda r: entity_ops.read(router, r, self.rows),
             "UPDATE": lambda r: entity_ops.update(router, r),
             "DELETE": lambda r: entity_ops.delete(router, r),
@@ -88,7 +89,10 @@ class ManagementAgent:
         operation = request.operation
         handler = self._entity_operations.get(operation) or self._node_operations.get(operation)
         if handler is None:
-            raise not_implemented(f"operation {operation!r} is not supported")
+            known = [*self._entity_operations, *self._node_operations]
+            hint = closest_name(operation, [name for name in known if name != "TEST-FAULT"])
+            suffix = f" (did you mean {hint!r}?)" if hint else ""
+            raise not_implemented(f"operation {operation!r} is not supported{suffix}")
         return handler(request)
 
     # ---- node operations ---------------------------------------------------------------

@@ -122,10 +122,14 @@ class ConfigEffects:
 
     def apply_logging(self) -> None:
         settings = []
+        includes = {}
         for entity in self.host.log_entities():
             attrs = entity.attributes
+            includes[str(attrs.get("module"))] = (attrs.get("includeTimestamp"), attrs.get("includeSource"))
             enable = attrs.get("enable")
-            if enable in (None, "", "default"):
+            output = attrs.get("outputFile")
+            if enable in (None, "", "default") and not output:
                 continue
-            settings.append((str(attrs.get("module")), str(enable), attrs.get("outputFile")))
+            settings.append((str(attrs.get("module")), enable, output))
         log_config.configure(settings)
+        log_config.set_includes(includes)

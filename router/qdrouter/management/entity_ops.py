@@ -3,6 +3,7 @@ so a rejected request leaves the router as it was."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..schema import CREATE, UPDATE, EntityTypeDef, UnknownEntityType, entity_type, validate_attributes
@@ -10,6 +11,8 @@ from .config_store import ManagedEntity
 from .core_columns import answers_core_columns, complete_row
 from .messages import Request
 from .status import CREATED, NO_CONTENT, OK, ManagementStatus, bad_request, not_found, not_implemented
+
+log = logging.getLogger("qdrouter.AGENT")
 
 Reply = Tuple[int, Any]
 Rows = Callable[[Optional[EntityTypeDef]], List[Dict[str, Any]]]
@@ -59,7 +62,7 @@ def _locate(request: Request) -> Tuple[str | None, str | None]:
     return request.name, request.identity
 
 
-def create(router: Any, request: Request) -> Reply:
+def create(router: Any, request: Request, rows: Rows) -> Reply:
     etype = _type(request, required=True)
     assert etype is not None
     _check_operation(etype, "CREATE")
@@ -77,11 +80,29 @@ def create(router: Any, request: Request) -> Reply:
     try:
         router.effects.created(entity)
     except ManagementStatus:
-        router.store.remove(entity)
+        router.store.remove(entity)  # created() changed nothing: it raises before it does
         raise
+    except Exception:
+        # A fault of the router's own: whatever part of the entity took effect is undone, so
+        # that the failed request leaves no entity behind (shown by QUERY, holding its name).
+        router.store.remove(entity)
+        _undo(router, entity)
+        raise
+    # The row a READ or QUERY answers from now on, run-time state included (an autoLink's
+    # phase and operStatus, a connector's connectionStatus).
+    for row in rows(etype):
+        if row.get("identity") == entity.identity:
+            return CREATED, row
     if answers_core_columns(etype):
         return CREATED, complete_row(etype, entity.as_map())
     return CREATED, entity.as_map()
+
+
+def _undo(router: Any, entity: ManagedEntity) -> None:
+    try:
+        router.effects.deleted(entity)
+    except Exception:  # the original error is the one to report
+        log.exception("Undoing the failed creation of %s %r", entity.etype.short_name, entity.name)
 
 
 def read(router: Any, request: Request, rows: Rows) -> Reply:

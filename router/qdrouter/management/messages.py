@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict
 
+from ..amqp.amqp_types import section_descriptor, skip_value
 from ..amqp.codec import (
     AMQP_DATA,
     AMQP_VALUE,
@@ -18,12 +19,14 @@ from ..amqp.codec import (
     MessageFormatError,
     Properties,
     decode_message,
+    decode_value,
     encode_message,
 )
 from ..core.address_view import hash_view
 from .status import INTERNAL_ERROR, ManagementStatus, bad_request, describe
 
 MAX_REQUEST_BYTES = 1024 * 1024
+PROPERTIES_CODE = 0x73  # the properties section's descriptor
 
 
 @dataclass
@@ -47,11 +50,23 @@ def decode_request(raw: bytes) -> Request:
     """The request's addressing, or UndecodableRequest; check_request then validates it, so
     that a bad request can still be answered at its reply-to address."""
     too_large = len(raw) > MAX_REQUEST_BYTES
+    malformed_body = None
     try:
         # An oversized request is answered 413 at its reply-to: its body is not built.
         message = decode_message(raw, with_body=not too_large)
     except MessageFormatError as error:
-        raise UndecodableRequest(f"malformed AMQP message: {error}") from None
+        try:
+            # Only the body is bad (nested too deeply, say): the request can still be
+            # answered, with what was wrong with it.
+            message = decode_message(raw, with_body=False)
+            malformed_body = str(error)
+        except MessageFormatError:
+            # Worse (application-properties nested too deeply, say): answered all the same
+            # when its properties name a reply-to.
+            found = _properties_only(raw)
+            if found is None:
+                raise UndecodableRequest(f"malformed AMQP message: {error}") from None
+            return _undecodable(found, f"the request cannot be decoded: {error}")
     fields = message.properties or Properties()
     reply_to = fields.reply_to
     correlation_id = fields.correlation_id if fields.correlation_id is not None else fields.message_id
@@ -64,6 +79,41 @@ def decode_request(raw: bytes) -> Request:
     request.properties = properties if isinstance(properties, dict) else {}
     if too_large:
         request.extra["too_large"] = len(raw)
+    if malformed_body is not None:
+        request.extra["malformed_body"] = malformed_body
+    return request
+
+
+def _properties_only(raw: bytes) -> Properties | None:
+    """The properties section of a message whose other sections may not decode, if it has one
+    that does (the sections before it are skipped, not decoded)."""
+    pos = 0
+    try:
+        while pos < len(raw):
+            if raw[pos] != 0x00:
+                return None
+            code, value_pos = section_descriptor(raw, pos + 1)
+            if code == PROPERTIES_CODE:
+                value, _ = decode_value(raw, value_pos)
+                if isinstance(value, list) and len(value) <= 13:
+                    return Properties(*value)
+                return None
+            if code > PROPERTIES_CODE:
+                return None
+            pos = skip_value(raw, value_pos)
+    except (MessageFormatError, IndexError, TypeError):
+        return None
+    return None
+
+
+def _undecodable(properties: Properties, description: str) -> Request:
+    reply_to = properties.reply_to
+    if not isinstance(reply_to, str):
+        raise UndecodableRequest(f"malformed AMQP message ({description}) without a reply-to")
+    correlation_id = properties.correlation_id if properties.correlation_id is not None \
+        else properties.message_id
+    request = Request("", {}, None, hash_view(reply_to), correlation_id)
+    request.extra["undecodable"] = description
     return request
 
 
@@ -81,6 +131,12 @@ def check_request(request: Request) -> None:
     if too_large:
         raise ManagementStatus(
             413, f"request of {too_large} bytes exceeds the {MAX_REQUEST_BYTES} byte limit")
+    undecodable = request.extra.get("undecodable")
+    if undecodable:
+        raise bad_request(undecodable)
+    malformed_body = request.extra.get("malformed_body")
+    if malformed_body:
+        raise bad_request(f"the request's body cannot be decoded: {malformed_body}")
     properties = request.properties
     if not properties:
         raise bad_request("request has no application-properties (expected 'operation')")

@@ -27,11 +27,13 @@ BASE_ATTRIBUTES = (
 
 def attr(name: str, type_: str, *, choices: Sequence[str] = (), default: object = None,
          required: bool = False, create: bool = False, update: bool = False,
-         deprecated: Sequence[str] = (), doc: str = "") -> AttributeDef:
-    """Any attribute.  Giving `choices` makes it an enum."""
+         deprecated: Sequence[str] = (), doc: str = "", minimum: int | None = None,
+         maximum: int | None = None) -> AttributeDef:
+    """Any attribute.  Giving `choices` makes it an enum; `minimum`/`maximum` bound an integer."""
     return AttributeDef(name=name, type=ENUM if choices else type_, choices=tuple(choices),
                         default=default, required=required, create=create, update=update,
-                        deprecated_names=tuple(deprecated), description=doc)
+                        deprecated_names=tuple(deprecated), description=doc, minimum=minimum,
+                        maximum=maximum)
 
 
 def conf(name: str, type_: str = "string", **kwargs: Any) -> AttributeDef:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Callable, Dict
 
+from .hosts import short_repr
 from .types import (
     BOOLEAN,
     ENTITY_ID,
@@ -32,22 +33,40 @@ def _string(attr: AttributeDef, value: object) -> object:
     # A JSON config may write numbers unquoted ("port": 5672); they mean the same text.
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    raise InvalidValue(f"{value!r} is not a string")
+    raise InvalidValue(f"{short_repr(value)} is not a string")
+
+
+#: Without a range of its own, an integer attribute holds what qdrouterd's C `long` holds.
+INT64_MIN = -(2 ** 63)
+INT64_MAX = 2 ** 63 - 1
 
 
 def _integer(attr: AttributeDef, value: object) -> object:
+    number = _as_integer(value)
+    low = INT64_MIN if attr.minimum is None else attr.minimum
+    high = INT64_MAX if attr.maximum is None else attr.maximum
+    if not low <= number <= high:
+        if attr.minimum is not None and attr.maximum is not None and high - low <= 1000:
+            bound = f"between {low} and {high}"  # a small range, as a phase's 0 to 9: say it all
+        else:
+            bound = f"at least {low}" if number < low else f"at most {high}"
+        raise InvalidValue(f"{number} is out of range: it must be {bound}")
+    return number
+
+
+def _as_integer(value: object) -> int:
     if isinstance(value, bool):
-        raise InvalidValue(f"{value!r} is not an integer")
+        raise InvalidValue(f"{short_repr(value)} is not an integer")
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str):
+    if isinstance(value, str) and len(value) <= 40:  # int() of a huge text costs quadratic time
         try:
             return int(value.strip(), 10)
         except ValueError:
             pass
-    raise InvalidValue(f"{value!r} is not an integer")
+    raise InvalidValue(f"{short_repr(value)} is not an integer")
 
 
 def _boolean(attr: AttributeDef, value: object) -> object:
@@ -61,13 +80,13 @@ def _boolean(attr: AttributeDef, value: object) -> object:
             return True
         if word in _FALSE:
             return False
-    raise InvalidValue(f"{value!r} is not a boolean (use yes, no, true, false, 1 or 0)")
+    raise InvalidValue(f"{short_repr(value)} is not a boolean (use yes, no, true, false, 1 or 0)")
 
 
 def _enum(attr: AttributeDef, value: object) -> object:
     if isinstance(value, str) and value in attr.choices:
         return value
-    raise InvalidValue(f"{value!r} is not one of {', '.join(attr.choices)}")
+    raise InvalidValue(f"{short_repr(value)} is not one of {', '.join(attr.choices)}")
 
 
 def _from_json_text(value: object, wanted: type, what: str) -> object:
@@ -75,9 +94,9 @@ def _from_json_text(value: object, wanted: type, what: str) -> object:
         try:
             value = json.loads(value)
         except ValueError:
-            raise InvalidValue(f"{value!r} is not a {what}") from None
+            raise InvalidValue(f"{short_repr(value)} is not a {what}") from None
     if not isinstance(value, wanted):
-        raise InvalidValue(f"{value!r} is not a {what}")
+        raise InvalidValue(f"{short_repr(value)} is not a {what}")
     return value
 
 

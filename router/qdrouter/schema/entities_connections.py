@@ -8,6 +8,10 @@ from .types import BOOLEAN, INTEGER, PATH, PROPERTIES, AttributeDef
 ROLES = ("normal", "inter-router", "route-container", "edge")
 ADDRESS_FAMILIES = ("IPv4", "IPv6")
 STRIP_ANNOTATIONS = ("in", "out", "both", "no")
+INT32_MAX = 2 ** 31 - 1
+UINT32_MAX = 2 ** 32 - 1
+#: Proton keeps the idle timeout in milliseconds in 32 bits.
+IDLE_TIMEOUT_MAX = UINT32_MAX // 1000
 
 
 def _connection_settings(kind: str) -> list[AttributeDef]:
@@ -20,22 +24,26 @@ def _connection_settings(kind: str) -> list[AttributeDef]:
                doc="normal: clients; inter-router: another interior router; route-container: a "
                    "broker or other container that link routes and auto-links use; edge: an edge "
                    "router."),
-        conf("cost", INTEGER, default=1,
+        conf("cost", INTEGER, default=1, minimum=1, maximum=INT32_MAX,
              doc="Inter-router connections only: routing cost of the connection, at least 1."),
         conf("sslProfile", doc="Name of the sslProfile giving this connection's TLS settings."),
         conf("saslMechanisms", doc="Space-separated SASL mechanisms to allow."),
-        conf("maxFrameSize", INTEGER, default=16384,
-             doc="Largest frame, in octets, proposed in the connection's open."),
-        conf("maxSessions", INTEGER, default=32768,
-             doc="Most sessions that may be open at once on the connection."),
-        conf("maxSessionFrames", INTEGER,
-             doc="Session incoming window, in frames; unset means the library default."),
-        conf("idleTimeoutSeconds", INTEGER, default=16,
+        conf("maxFrameSize", INTEGER, default=16384, minimum=0, maximum=UINT32_MAX,
+             doc="Largest frame, in octets, proposed in the connection's open; below 512 "
+                 "means 512, AMQP's smallest."),
+        conf("maxSessions", INTEGER, default=32768, minimum=0, maximum=INT32_MAX,
+             doc="Most sessions that may be open at once on the connection (its channel-max "
+                 "is one less); 0 or above 32768 means 32768."),
+        conf("maxSessionFrames", INTEGER, minimum=0, maximum=INT32_MAX,
+             doc="Session incoming window, in frames of maxFrameSize; unset or 0 means "
+                 "2147483647 frames."),
+        conf("idleTimeoutSeconds", INTEGER, default=16, minimum=0, maximum=IDLE_TIMEOUT_MAX,
              doc="Close the connection if nothing arrives for this many seconds; 0 never does."),
         one_of("stripAnnotations", *STRIP_ANNOTATIONS, default="both",
                doc="Where to remove the router's message annotations: in (on arrival), out (on "
                    "departure), both, or no."),
-        conf("linkCapacity", INTEGER, doc="Credit, in deliveries, granted on each link."),
+        conf("linkCapacity", INTEGER, minimum=1, maximum=INT32_MAX,
+             doc="Credit, in deliveries, granted on each link."),
         conf("messageLoggingComponents", default="none", deprecated=("logMessage",),
              doc="Comma-separated message parts to log for each delivery: 'none', 'all', or "
                  "property names."),
@@ -61,7 +69,7 @@ LISTENER = entity(
         conf("requireSsl", BOOLEAN, default=False, doc="Refuse connections that do not use TLS."),
         conf("trustedCertsFile", PATH, deprecated=("trustedCerts",),
              doc="Deprecated: use the sslProfile's caCertFile."),
-        conf("initialHandshakeTimeoutSeconds", INTEGER, default=0,
+        conf("initialHandshakeTimeoutSeconds", INTEGER, default=0, minimum=0, maximum=INT32_MAX,
              doc="Close a connection whose peer has not sent its protocol header within this many "
                  "seconds; 0 waits forever."),
         conf("multiTenant", BOOLEAN, default=False,
@@ -72,7 +80,7 @@ LISTENER = entity(
              doc="HTTP listeners: answer liveness checks at /healthz."),
         conf("metrics", BOOLEAN, default=True,
              doc="HTTP listeners: serve Prometheus metrics at /metrics."),
-        conf("metricsMaxAddresses", INTEGER, default=100,
+        conf("metricsMaxAddresses", INTEGER, default=100, maximum=INT32_MAX,
              doc="HTTP listeners: at most this many mobile addresses get per-address series in "
                  "/metrics (the busiest ones); -1 for no bound."),
         conf("websockets", BOOLEAN, default=True,

@@ -23,10 +23,12 @@ ADDRESS = entity(
         conf("waypoint", BOOLEAN, default=False,
              doc="The address passes through a waypoint such as a broker queue, so it is routed "
                  "in two phases."),
-        conf("ingressPhase", INTEGER, doc="Advanced: phase given to messages entering the network."),
-        conf("egressPhase", INTEGER, doc="Advanced: phase used to deliver messages to consumers."),
-        conf("priority", INTEGER,
-             doc="Priority given to messages sent to the address that do not carry one."),
+        conf("ingressPhase", INTEGER, minimum=0, maximum=9,
+             doc="Advanced: phase given to messages entering the network."),
+        conf("egressPhase", INTEGER, minimum=0, maximum=9,
+             doc="Advanced: phase used to deliver messages to consumers."),
+        conf("priority", INTEGER, minimum=0, maximum=9,
+             doc="Priority (0 to 9) given to messages sent to the address that do not carry one."),
         conf("enableFallback", BOOLEAN, default=False,
              doc="Send messages with no reachable consumer to the address's fallback destination "
                  "instead of releasing them."),
@@ -68,7 +70,8 @@ AUTO_LINK = entity(
         one_of("direction", *DIRECTIONS, required=True, deprecated=("dir",),
                doc="in: messages flow from the container into the router; out: from the router "
                    "to the container."),
-        conf("phase", INTEGER, doc="Address phase of the link; 0 for 'out' and 1 for 'in' if unset."),
+        conf("phase", INTEGER, minimum=0, maximum=9,
+             doc="Address phase of the link; 0 for 'out' and 1 for 'in' if unset."),
         conf("containerId", doc="Container id to attach to.  Give containerId or connection, not "
                                 "both."),
         conf("connection", doc="Name of the listener or connector whose connection to attach on."),
@@ -90,9 +93,9 @@ EXCHANGE = entity(
     "router.config.exchange",
     [
         conf("address", required=True, doc="Address publishers send to."),
-        conf("phase", INTEGER, doc="Address phase of the exchange; 0 if unset."),
+        conf("phase", INTEGER, minimum=0, maximum=9, doc="Address phase of the exchange; 0 if unset."),
         conf("alternateAddress", doc="Where messages matching no binding go."),
-        conf("alternatePhase", INTEGER, doc="Phase of alternateAddress; 0 if unset."),
+        conf("alternatePhase", INTEGER, minimum=0, maximum=9, doc="Phase of alternateAddress; 0 if unset."),
         one_of("matchMethod", "amqp", "mqtt", default="amqp",
                doc="How binding keys match subjects: AMQP 0-10 topic or MQTT topic filter rules."),
         count("bindingCount", "Bindings of this exchange."),
@@ -111,7 +114,7 @@ BINDING = entity(
         conf("exchangeName", required=True, doc="Name of the exchange this binding belongs to."),
         conf("bindingKey", doc="Key matched against each message's subject."),
         conf("nextHopAddress", required=True, doc="Address matching messages are forwarded to."),
-        conf("nextHopPhase", INTEGER, doc="Phase used for nextHopAddress."),
+        conf("nextHopPhase", INTEGER, minimum=0, maximum=9, doc="Phase used for nextHopAddress."),
         count("matchedCount", "Deliveries that matched."),
     ],
     operations=("CREATE", "DELETE"),

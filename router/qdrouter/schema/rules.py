@@ -6,7 +6,9 @@ import re
 from typing import Callable, Dict, List, Mapping
 
 from .attributes import CREATE, Problem, check_items
+from .connection_rules import connection_warnings, connector_problems, listener_problems
 from .entities_policy import VHOST_USER_GROUP_SETTINGS
+from .hosts import host_problem, short_repr
 from .types import EntityTypeDef
 
 #: Attribute -> attribute whose value it takes when not given, per entity type short name.
@@ -39,23 +41,24 @@ def _one_of(first: str, second: str, *, required: bool) -> Check:
 def _router_id(attrs: Mapping[str, object], written: Written) -> list[Problem]:
     rid = attrs.get("id")
     if isinstance(rid, str) and (not rid or any(c.isspace() or not c.isprintable() for c in rid)):
-        return [Problem(f"attribute {_name(written, 'id')!r}: {rid!r} is not a valid router id "
+        return [Problem(f"attribute {_name(written, 'id')!r}: {short_repr(rid)} is not a valid router id "
                         f"(it must be non-empty, without whitespace or control characters)",
                         _name(written, "id"))]
     return []
 
 
-def _port_and_cost(attrs: Mapping[str, object], written: Written) -> list[Problem]:
+def _host_and_port(attrs: Mapping[str, object], written: Written) -> list[Problem]:
     problems = []
     port = attrs.get("port")
     if isinstance(port, str) and not (_SERVICE_NAME.fullmatch(port) or
                                       (port.isascii() and port.isdigit() and int(port) <= 65535)):
-        problems.append(Problem(f"attribute {_name(written, 'port')!r}: {port!r} is not a port number "
-                                f"(0 to 65535) or service name", _name(written, "port")))
-    cost = attrs.get("cost")
-    if isinstance(cost, int) and cost < 1:
-        problems.append(Problem(f"attribute {_name(written, 'cost')!r}: the cost must be at least 1",
-                                _name(written, "cost")))
+        problems.append(Problem(f"attribute {_name(written, 'port')!r}: {short_repr(port)} is not a port "
+                                f"number (0 to 65535) or service name", _name(written, "port")))
+    host = attrs.get("host")
+    why = host_problem(host) if isinstance(host, str) else None
+    if why is not None:
+        problems.append(Problem(f"attribute {_name(written, 'host')!r}: {short_repr(host)} {why}",
+                                _name(written, "host")))
     return problems
 
 
@@ -77,16 +80,16 @@ def _log_levels(attrs: Mapping[str, object], written: Written) -> list[Problem]:
     if words == ["none"] or all(_LOG_LEVEL.fullmatch(w) for w in words):
         return []
     bad = next(w for w in words if not _LOG_LEVEL.fullmatch(w))
-    return [Problem(f"attribute {_name(written, 'enable')!r}: {bad!r} is not a log level (use a "
+    return [Problem(f"attribute {_name(written, 'enable')!r}: {short_repr(bad)} is not a log level (use a "
                     f"comma-separated list of trace, debug, info, notice, warning, error, critical, "
                     f"each optionally followed by '+', or 'none')", _name(written, "enable"))]
 
 
 _CHECKS: Dict[str, List[Check]] = {
     "router": [_router_id],
-    "listener": [_port_and_cost, _metrics_bound],
-    "connector": [_port_and_cost],
-    "authServicePlugin": [_port_and_cost],
+    "listener": [_host_and_port, _metrics_bound, listener_problems],
+    "connector": [_host_and_port, connector_problems],
+    "authServicePlugin": [_host_and_port],
     "log": [_log_levels],
     "router.config.address": [_one_of("prefix", "pattern", required=True)],
     "router.config.linkRoute": [_one_of("prefix", "pattern", required=True),
@@ -105,6 +108,14 @@ def check_entity(etype: EntityTypeDef, attrs: Mapping[str, object],
     for check in _CHECKS.get(etype.short_name, ()):
         problems.extend(check(attrs, written))
     return problems
+
+
+def entity_warnings(etype: EntityTypeDef, attrs: Mapping[str, object],
+                    written: Written = {}) -> list[Problem]:  # noqa: B006 - never mutated
+    """Accepted values worth telling the user about (they change nothing)."""
+    if etype.short_name in ("listener", "connector"):
+        return connection_warnings(etype.short_name, attrs, written)
+    return []
 
 
 def normalize_groups(groups: Mapping[str, object], attr_written: str) -> tuple[dict, list[Problem]]:

@@ -61,8 +61,13 @@ class AttributeDef:
     update: bool = False
     deprecated_names: tuple[str, ...] = ()
     description: str = ""
+    #: Integers only: the smallest and largest values accepted (None: the INT64 bound).
+    minimum: int | None = None
+    maximum: int | None = None
 
     def __post_init__(self) -> None:
+        if (self.minimum is not None or self.maximum is not None) and self.type != INTEGER:
+            raise SchemaError(f"attribute {self.name!r}: a range goes with type 'integer' only")
         if self.type not in ATTRIBUTE_TYPES:
             raise SchemaError(f"attribute {self.name!r}: unknown type {self.type!r}")
         if (self.type == ENUM) != bool(self.choices):

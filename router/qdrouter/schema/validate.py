@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from .attributes import CREATE, UPDATE, AttributeItems, Validated, check_items
-from .rules import FALLBACKS, check_entity, normalize_groups
+from .rules import FALLBACKS, check_entity, entity_warnings, normalize_groups
 from .types import EntityTypeDef, SchemaError
 
 __all__ = ["CREATE", "UPDATE", "validate_attributes"]
@@ -32,4 +32,5 @@ def validate_attributes(etype: EntityTypeDef, items: AttributeItems, *,
     # Combination rules on half-valid input would only echo the problems already found.
     if mode == CREATE and out.ok:
         out.problems.extend(check_entity(etype, out.attributes, out.written))
+        out.warnings.extend(entity_warnings(etype, out.attributes, out.written))
     return out

@@ -41,14 +41,15 @@ MAP_HELP = ("the whole mesh from this router: every router, the inter-router lin
             "brokers (route containers), link routes and auto-links with each router's state")
 
 
-def _positive_int(text: str) -> int:
+def _row_limit(text: str) -> int | None:
+    """--limit N: at most N rows; 0 is no limit, as qdrouterd's qdstat documents it."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (no limit) or more: {text!r}")
+    return value or None
 
 
 def build_parser() -> ToolArgumentParser:
@@ -62,8 +63,8 @@ def build_parser() -> ToolArgumentParser:
         views.add_argument(*flags, dest="show", action="store_const", const=view, help=VIEWS[view].help)
     views.add_argument("--map", dest="show", action="store_const", const="map", help=MAP_HELP)
     out = parser.add_argument_group("output options")
-    out.add_argument("--limit", metavar="N", type=_positive_int,
-                     help="show at most N rows")
+    out.add_argument("--limit", metavar="N", type=_row_limit,
+                     help="show at most N rows (0: no limit, the default)")
     fmt = out.add_mutually_exclusive_group()
     fmt.add_argument("--csv", dest="format", action="store_const", const=table.CSV,
                      help="comma-separated values: a heading line, then one line per row")
