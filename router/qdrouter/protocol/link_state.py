@@ -34,6 +34,8 @@ class RemoteRouter:
     # The connection its last advertisement arrived on: a way back to it even while the link
     # state we hold gives no path (see take_ls_requests).
     heard_via: Hashable | None = None
+    # The multicast-tree scheme its advertisements name (0: none, e.g. qdrouterd).
+    multicast_scheme: int = 0
 
 
 @dataclass
@@ -104,6 +106,9 @@ class LinkStateDatabase:
         node.last_seen = now
         if via is not None:
             node.heard_via = via
+        if node.multicast_scheme != msg.multicast_scheme:
+            node.multicast_scheme = msg.multicast_scheme
+            self.topology_changed = True  # which multicast rule applies may have changed
         if node.link_state.ls_seq < msg.ls_seq:
             node.need_ls_request = True
         return node.need_ls_request
@@ -219,14 +224,14 @@ class LinkStateDatabase:
     # -- views ---------------------------------------------------------------------------
 
     def collection(self) -> Mapping[str, Mapping[str, int]]:
-        """{router: {peer: cost}} for path computation; routers without known LS left out."""
+        """{router: {peer: cost}} for path computation, as qdrouterd builds it: my link state
+        first, then every router known (no peers while its link state has not arrived, or
+        after it expired), in the order they became known (see protocol/paths.py)."""
         result: Dict[str, Mapping[str, int]] = {self.my_id: self.my_ls.peers}
         for rid, node in self.routers.items():
-            # A router whose LS we never got stays out, so links to it count provisionally
-            # (see paths.py); an expired one is in with no links, so links to it are ignored.
-            if node.link_state.ls_seq > 0 or node.expired:
-                result[rid] = node.link_state.peers
+            result[rid] = node.link_state.peers
         return result
 
-    def advertisement(self, mobile_seq: int, instance: int) -> RouterAdvertisement:
-        return RouterAdvertisement(self.my_id, self.my_ls.ls_seq, mobile_seq, instance, self.area)
+    def advertisement(self, mobile_seq: int, instance: int, multicast_scheme: int = 0) -> RouterAdvertisement:
+        return RouterAdvertisement(self.my_id, self.my_ls.ls_seq, mobile_seq, instance, self.area,
+                                   multicast_scheme=multicast_scheme)

@@ -1,0 +1,65 @@
+"""What the link-state database gives this router: qdrouterd's next hops, valid origins and
+radius (protocol/paths.py), and, while every reachable router shares the multicast-tree
+scheme, the trees multicast follows (protocol/multicast_trees.py). Routes are computed at once
+(LSRs are routed by them); valid origins and trees when first asked for after a change."""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, FrozenSet, Mapping
+
+from qdrouter.protocol import multicast_trees, paths
+from qdrouter.protocol.multicast_rules import MulticastTrees
+from qdrouter.protocol.paths import Route
+
+
+class PathState:
+    def __init__(self, my_id: str) -> None:
+        self.my_id = my_id
+        self.routes: Dict[str, Route] = {}
+        self.radius = 0
+        self.tree_mode = True  # no other router yet: nothing to disagree with
+        self._collection: Mapping[str, Mapping[str, int]] = {}
+        self._graph: paths.Graph | None = None
+        self._valid_origins: Dict[str, FrozenSet[str]] = {}
+        self._trees: MulticastTrees | None = MulticastTrees()
+        self._dirty = False
+
+    def recompute(self, collection: Mapping[str, Mapping[str, int]],
+                  scheme_of: Callable[[str], int], tree_scheme: int) -> bool:
+        """New link states: recompute routes and the radius; True if routes, radius or the
+        multicast rule changed (valid origins are recomputed on the next ask)."""
+        self._collection = collection
+        self._graph = paths.build_graph(collection)
+        routes, radius = paths.compute_routes(self.my_id, self._graph)
+        tree_mode = all(scheme_of(rid) == tree_scheme for rid in routes)
+        changed = routes != self.routes or radius != self.radius or tree_mode != self.tree_mode
+        self.routes, self.radius, self.tree_mode = routes, radius, tree_mode
+        self._dirty = True
+        return changed
+
+    def refresh(self) -> bool:
+        """Compute what a change left pending; True if valid origins or trees changed."""
+        if not self._dirty or self._graph is None:
+            return False
+        self._dirty = False
+        vo = paths.compute_valid_origins(self.my_id, self._graph, self.routes)
+        trees: MulticastTrees | None = None
+        if self.tree_mode:
+            graph = multicast_trees.build_graph(self._collection)
+            tree_routes = multicast_trees.compute_routes(self.my_id, graph)
+            trees = MulticastTrees({d: r.next_hop for d, r in tree_routes.items()},
+                                   multicast_trees.compute_valid_origins(self.my_id, graph, tree_routes))
+        changed = vo != self._valid_origins or trees != self._trees
+        self._valid_origins, self._trees = vo, trees
+        return changed
+
+    @property
+    def pending(self) -> bool:
+        return self._dirty
+
+    def valid_origins(self) -> Dict[str, FrozenSet[str]]:
+        return self._valid_origins
+
+    def trees(self) -> MulticastTrees | None:
+        """The multicast trees, or None while the flooding rule is in force."""
+        return self._trees
