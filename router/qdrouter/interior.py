@@ -249,7 +249,7 @@ class MeshNode:
 
     def _refresh_multicast(self) -> None:
         """Valid origins, and the multicast rule with its radius (protocol/multicast_rules.py)."""
-        self.routes.valid_origins = {k: set(v) for k, v in self.engine.valid_origins().items()}
+        self.routes.origin_valid = self.engine.origin_checks().includes
         trees = self.engine.multicast_trees()
         self.routes.trees = trees
         self.routes.radius = None if trees is not None else self.engine.radius
@@ -342,7 +342,7 @@ class MeshNode:
                 if router_id in self.engine._lsdb.routers else [],
                 # qdrouterd shows no next hop for a router reached directly.
                 "nextHop": None if next_hop == router_id else next_hop,
-                "validOrigins": sorted(self.routes.valid_origins.get(router_id, ())),
+                "validOrigins": sorted(self.engine.origin_checks().table().get(router_id, ())),
                 "address": f"amqp:/_topo/0/{router_id}",
                 "routerLink": control.identity if control is not None else None,
                 "cost": cost,

@@ -12,7 +12,7 @@ from typing import Dict, Iterator, List, Sequence, Tuple
 
 import pytest
 
-from tests.interop.mixed_topology import MixedMesh, is_c, line, remote_count, ring, running
+from tests.interop.mixed_topology import MixedMesh, line, remote_count, ring, running
 from tests.router.amqpclient import MODIFIED, REJECTED, RELEASED, Net, WaitTimeout, msg, send_and_settle
 
 TOPOLOGIES = {
@@ -100,10 +100,10 @@ def test_multicast_reaches_every_receiver_once(mesh: MixedMesh, net: Net) -> Non
     """A line has one path between any two routers: every receiver gets each message once.
     In a ring, qdrouterd 1.19 forwards multicast by trace exclusion only (forwarder.c never
     checks valid origins for data, docs/routing.md), so a C router sends a copy on toward
-    a router that another path serves too: an all-C ring delivers everything twice. qdmesh
-    forwards by valid origins: in the alternating ring every C router's neighbours are qdmesh
-    routers, and its receivers get each message exactly once; receivers on qdmesh routers
-    get the C routers' extra copies, each by another neighbour."""
+    a router that another path serves too: an all-C ring delivers everything twice. A qdmesh
+    router in a mesh with C routers forwards as they do (protocol/multicast_rules.py), so
+    receivers of either kind get the copies they would in the all-C ring, each by another
+    neighbour (tests/interop/test_mixed_paths.py compares the counts)."""
     address = f"multicast/all-{next(_addresses)}"
     clients = {n: net.connect(mesh[n].url) for n in mesh.names}
     receivers = {n: clients[n].receiver(address) for n in mesh.names}
@@ -117,9 +117,8 @@ def test_multicast_reaches_every_receiver_once(mesh: MixedMesh, net: Net) -> Non
     net.wait(lambda: all(set(r.bodies()) == set(expected) for r in receivers.values()), 10,
              "every message at every receiver")
     net.pump(1.0)  # time for any extra copy to arrive
-    alternating = [is_c(n) for n in mesh.names] == [False, True, False, True]
     for name, receiver in receivers.items():
-        if not mesh.has_loop or (alternating and is_c(name)):
+        if not mesh.has_loop:
             assert sorted(receiver.bodies()) == expected, name
         else:
             assert set(receiver.bodies()) == set(expected), name

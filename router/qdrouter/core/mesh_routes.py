@@ -4,7 +4,7 @@ checks, the radius, and the rule multicast follows (protocol/multicast_rules.py)
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, Mapping, Sequence, Set, Tuple
 
 from ..protocol.multicast_rules import MulticastTrees, beyond_radius, flood_next_hops, tree_next_hops
 from .links import CoreLink
@@ -33,16 +33,18 @@ class MeshRoutes:
         self.table: Dict[str, Tuple[str, int]] = {}
         # neighbor router id -> our outgoing data link to it
         self.data_links: Dict[str, CoreLink] = {}
-        # destination router id -> origins whose shortest paths to it pass through us
-        self.valid_origins: Dict[str, Set[str]] = {}
+        # (destination, origin) -> whether origin's shortest path to destination passes
+        # through us (qdrouterd's valid origins, protocol/paths.py ValidOrigins.includes)
+        self.origin_valid: Callable[[str, str], bool] = _nowhere
         # The mesh's radius in hops, or None while multicast follows trees (no copy loops).
         self.radius: int | None = None
         # Multicast's trees while every router shares them, else None: qdrouterd's flooding.
         self.trees: MulticastTrees | None = None
 
-    def update(self, table: Dict[str, Tuple[str, int]], valid_origins: Dict[str, Set[str]]) -> None:
+    def update(self, table: Dict[str, Tuple[str, int]], valid_origins: Mapping[str, Iterable[str]]) -> None:
         self.table = dict(table)
-        self.valid_origins = {router: set(origins) for router, origins in valid_origins.items()}
+        origins = {router: frozenset(found) for router, found in valid_origins.items()}
+        self.origin_valid = lambda dest, origin: origin in origins.get(dest, ())
 
     def beyond_radius(self, trace: Sequence[str] | None) -> bool:
         """A copy qdrouterd would release on arrival: it passed more routers than the radius + 1."""
@@ -70,7 +72,7 @@ class MeshRoutes:
         if trace and (router in trace or entry[0] in trace):
             return None
         if origin is not None and origin != self.my_id and origin in self.table \
-                and origin not in self.valid_origins.get(router, ()):
+                and not self.origin_valid(router, origin):
             return None
         return self.data_links.get(entry[0])
 
@@ -96,3 +98,7 @@ class MeshRoutes:
             if link is not None:
                 links.add(link)
         return links
+
+
+def _nowhere(destination: str, origin: str) -> bool:
+    return False

@@ -39,6 +39,7 @@ from qdrouter.protocol.mobile import (
 from qdrouter.protocol.multicast_rules import TREE_SCHEME, MulticastTrees, flood_next_hops, tree_next_hops
 from qdrouter.protocol.neighbors import NeighborChange, NeighborTable
 from qdrouter.protocol.path_state import PathState
+from qdrouter.protocol.paths import ValidOrigins
 
 HELLO_ADDRESS = "_local/qdhello"
 
@@ -161,8 +162,7 @@ class RoutingEngine:
             out.append(Outbound(router_address("all", self.area), ra.to_dict(), ra.OPCODE))
         for rid in result.lsr_to:
             out.extend(self._lsr(rid))
-        if self._paths.pending:
-            self.valid_origins()
+        self._refresh_paths()
         out.extend(self._after_change())
         return out
 
@@ -189,10 +189,17 @@ class RoutingEngine:
         return {rid: (r.next_hop, r.cost) for rid, r in self._paths.routes.items()}
 
     def valid_origins(self) -> Dict[str, FrozenSet[str]]:
-        """qdrouterd's valid origins (protocol/paths.py): destination -> origins."""
+        """qdrouterd's valid origins (protocol/paths.py), all of them: destination -> origins."""
+        return dict(self.origin_checks().table())
+
+    def origin_checks(self) -> ValidOrigins:
+        """The valid origins as forwarding asks about them (one origin at a time)."""
+        self._refresh_paths()
+        return self._paths.valid_origins()
+
+    def _refresh_paths(self) -> None:
         if self._paths.refresh():
-            self._emit("valid_origins", self._paths.valid_origins())
-        return dict(self._paths.valid_origins())
+            self._emit("valid_origins", None)
 
     @property
     def radius(self) -> int:
@@ -202,7 +209,7 @@ class RoutingEngine:
     def multicast_trees(self) -> MulticastTrees | None:
         """The trees multicast follows while every reachable router shares them, else None
         (qdrouterd's flooding rule applies: protocol/multicast_rules.py)."""
-        self.valid_origins()
+        self._refresh_paths()
         return self._paths.trees()
 
     def remote_addresses(self) -> Dict[str, Set[str]]:

@@ -1,12 +1,14 @@
-"""Shortest paths, next hops and multicast valid origins over the link-state database.
+"""qdmesh's multicast trees: next hops and valid origins with ties broken by a jitter, which
+multicast follows while every router of the mesh advertises them (protocol/multicast_rules.py;
+unicast and anycast always use qdrouterd's paths, protocol/paths.py).
 
 Graph rules
 -----------
-* A link u-v is used only if both ends report it.  When v's link state is not known yet
-  (we heard of v only through u), the link is used provisionally in both directions with u's
-  cost; upstream's PathEngine does the same ("fake link-state for known peers") so that an
-  LSR can be routed to v and the database can fill in.  Once v's link state is known and
-  does not list u, the link is ignored.
+* A link u-v is used only if both ends report it.  When v is absent from the collection, the
+  link is used provisionally in both directions with u's cost.  The routing engine's
+  collection lists every known router (one without a link state yet with no peers), so
+  there a link counts once both link states have arrived: multicast follows the trees only
+  in a settled all-qdmesh mesh anyway.
 * Each direction uses the cost reported by the router it leaves from (as upstream).
 
 Tie-breaking
@@ -21,8 +23,8 @@ tree can disagree on an equal-cost branch and the copy is lost or duplicated).  
 reported to callers is the integer part, ``weight >> 48``.  The order is deterministic: the
 same database gives the same answer on every router.
 
-Valid origins (upstream PathEngine._calculate_valid_origins)
------------------------------------------------------------
+Valid origins (upstream's definition, over these trees)
+------------------------------------------------------
 For each destination D != me: the set of origins O != me whose shortest-path tree reaches D
 *through* me.  A multicast copy that entered the network at O is forwarded by me towards D
 only if O is a valid origin of D, so every D receives exactly one copy.

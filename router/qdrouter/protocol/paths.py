@@ -164,16 +164,47 @@ def _below_me(adj: List[List[Tuple[int, int]]], root: int, me: int) -> List[int]
     return found
 
 
+class ValidOrigins:
+    """qdrouterd's valid origins, an origin's share computed when first asked for: upstream
+    runs one Dijkstra per origin (it caps meshes at 128 routers), while forwarding asks only
+    about the origins of balanced messages that pass through here."""
+
+    def __init__(self, my_id: str, graph: Graph | None, routes: Mapping[str, Route]) -> None:
+        self._me = graph.index.get(my_id) if graph is not None else None
+        self._graph = graph
+        self._routes = routes
+        self._below: Dict[str, FrozenSet[str]] = {}
+        self._table: Dict[str, FrozenSet[str]] | None = None
+
+    def below(self, origin: str) -> FrozenSet[str]:
+        """The destinations whose path from ``origin`` runs through me."""
+        found = self._below.get(origin)
+        if found is None:
+            graph = self._graph
+            if self._me is None or graph is None or origin not in self._routes:
+                found = frozenset()
+            else:
+                found = frozenset(graph.ids[d] for d in _below_me(graph.adj, graph.index[origin], self._me))
+            self._below[origin] = found
+        return found
+
+    def includes(self, destination: str, origin: str) -> bool:
+        return destination in self.below(origin)
+
+    def table(self) -> Dict[str, FrozenSet[str]]:
+        """{destination: origins} for every reachable router, as upstream's PathEngine gives."""
+        if self._table is None:
+            result: Dict[str, List[str]] = {dest: [] for dest in self._routes}
+            for origin in self._routes:
+                for dest in self.below(origin):
+                    result[dest].append(origin)
+            self._table = {dest: frozenset(origins) for dest, origins in result.items()}
+        return self._table
+
+
 def compute_valid_origins(my_id: str, graph: Graph, routes: Mapping[str, Route]) -> Dict[str, FrozenSet[str]]:
     """{destination: origins whose trees reach it through me} for every reachable router."""
-    me = graph.index.get(my_id)
-    result: Dict[str, List[str]] = {dest: [] for dest in routes}
-    if me is None:
-        return {}
-    for origin in routes:
-        for d in _below_me(graph.adj, graph.index[origin], me):
-            result[graph.ids[d]].append(origin)
-    return {dest: frozenset(origins) for dest, origins in result.items()}
+    return ValidOrigins(my_id, graph, routes).table()
 
 
 def compute_paths(my_id: str, collection: Mapping[str, Mapping[str, int]]) -> Paths:
