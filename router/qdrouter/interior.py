@@ -19,7 +19,7 @@ from .core.address_table import BALANCED, CLOSEST, MULTICAST, AddressTable
 from .core.link_route_table import LinkRouteTable
 from .core.links import CONTROL, DATA, CoreLink
 from .core.mesh_routes import MeshRoutes
-from .protocol.engine import Outbound, RoutingEngine, RoutingEvent
+from .protocol.engine import RoutingEngine
 from .protocol.mobile import (
     LINK_ROUTE_KEY_PREFIXES,
     TREATMENT_ANYCAST_BALANCED,
@@ -27,6 +27,7 @@ from .protocol.mobile import (
     TREATMENT_MULTICAST_FLOOD,
     TREATMENT_MULTICAST_ONCE,
 )
+from .protocol.outbound import Outbound, RoutingEvent
 
 log = logging.getLogger("qdrouter.ROUTER_HELLO")
 # Every control message in and out (except HELLO), at debug: `log { module: ROUTER_LS enable: debug+ }`.

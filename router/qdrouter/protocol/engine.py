@@ -38,44 +38,16 @@ from qdrouter.protocol.mobile import (
 )
 from qdrouter.protocol.multicast_rules import TREE_SCHEME, MulticastTrees, flood_next_hops, tree_next_hops
 from qdrouter.protocol.neighbors import NeighborChange, NeighborTable
+from qdrouter.protocol.outbound import (
+    HELLO_ADDRESS,
+    Delivery,
+    Outbound,
+    RoutingEvent,
+    router_address,
+    router_ma_address,
+)
 from qdrouter.protocol.path_state import PathState
 from qdrouter.protocol.paths import ValidOrigins
-
-HELLO_ADDRESS = "_local/qdhello"
-
-
-def router_address(router_id: str, area: str = "0") -> str:
-    """Control address of one router (router_id 'all' = every router)."""
-    return f"_topo/{area}/{router_id}/qdrouter"
-
-
-def router_ma_address(router_id: str, area: str = "0") -> str:
-    """Mobile-address-sync address of one router ('all' = every router)."""
-    return f"_topo/{area}/{router_id}/qdrouter.ma"
-
-
-@dataclass(frozen=True)
-class Outbound:
-    address: str
-    body: Dict[str, Any]
-    opcode: str
-    via: Hashable | None = None  # connection to send on; None = route by address
-
-    @property
-    def application_properties(self) -> Dict[str, str]:
-        return {"opcode": self.opcode}
-
-
-@dataclass(frozen=True)
-class Delivery:
-    local: bool  # hand the message to this router's own on_message
-    conns: Tuple[Hashable, ...] = ()  # connections to forward copies on
-
-
-@dataclass(frozen=True)
-class RoutingEvent:
-    kind: str  # neighbor_up, neighbor_down, routes, valid_origins, addresses, duplicate_id, error
-    data: Any = None
 
 
 @dataclass
