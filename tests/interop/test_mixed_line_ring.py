@@ -7,12 +7,13 @@ withdrawn everywhere. One mesh per topology, shared by its tests."""
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from pathlib import Path
 from typing import Dict, Iterator, List, Sequence, Tuple
 
 import pytest
 
-from tests.interop.mixed_topology import MixedMesh, line, remote_count, ring, running
+from tests.interop.mixed_topology import MixedMesh, is_c, line, remote_count, ring, running
 from tests.router.amqpclient import MODIFIED, REJECTED, RELEASED, Net, WaitTimeout, msg, send_and_settle
 
 TOPOLOGIES = {
@@ -122,7 +123,9 @@ def test_multicast_reaches_every_receiver_once(mesh: MixedMesh, net: Net) -> Non
             assert sorted(receiver.bodies()) == expected, name
         else:
             assert set(receiver.bodies()) == set(expected), name
-            assert_copies_by_distinct_neighbours(receiver.received, name)
+            assert max(Counter(receiver.bodies()).values()) <= 2, name  # the all-C ring's twice
+            if not is_c(name):  # (the C router strips the trace a receiver would see)
+                assert_copies_by_distinct_neighbours(receiver.received, name)
 
 
 def assert_copies_by_distinct_neighbours(received: Sequence[object], at: str) -> None:
