@@ -65,13 +65,14 @@ class MeshRoutes:
         through the router it came from. ``origin`` (balanced anycast: the router the
         message entered the mesh at): None too unless we are on origin's shortest path to
         ``router``, as qdrouterd's balanced forwarder checks; a router that is not would
-        release it."""
+        release it. Only while a router other than qdmesh may be on the way (no multicast
+        trees): among qdmesh routers every next hop passes the message on."""
         entry = self.table.get(router)
         if entry is None:
             return None
         if trace and (router in trace or entry[0] in trace):
             return None
-        if origin is not None and origin != self.my_id and origin in self.table \
+        if origin is not None and self.trees is None and origin != self.my_id and origin in self.table \
                 and not self.origin_valid(router, origin):
             return None
         return self.data_links.get(entry[0])
