@@ -156,7 +156,8 @@ def test_router_and_a_peer_speaking_upstream_bodies_form_one_mesh(tmp_path: Path
         for lsu in peer.received("LSU"):
             assert lsu.address in (answer, "_topo/0/all/qdrouter"), lsu.address
             _assert_application_properties(lsu, "LSU")
-            body = _assert_upstream_python_types(lsu, ["id", "pv", "area", "instance", "ls_seq", "ls"])
+            body = _assert_upstream_python_types(
+                lsu, ["id", "pv", "area", "instance", "ls_seq", "ls", "qdmesh_multicast"])
             ls = body["ls"]
             assert sorted(ls) == ["area", "id", "ls_seq", "peers"] and all(type(k) is str for k in ls), ls
             assert ls["id"] == "R" and ls["ls_seq"] == body["ls_seq"] and type(ls["ls_seq"]) is int

@@ -131,6 +131,19 @@ def test_trees_only_while_every_router_advertises_them() -> None:
     assert engine.radius == 2
 
 
+def test_link_state_updates_name_the_scheme_too() -> None:
+    """A router whose link state is known is known as qdmesh or not, even before its RA."""
+    engine = _engine("Q1", RING4)
+    for rid in ("C2", "Q3", "C4"):
+        body = LinkStateUpdate(rid, 2, LinkState(rid, 2, RING4[rid]), instance=1,
+                               multicast_scheme=TREE_SCHEME).to_dict()
+        engine.on_message("LSU", body, "C2", 0.2)
+    assert engine.multicast_trees() is not None
+    answer = engine.on_message("LSR", {"id": "Q3", "pv": 1, "area": "0"}, "C2", 5.1)
+    own = [o for o in answer if o.opcode == "LSU"]
+    assert own and all(o.body["qdmesh_multicast"] == TREE_SCHEME for o in own)
+
+
 def test_own_advertisement_names_the_scheme() -> None:
     engine = _engine("Q1", RING4)
     ras = [o for o in engine.tick(5.0) if o.opcode == "RA"]

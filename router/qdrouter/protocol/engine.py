@@ -71,7 +71,8 @@ class RoutingEngine:
         self.on_event = on_event
         self.counters = _Counters()
         self._neighbors = NeighborTable(my_id, instance, hello_max_age)
-        self._lsdb = LinkStateDatabase(my_id, area, ra_interval, ra_interval_flux, remote_ls_max_age)
+        self._lsdb = LinkStateDatabase(my_id, area, ra_interval, ra_interval_flux, remote_ls_max_age,
+                                       TREE_SCHEME)
         self._mobile = MobileAddressSync(my_id, area)
         self._paths = PathState(my_id)
         self._last_hello: float | None = None
@@ -130,7 +131,7 @@ class RoutingEngine:
             lsu = self._lsdb.own_update(self.instance)
             out.append(Outbound(router_address("all", self.area), lsu.to_dict(), lsu.OPCODE))
         if result.send_ra or mau is not None:
-            ra = self._lsdb.advertisement(self._mobile.mobile_seq, self.instance, TREE_SCHEME)
+            ra = self._lsdb.advertisement(self._mobile.mobile_seq, self.instance)
             out.append(Outbound(router_address("all", self.area), ra.to_dict(), ra.OPCODE))
         for rid in result.lsr_to:
             out.extend(self._lsr(rid))

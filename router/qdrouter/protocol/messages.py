@@ -197,10 +197,14 @@ class LinkStateUpdate:
     instance: int = 0
     area: str = DEFAULT_AREA
     pv: int = PROTOCOL_VERSION
+    multicast_scheme: int = 0  # as RouterAdvertisement's
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"id": self.id, "pv": self.pv, "area": self.area, "instance": self.instance,
-                "ls_seq": self.ls_seq, "ls": self.ls.to_dict()}
+        body: Dict[str, Any] = {"id": self.id, "pv": self.pv, "area": self.area, "instance": self.instance,
+                                "ls_seq": self.ls_seq, "ls": self.ls.to_dict()}
+        if self.multicast_scheme:
+            body[MULTICAST_SCHEME_KEY] = self.multicast_scheme
+        return body
 
     @classmethod
     def from_dict(cls, body: Any) -> LinkStateUpdate:
@@ -211,7 +215,8 @@ class LinkStateUpdate:
             raise ProtocolError(f"{what}: field 'ls' must be a map, got {type(ls_body).__name__}")
         return cls(id=_str(body, "id", what), ls_seq=_int(body, "ls_seq", what),
                    ls=LinkState.from_dict(ls_body), instance=_int(body, "instance", what, 0),
-                   area=_str(body, "area", what, DEFAULT_AREA), pv=_int(body, "pv", what, 0))
+                   area=_str(body, "area", what, DEFAULT_AREA), pv=_int(body, "pv", what, 0),
+                   multicast_scheme=_int(body, MULTICAST_SCHEME_KEY, what, 0))
 
 
 @dataclass
