@@ -182,9 +182,8 @@ class ValidOrigins:
         if found is None:
             graph = self._graph
             if self._me is None or graph is None or origin not in self._routes:
-                found = frozenset()
-            else:
-                found = frozenset(graph.ids[d] for d in _below_me(graph.adj, graph.index[origin], self._me))
+                return frozenset()  # not cached: only reachable routers take room
+            found = frozenset(graph.ids[d] for d in _below_me(graph.adj, graph.index[origin], self._me))
             self._below[origin] = found
         return found
 
