@@ -20,7 +20,8 @@ from typing import Dict, Iterator, List, Sequence, Tuple
 
 import pytest
 
-from tests.interop.mixed_topology import MixedMesh, remote_count, ring, running
+from tests.interop.mixed_topology import MixedMesh, query, remote_count, ring, running
+from tests.mesh.meshproc import NODE_TYPE
 from tests.router.amqpclient import Net, WaitTimeout, msg, send_and_settle
 
 NAMES = ["Q1", "C2", "Q3", "C4"]
@@ -120,3 +121,17 @@ def test_multicast_copies_as_in_the_all_c_mesh(meshes: Dict[str, MixedMesh], net
     all_c = multicast_copies(net, meshes["all-c"], source, 5)
     assert mixed == all_c, f"mixed {mixed}, all-C {all_c}"
     assert all(min(counts) >= 1 for counts in mixed.values())
+
+
+def path_table(mesh: MixedMesh, at: str) -> Dict[str, Tuple[object, object, frozenset]]:
+    """Router ``at``'s view of every other router (router.node): next hop, cost, valid origins."""
+    rows = query(mesh[at].url, NODE_TYPE, ["id", "nextHop", "cost", "validOrigins"])
+    return {str(r["id"]): (r["nextHop"], r["cost"], frozenset(r["validOrigins"] or ()))
+            for r in rows if str(r["id"]) != at}
+
+
+def test_every_router_computes_the_paths_its_all_c_counterpart_does(meshes: Dict[str, MixedMesh]) -> None:
+    """Each router's next hops, costs and valid origins (management's router.node) are those
+    of the router with its id in the all-C mesh, whichever kind it is."""
+    for name in NAMES:
+        assert path_table(meshes["mixed"], name) == path_table(meshes["all-c"], name), name
