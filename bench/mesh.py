@@ -175,7 +175,7 @@ def time_routes(sizes: Sequence[int], repeat: int) -> List[Dict[str, Any]]:
                 t0 = time.perf_counter()
                 graph = build_graph(ls)
                 t1 = time.perf_counter()
-                routes = compute_routes(me, graph)
+                routes, _radius = compute_routes(me, graph)
                 t2 = time.perf_counter()
                 vo = compute_valid_origins(me, graph, routes)
                 t3 = time.perf_counter()

@@ -19,7 +19,7 @@ from .core.address_table import BALANCED, CLOSEST, MULTICAST, AddressTable
 from .core.link_route_table import LinkRouteTable
 from .core.links import CONTROL, DATA, CoreLink
 from .core.mesh_routes import MeshRoutes
-from .protocol.engine import Outbound, RoutingEngine, RoutingEvent
+from .protocol.engine import RoutingEngine
 from .protocol.mobile import (
     LINK_ROUTE_KEY_PREFIXES,
     TREATMENT_ANYCAST_BALANCED,
@@ -27,6 +27,7 @@ from .protocol.mobile import (
     TREATMENT_MULTICAST_FLOOD,
     TREATMENT_MULTICAST_ONCE,
 )
+from .protocol.outbound import Outbound, RoutingEvent
 
 log = logging.getLogger("qdrouter.ROUTER_HELLO")
 # Every control message in and out (except HELLO), at debug: `log { module: ROUTER_LS enable: debug+ }`.
@@ -168,10 +169,11 @@ class MeshNode:
         if not address.startswith("_local/"):
             # While link states disagree, valid origins can send a flooded message round a
             # loop; the trace stops it here as upstream's forwarder does for every message.
-            if self._trace_id in trace:
+            if self._trace_id in trace or self.routes.beyond_radius(trace):
                 self.control_loops_dropped += 1
                 return
-            targets = self.engine.forward_targets(address, str(origin) if origin else self.router_id)
+            passed = [hop[2:] if hop.startswith("0/") else hop for hop in trace if isinstance(hop, str)]
+            targets = self.engine.forward_targets(address, str(origin) if origin else self.router_id, passed)
             forward = [key for key in targets.conns if key != conn_key]
             if forward:
                 # This router's id spliced into the trace; every other byte travels as it came
@@ -229,7 +231,7 @@ class MeshNode:
             if event.kind != "neighbor_down":
                 log.info("Routes of %s: %s", self.router_id, self.engine.routing_table())
         elif event.kind == "valid_origins":
-            self.routes.valid_origins = {k: set(v) for k, v in event.data.items()}
+            self._refresh_multicast()
         elif event.kind == "addresses":
             self._apply_addresses(event.data)
         elif event.kind == "duplicate_id":
@@ -243,8 +245,15 @@ class MeshNode:
                 links[router_id] = peer.data_out
         self.routes.data_links = links
         self.routes.table = self.engine.routing_table()
-        self.routes.valid_origins = {k: set(v) for k, v in self.engine.valid_origins().items()}
+        self._refresh_multicast()
         self.forwarder.topology_changed()
+
+    def _refresh_multicast(self) -> None:
+        """Valid origins, and the multicast rule with its radius (protocol/multicast_rules.py)."""
+        self.routes.origin_valid = self.engine.origin_checks().includes
+        trees = self.engine.multicast_trees()
+        self.routes.trees = trees
+        self.routes.radius = None if trees is not None else self.engine.radius
 
     def _apply_addresses(self, remote: Dict[str, Any]) -> None:
         link_route_keys = {key: set(routers) for key, routers in remote.items()
@@ -334,7 +343,7 @@ class MeshNode:
                 if router_id in self.engine._lsdb.routers else [],
                 # qdrouterd shows no next hop for a router reached directly.
                 "nextHop": None if next_hop == router_id else next_hop,
-                "validOrigins": sorted(self.routes.valid_origins.get(router_id, ())),
+                "validOrigins": sorted(self.engine.origin_checks().table().get(router_id, ())),
                 "address": f"amqp:/_topo/0/{router_id}",
                 "routerLink": control.identity if control is not None else None,
                 "cost": cost,

@@ -28,24 +28,29 @@ def is_c(name: str) -> bool:
 class MixedMesh:
     """Routers ``names`` joined by ``edges`` (a, b): ``a`` connects to an inter-router
     listener of ``b``. Routers start in ``names`` order, so an edge's listener should be
-    started before its connector (the later router connects to the earlier)."""
+    started before its connector (the later router connects to the earlier). ``all_c``: every
+    router a C router, whatever its name (the all-C mesh of the same shape and ids)."""
 
     def __init__(self, workdir: Path, names: Sequence[str], edges: Sequence[Tuple[str, str]],
-                 c_extra: Dict[str, str] | None = None, q_extra: Dict[str, str] | None = None) -> None:
+                 c_extra: Dict[str, str] | None = None, q_extra: Dict[str, str] | None = None,
+                 all_c: bool = False) -> None:
+        def c_kind(name: str) -> bool:
+            return all_c or is_c(name)
+
         self.names = list(names)
         self.edges = list(edges)
         self.timers = Timers()
         self.binary = require_c_router()
         self.routers: Dict[str, AnyRouter] = {}
-        c_sections = {n: C_ADDRESSES + (c_extra or {}).get(n, "") for n in names if is_c(n)}
+        c_sections = {n: C_ADDRESSES + (c_extra or {}).get(n, "") for n in names if c_kind(n)}
         q_routers: Dict[str, MeshRouter] = {}
         for name in names:
             (workdir / name).mkdir()
-            if not is_c(name):
+            if not c_kind(name):
                 q_routers[name] = MeshRouter(workdir / name, name, self.timers,
                                              extra_config=(q_extra or {}).get(name, ""))
         for a, b in edges:
-            if is_c(b):
+            if c_kind(b):
                 port = free_port()
                 c_sections[b] += section("listener", {"host": "127.0.0.1", "port": port,
                                                       "role": "inter-router", "cost": 1,
@@ -53,13 +58,13 @@ class MixedMesh:
                                                       "authenticatePeer": "no"})
             else:
                 port = q_routers[b].listen_for(a, 1)
-            if is_c(a):
+            if c_kind(a):
                 c_sections[a] += section("connector", {"host": "127.0.0.1", "port": port,
                                                        "role": "inter-router", "cost": 1})
             else:
                 q_routers[a].connectors[b] = ("127.0.0.1", port, 1)
         for name in names:
-            if is_c(name):
+            if c_kind(name):
                 self.routers[name] = CRouter(self.binary, workdir / name, name, sections=c_sections[name])
             else:
                 self.routers[name] = q_routers[name]

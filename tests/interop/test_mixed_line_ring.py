@@ -7,6 +7,7 @@ withdrawn everywhere. One mesh per topology, shared by its tests."""
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from pathlib import Path
 from typing import Dict, Iterator, List, Sequence, Tuple
 
@@ -100,10 +101,10 @@ def test_multicast_reaches_every_receiver_once(mesh: MixedMesh, net: Net) -> Non
     """A line has one path between any two routers: every receiver gets each message once.
     In a ring, qdrouterd 1.19 forwards multicast by trace exclusion only (forwarder.c never
     checks valid origins for data, docs/routing.md), so a C router sends a copy on toward
-    a router that another path serves too: an all-C ring delivers everything twice. qdmesh
-    forwards by valid origins: in the alternating ring every C router's neighbours are qdmesh
-    routers, and its receivers get each message exactly once; receivers on qdmesh routers
-    get the C routers' extra copies, each by another neighbour."""
+    a router that another path serves too: an all-C ring delivers everything twice. A qdmesh
+    router in a mesh with C routers forwards as they do (protocol/multicast_rules.py), so
+    receivers of either kind get the copies they would in the all-C ring, each by another
+    neighbour (tests/interop/test_mixed_paths.py compares the counts)."""
     address = f"multicast/all-{next(_addresses)}"
     clients = {n: net.connect(mesh[n].url) for n in mesh.names}
     receivers = {n: clients[n].receiver(address) for n in mesh.names}
@@ -117,13 +118,14 @@ def test_multicast_reaches_every_receiver_once(mesh: MixedMesh, net: Net) -> Non
     net.wait(lambda: all(set(r.bodies()) == set(expected) for r in receivers.values()), 10,
              "every message at every receiver")
     net.pump(1.0)  # time for any extra copy to arrive
-    alternating = [is_c(n) for n in mesh.names] == [False, True, False, True]
     for name, receiver in receivers.items():
-        if not mesh.has_loop or (alternating and is_c(name)):
+        if not mesh.has_loop:
             assert sorted(receiver.bodies()) == expected, name
         else:
             assert set(receiver.bodies()) == set(expected), name
-            assert_copies_by_distinct_neighbours(receiver.received, name)
+            assert max(Counter(receiver.bodies()).values()) <= 2, name  # the all-C ring's twice
+            if not is_c(name):  # (the C router strips the trace a receiver would see)
+                assert_copies_by_distinct_neighbours(receiver.received, name)
 
 
 def assert_copies_by_distinct_neighbours(received: Sequence[object], at: str) -> None:

@@ -92,7 +92,7 @@ def _assert_upstream_python_types(message: Message, keys: List[str]) -> Dict[Any
     body = message.body
     assert isinstance(body, dict) and sorted(body) == sorted(keys), body
     assert all(type(key) is str for key in body), {k: type(k) for k in body}
-    for key in ("pv", "instance", "ls_seq", "mobile_seq"):
+    for key in ("pv", "instance", "ls_seq", "mobile_seq", "qdmesh_multicast"):
         if key in body:
             assert type(body[key]) is int, f"{key} must be an AMQP long: {type(body[key])}"
     assert body["id"] == "R" and type(body["id"]) is str
@@ -136,7 +136,11 @@ def test_router_and_a_peer_speaking_upstream_bodies_form_one_mesh(tmp_path: Path
         for ra in peer.received("RA"):
             assert ra.address == "_topo/0/all/qdrouter"
             _assert_application_properties(ra, "RA")
-            _assert_upstream_python_types(ra, ["id", "pv", "area", "instance", "ls_seq", "mobile_seq"])
+            # qdmesh_multicast: the multicast-tree scheme (protocol/multicast_rules.py), a key
+            # upstream's MessageRA does not read (it takes only the keys it knows).
+            body = _assert_upstream_python_types(
+                ra, ["id", "pv", "area", "instance", "ls_seq", "mobile_seq", "qdmesh_multicast"])
+            assert type(body["qdmesh_multicast"]) is int
 
         # Our answers, typed as upstream's Python router composes them.
         my_ls = {"id": FAKE, "area": "0", "ls_seq": 1, "peers": {"R": 1}}
@@ -152,7 +156,8 @@ def test_router_and_a_peer_speaking_upstream_bodies_form_one_mesh(tmp_path: Path
         for lsu in peer.received("LSU"):
             assert lsu.address in (answer, "_topo/0/all/qdrouter"), lsu.address
             _assert_application_properties(lsu, "LSU")
-            body = _assert_upstream_python_types(lsu, ["id", "pv", "area", "instance", "ls_seq", "ls"])
+            body = _assert_upstream_python_types(
+                lsu, ["id", "pv", "area", "instance", "ls_seq", "ls", "qdmesh_multicast"])
             ls = body["ls"]
             assert sorted(ls) == ["area", "id", "ls_seq", "peers"] and all(type(k) is str for k in ls), ls
             assert ls["id"] == "R" and ls["ls_seq"] == body["ls_seq"] and type(ls["ls_seq"]) is int

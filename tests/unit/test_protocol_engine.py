@@ -300,20 +300,21 @@ def test_changed_link_state_is_flooded_to_every_neighbour() -> None:
 
 def test_link_state_request_also_goes_back_the_way_the_advertisement_came() -> None:
     """The UNEQUAL mesh of tests/mesh (A-B 1, A-C 10, B-D 1, D-C 1) as B saw it in a CI run:
-    C's link state held at B predates the D-C link, so B routes to C via A, while A (up to
-    date) routes to C via B: an LSR sent only along B's route bounced between A and B until
-    the loop guard dropped it, and B stayed stale. C's RA reached B through D, so the LSR
-    must go that way too."""
+    the link states of C and D held at B predate the D-C link, so B routes to C via A, while A
+    (up to date) routes to C via B: an LSR sent only along B's route bounced between A and B
+    until the loop guard dropped it, and B stayed stale. C's RA reached B through D, so the
+    LSR must go that way too."""
     engine = _engine_with_neighbours("B", {"A": 1, "D": 1})
     for sender, (seq, peers) in {"A": (2, {"B": 1, "C": 10}), "C": (1, {"A": 10}),
-                                 "D": (2, {"B": 1, "C": 1})}.items():
+                                 "D": (1, {"B": 1})}.items():
         engine.on_message("LSU", _lsu(sender, seq, peers), "A" if sender == "C" else sender, 0.5)
     assert engine.routing_table()["C"] == ("A", 11)
     ra = RouterAdvertisement("C", ls_seq=2, mobile_seq=0, instance=1).to_dict()
     out = engine.on_message("RA", ra, "D", 1.0)
     lsrs = sorted(str(o.via) for o in out if o.opcode == "LSR" and o.address == router_address("C"))
     assert lsrs == ["A", "D"]
-    out = engine.on_message("LSU", _lsu("C", 2, {"A": 10, "D": 1}), "D", 1.1)
+    engine.on_message("LSU", _lsu("C", 2, {"A": 10, "D": 1}), "D", 1.1)
+    engine.on_message("LSU", _lsu("D", 2, {"B": 1, "C": 1}), "D", 1.2)
     assert engine.routing_table()["C"] == ("D", 2)
 
 

@@ -29,6 +29,7 @@ from .proton_shim import (
     delivery_of,
     take,
 )
+from .radius_rule import released_beyond_radius
 from .send_queue import sends_flusher
 from .waiting_producers import WaitingProducers
 
@@ -339,6 +340,8 @@ class DeliveryAdaptor(CreditReturn):
                 address_key = inspect(link, message)
             except MessageFormatError as error:
                 self._reject_malformed(message, str(error))
+                return
+            if message.trace and released_beyond_radius(self, message):
                 return
             if link.anonymous:
                 if address_key and link.kind == ENDPOINT:

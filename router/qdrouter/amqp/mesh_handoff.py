@@ -58,7 +58,8 @@ def mesh_handoff(adaptor: DeliveryAdaptor) -> Callable[[InFlight, str], bool]:
             mesh = forwarder.mesh
             if len(remote) != 1 or mesh is None:
                 return False
-            out = mesh.link_avoiding(remote[0], message.trace)  # type: ignore[assignment]
+            origin = None if distribution is closest else message.ingress  # balanced: as _pick
+            out = mesh.link_avoiding(remote[0], message.trace, origin)  # type: ignore[assignment]
             if out is None or out.credit <= 0:
                 return False
             address.counters.deliveries_transit += 1

@@ -411,8 +411,11 @@ class Forwarder(ProducerCredit):
         if address.remote and mesh is not None and (
                 (best is None and not usable) or (address.distribution is BALANCED and least > 0)):
             trace = message.trace
+            # Balanced: only routers we are on the way to from the message's ingress, as
+            # qdrouterd, whose next router would release it otherwise.
+            origin = message.ingress if address.distribution is BALANCED else None
             for router in address.remote:
-                link = mesh.link_avoiding(router, trace)
+                link = mesh.link_avoiding(router, trace, origin)
                 if link is None or link.credit <= 0:
                     continue  # the next router grants credit as it passes messages on
                 score = mesh.cost(router) + (link.outstanding if address.distribution is BALANCED else 0)

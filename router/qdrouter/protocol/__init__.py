@@ -5,16 +5,16 @@ See docs/routing-protocol.md.  Entry point: :class:`RoutingEngine`.
 
 from __future__ import annotations
 
-from qdrouter.protocol.engine import (
+from qdrouter.protocol.engine import RoutingEngine
+from qdrouter.protocol.messages import PROTOCOL_VERSION, IncompatibleVersion, ProtocolError, decode
+from qdrouter.protocol.outbound import (
     HELLO_ADDRESS,
     Delivery,
     Outbound,
-    RoutingEngine,
     RoutingEvent,
     router_address,
     router_ma_address,
 )
-from qdrouter.protocol.messages import PROTOCOL_VERSION, IncompatibleVersion, ProtocolError, decode
 
 __all__ = [
     "HELLO_ADDRESS",

@@ -14,7 +14,7 @@ The caller (the router's I/O layer) must:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, Hashable, List, Set, Tuple
+from typing import Any, Callable, Collection, Dict, FrozenSet, Hashable, List, Set, Tuple
 
 from qdrouter.protocol.link_state import LinkStateDatabase
 from qdrouter.protocol.messages import (
@@ -36,44 +36,18 @@ from qdrouter.protocol.mobile import (
     decode_address,
     encode_core_key,
 )
+from qdrouter.protocol.multicast_rules import TREE_SCHEME, MulticastTrees, flood_next_hops, tree_next_hops
 from qdrouter.protocol.neighbors import NeighborChange, NeighborTable
-from qdrouter.protocol.paths import Route, build_graph, compute_routes, compute_valid_origins
-
-HELLO_ADDRESS = "_local/qdhello"
-
-
-def router_address(router_id: str, area: str = "0") -> str:
-    """Control address of one router (router_id 'all' = every router)."""
-    return f"_topo/{area}/{router_id}/qdrouter"
-
-
-def router_ma_address(router_id: str, area: str = "0") -> str:
-    """Mobile-address-sync address of one router ('all' = every router)."""
-    return f"_topo/{area}/{router_id}/qdrouter.ma"
-
-
-@dataclass(frozen=True)
-class Outbound:
-    address: str
-    body: Dict[str, Any]
-    opcode: str
-    via: Hashable | None = None  # connection to send on; None = route by address
-
-    @property
-    def application_properties(self) -> Dict[str, str]:
-        return {"opcode": self.opcode}
-
-
-@dataclass(frozen=True)
-class Delivery:
-    local: bool  # hand the message to this router's own on_message
-    conns: Tuple[Hashable, ...] = ()  # connections to forward copies on
-
-
-@dataclass(frozen=True)
-class RoutingEvent:
-    kind: str  # neighbor_up, neighbor_down, routes, valid_origins, addresses, duplicate_id, error
-    data: Any = None
+from qdrouter.protocol.outbound import (
+    HELLO_ADDRESS,
+    Delivery,
+    Outbound,
+    RoutingEvent,
+    router_address,
+    router_ma_address,
+)
+from qdrouter.protocol.path_state import PathState
+from qdrouter.protocol.paths import ValidOrigins
 
 
 @dataclass
@@ -97,11 +71,10 @@ class RoutingEngine:
         self.on_event = on_event
         self.counters = _Counters()
         self._neighbors = NeighborTable(my_id, instance, hello_max_age)
-        self._lsdb = LinkStateDatabase(my_id, area, ra_interval, ra_interval_flux, remote_ls_max_age)
+        self._lsdb = LinkStateDatabase(my_id, area, ra_interval, ra_interval_flux, remote_ls_max_age,
+                                       TREE_SCHEME)
         self._mobile = MobileAddressSync(my_id, area)
-        self._routes: Dict[str, Route] = {}
-        self._valid_origins: Dict[str, FrozenSet[str]] = {}
-        self._vo_dirty = False
+        self._paths = PathState(my_id)
         self._last_hello: float | None = None
         self._pending_mar: Dict[str, MobileAddressRequest] = {}
 
@@ -142,7 +115,7 @@ class RoutingEngine:
         mau = self._mobile.flush()
         if mau is not None:
             out.append(Outbound(router_ma_address("all", self.area), mau.to_dict(), mau.OPCODE))
-        result = self._lsdb.tick(now, set(self._routes))
+        result = self._lsdb.tick(now, set(self._paths.routes))
         for rid in result.restarted + result.forgotten:
             self._pending_mar.pop(rid, None)
             if self._mobile.forget(rid):
@@ -162,8 +135,7 @@ class RoutingEngine:
             out.append(Outbound(router_address("all", self.area), ra.to_dict(), ra.OPCODE))
         for rid in result.lsr_to:
             out.extend(self._lsr(rid))
-        if self._vo_dirty:
-            self.valid_origins()
+        self._refresh_paths()
         out.extend(self._after_change())
         return out
 
@@ -187,16 +159,31 @@ class RoutingEngine:
 
     def routing_table(self) -> Dict[str, Tuple[str, int]]:
         """{router_id: (next_hop_id, cost)} for every reachable remote router."""
-        return {rid: (r.next_hop, r.cost) for rid, r in self._routes.items()}
+        return {rid: (r.next_hop, r.cost) for rid, r in self._paths.routes.items()}
 
     def valid_origins(self) -> Dict[str, FrozenSet[str]]:
-        if self._vo_dirty:
-            self._vo_dirty = False
-            vo = compute_valid_origins(self.my_id, build_graph(self._lsdb.collection()), self._routes)
-            if vo != self._valid_origins:
-                self._valid_origins = vo
-                self._emit("valid_origins", vo)
-        return dict(self._valid_origins)
+        """qdrouterd's valid origins (protocol/paths.py), all of them: destination -> origins."""
+        return dict(self.origin_checks().table())
+
+    def origin_checks(self) -> ValidOrigins:
+        """The valid origins as forwarding asks about them (one origin at a time)."""
+        self._refresh_paths()
+        return self._paths.valid_origins()
+
+    def _refresh_paths(self) -> None:
+        if self._paths.refresh():
+            self._emit("valid_origins", None)
+
+    @property
+    def radius(self) -> int:
+        """Hops to the farthest reachable router (qdrouterd's topology radius)."""
+        return self._paths.radius
+
+    def multicast_trees(self) -> MulticastTrees | None:
+        """The trees multicast follows while every reachable router shares them, else None
+        (qdrouterd's flooding rule applies: protocol/multicast_rules.py)."""
+        self._refresh_paths()
+        return self._paths.trees()
 
     def remote_addresses(self) -> Dict[str, Set[str]]:
         """{address: routers with a consumer}; phase-0 mobile keys decoded to plain addresses."""
@@ -216,12 +203,12 @@ class RoutingEngine:
     def duplicate_id_detected(self) -> bool:
         return self._neighbors.duplicate_id_detected
 
-    def forward_targets(self, address: str, origin: str) -> Delivery:
+    def forward_targets(self, address: str, origin: str, trace: Collection[str] = ()) -> Delivery:
         """Where a control message for ``address`` that entered the network at ``origin`` goes.
 
         _local/...: here only.  _topo/<area>/<id>/...: here if id is me, else the next hop.
-        _topo/<area>/all/...: here (unless I sent it) plus one copy per next-hop connection
-        leading to a destination for which origin is a valid origin (upstream multicast).
+        _topo/<area>/all/...: here (unless I sent it) plus copies by the multicast rule in
+        force (protocol/multicast_rules.py; ``trace``: the routers the message passed).
         """
         if address.startswith("amqp:/"):
             address = address[len("amqp:/"):]
@@ -232,13 +219,18 @@ class RoutingEngine:
             return Delivery(local=False)
         target = parts[2]
         if target == "all":
-            vo = self.valid_origins()
+            trees = self.multicast_trees()
+            routes = self._paths.routes
+            if trees is not None:
+                hops = tree_next_hops(trees, routes, self.my_id, origin, trace)
+            else:
+                hops = flood_next_hops(lambda d: routes[d].next_hop if d in routes else None,
+                                       routes, self.my_id, trace)
             conns: List[Hashable] = []
-            for dest in sorted(self._routes):
-                if origin == self.my_id or origin in vo.get(dest, ()):
-                    conn = self._neighbors.conn_for(self._routes[dest].next_hop)
-                    if conn is not None and conn not in conns:
-                        conns.append(conn)
+            for hop in sorted(hops):
+                conn = self._neighbors.conn_for(hop)
+                if conn is not None and conn not in conns:
+                    conns.append(conn)
             if origin == self.my_id:
                 # Our own advertisements always reach every neighbour, even before routes to
                 # them exist (a path needs both ends' link states): otherwise an RA sent
@@ -309,8 +301,9 @@ class RoutingEngine:
     def _after_change(self) -> List[Outbound]:
         """Recompute routes if the topology moved, then send requests that became routable."""
         self._recompute_if_needed()
-        out = [lsr for rid in self._lsdb.take_ls_requests(set(self._routes)) for lsr in self._lsr(rid)]
-        for rid in [r for r in self._pending_mar if r in self._routes]:
+        routes = self._paths.routes
+        out = [lsr for rid in self._lsdb.take_ls_requests(set(routes)) for lsr in self._lsr(rid)]
+        for rid in [r for r in self._pending_mar if r in routes]:
             mar = self._pending_mar.pop(rid)
             out.append(self._unicast(router_ma_address(rid, self.area), mar.to_dict(), mar.OPCODE, rid))
         return out
@@ -320,19 +313,24 @@ class RoutingEngine:
             return
         self._lsdb.topology_changed = False
         # Routes are cheap (one Dijkstra) and are needed at once to route LSRs; the valid
-        # origins (one search per candidate origin) are computed lazily or on the next tick.
-        routes = compute_routes(self.my_id, build_graph(self._lsdb.collection()))
-        self._vo_dirty = True
-        if routes != self._routes:
+        # origins (one search per origin) are computed lazily or on the next tick.
+        routers = self._lsdb.routers
+
+        def scheme_of(rid: str) -> int:
+            node = routers.get(rid)
+            return node.multicast_scheme if node is not None else 0
+
+        old_routes = self._paths.routes
+        if self._paths.recompute(self._lsdb.collection(), scheme_of, TREE_SCHEME):
             # A router that just became reachable may have changed while it was cut off from
             # us (a partition healing, a restart nearby): ask it for its current link state
             # instead of trusting what we held, or waiting for its next advertisement.
-            for rid in routes.keys() - self._routes.keys():
-                node = self._lsdb.routers.get(rid)
+            for rid in self._paths.routes.keys() - old_routes.keys():
+                node = routers.get(rid)
                 if node is not None:
                     node.need_ls_request = True
-            self._routes = routes
-            self.counters.route_changes += 1
+            if self._paths.routes != old_routes:
+                self.counters.route_changes += 1
             self._emit("routes", self.routing_table())
 
     def _apply_neighbor_changes(self, changes: List[NeighborChange]) -> None:
@@ -362,7 +360,7 @@ class RoutingEngine:
         return out
 
     def _conn_towards(self, router_id: str) -> Hashable | None:
-        route = self._routes.get(router_id)
+        route = self._paths.routes.get(router_id)
         if route is not None:
             return self._neighbors.conn_for(route.next_hop)
         conn = self._neighbors.conn_for(router_id)  # a neighbour before the first recompute

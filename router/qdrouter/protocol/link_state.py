@@ -34,6 +34,8 @@ class RemoteRouter:
     # The connection its last advertisement arrived on: a way back to it even while the link
     # state we hold gives no path (see take_ls_requests).
     heard_via: Hashable | None = None
+    # The multicast-tree scheme its advertisements name (0: none, e.g. qdrouterd).
+    multicast_scheme: int = 0
 
 
 @dataclass
@@ -47,8 +49,10 @@ class TickResult:
 
 class LinkStateDatabase:
     def __init__(self, my_id: str, area: str, ra_interval: float, ra_interval_flux: float,
-                 remote_ls_max_age: float) -> None:
+                 remote_ls_max_age: float, multicast_scheme: int = 0) -> None:
         self.my_id = my_id
+        # The multicast-tree scheme this router's RAs and LSUs name (protocol/multicast_rules.py).
+        self.multicast_scheme = multicast_scheme
         self.area = area
         self.ra_interval = ra_interval
         self.ra_interval_flux = ra_interval_flux
@@ -104,6 +108,7 @@ class LinkStateDatabase:
         node.last_seen = now
         if via is not None:
             node.heard_via = via
+        self._note_scheme(node, msg.multicast_scheme)
         if node.link_state.ls_seq < msg.ls_seq:
             node.need_ls_request = True
         return node.need_ls_request
@@ -113,6 +118,7 @@ class LinkStateDatabase:
         if msg.id == self.my_id or msg.ls.id != msg.id:
             return False
         node = self._router(msg.id, msg.instance)
+        self._note_scheme(node, msg.multicast_scheme)
         self._awaiting_lsu.pop(msg.id, None)  # any answer ends the request
         if msg.ls.ls_seq <= node.link_state.ls_seq:
             return False
@@ -126,6 +132,11 @@ class LinkStateDatabase:
                 self._router(peer, None)  # learned of it: request its LS once reachable
         return True
 
+    def _note_scheme(self, node: RemoteRouter, scheme: int) -> None:
+        if node.multicast_scheme != scheme:
+            node.multicast_scheme = scheme
+            self.topology_changed = True  # which multicast rule applies may have changed
+
     def answer_lsr(self, requester: str, instance: int) -> LinkStateUpdate:
         if requester != self.my_id:
             self._router(requester, None)
@@ -134,7 +145,8 @@ class LinkStateDatabase:
     def own_update(self, instance: int) -> LinkStateUpdate:
         """My current link state as an LSU (an answer to an LSR, or flooded on change)."""
         ls = LinkState(self.my_id, self.my_ls.ls_seq, dict(self.my_ls.peers), self.area)
-        return LinkStateUpdate(self.my_id, ls.ls_seq, ls, instance, self.area)
+        return LinkStateUpdate(self.my_id, ls.ls_seq, ls, instance, self.area,
+                               multicast_scheme=self.multicast_scheme)
 
     # -- time ----------------------------------------------------------------------------
 
@@ -219,14 +231,14 @@ class LinkStateDatabase:
     # -- views ---------------------------------------------------------------------------
 
     def collection(self) -> Mapping[str, Mapping[str, int]]:
-        """{router: {peer: cost}} for path computation; routers without known LS left out."""
+        """{router: {peer: cost}} for path computation, as qdrouterd builds it: my link state
+        first, then every router known (no peers while its link state has not arrived, or
+        after it expired), in the order they became known (see protocol/paths.py)."""
         result: Dict[str, Mapping[str, int]] = {self.my_id: self.my_ls.peers}
         for rid, node in self.routers.items():
-            # A router whose LS we never got stays out, so links to it count provisionally
-            # (see paths.py); an expired one is in with no links, so links to it are ignored.
-            if node.link_state.ls_seq > 0 or node.expired:
-                result[rid] = node.link_state.peers
+            result[rid] = node.link_state.peers
         return result
 
     def advertisement(self, mobile_seq: int, instance: int) -> RouterAdvertisement:
-        return RouterAdvertisement(self.my_id, self.my_ls.ls_seq, mobile_seq, instance, self.area)
+        return RouterAdvertisement(self.my_id, self.my_ls.ls_seq, mobile_seq, instance, self.area,
+                                   multicast_scheme=self.multicast_scheme)

@@ -21,6 +21,9 @@ PROTOCOL_VERSION = 1
 
 DEFAULT_AREA = "0"
 
+#: RA key naming the sender's multicast-tree scheme (qdrouterd reads only the keys it knows).
+MULTICAST_SCHEME_KEY = "qdmesh_multicast"
+
 
 class ProtocolError(ValueError):
     """A control-message body is malformed."""
@@ -162,10 +165,16 @@ class RouterAdvertisement:
     instance: int = 0
     area: str = DEFAULT_AREA
     pv: int = PROTOCOL_VERSION
+    # The multicast-tree scheme the sender forwards by when every router shares it
+    # (protocol/multicast_trees.py); 0 = none (qdrouterd, which ignores the key).
+    multicast_scheme: int = 0
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"id": self.id, "pv": self.pv, "area": self.area, "instance": self.instance,
-                "ls_seq": self.ls_seq, "mobile_seq": self.mobile_seq}
+        body: Dict[str, Any] = {"id": self.id, "pv": self.pv, "area": self.area, "instance": self.instance,
+                                "ls_seq": self.ls_seq, "mobile_seq": self.mobile_seq}
+        if self.multicast_scheme:
+            body[MULTICAST_SCHEME_KEY] = self.multicast_scheme
+        return body
 
     @classmethod
     def from_dict(cls, body: Any) -> RouterAdvertisement:
@@ -173,7 +182,8 @@ class RouterAdvertisement:
         body = _check_map(body, what)
         return cls(id=_str(body, "id", what), ls_seq=_int(body, "ls_seq", what),
                    mobile_seq=_int(body, "mobile_seq", what), instance=_int(body, "instance", what, 0),
-                   area=_str(body, "area", what, DEFAULT_AREA), pv=_int(body, "pv", what, 0))
+                   area=_str(body, "area", what, DEFAULT_AREA), pv=_int(body, "pv", what, 0),
+                   multicast_scheme=_int(body, MULTICAST_SCHEME_KEY, what, 0))
 
 
 @dataclass
@@ -187,10 +197,14 @@ class LinkStateUpdate:
     instance: int = 0
     area: str = DEFAULT_AREA
     pv: int = PROTOCOL_VERSION
+    multicast_scheme: int = 0  # as RouterAdvertisement's
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"id": self.id, "pv": self.pv, "area": self.area, "instance": self.instance,
-                "ls_seq": self.ls_seq, "ls": self.ls.to_dict()}
+        body: Dict[str, Any] = {"id": self.id, "pv": self.pv, "area": self.area, "instance": self.instance,
+                                "ls_seq": self.ls_seq, "ls": self.ls.to_dict()}
+        if self.multicast_scheme:
+            body[MULTICAST_SCHEME_KEY] = self.multicast_scheme
+        return body
 
     @classmethod
     def from_dict(cls, body: Any) -> LinkStateUpdate:
@@ -201,7 +215,8 @@ class LinkStateUpdate:
             raise ProtocolError(f"{what}: field 'ls' must be a map, got {type(ls_body).__name__}")
         return cls(id=_str(body, "id", what), ls_seq=_int(body, "ls_seq", what),
                    ls=LinkState.from_dict(ls_body), instance=_int(body, "instance", what, 0),
-                   area=_str(body, "area", what, DEFAULT_AREA), pv=_int(body, "pv", what, 0))
+                   area=_str(body, "area", what, DEFAULT_AREA), pv=_int(body, "pv", what, 0),
+                   multicast_scheme=_int(body, MULTICAST_SCHEME_KEY, what, 0))
 
 
 @dataclass

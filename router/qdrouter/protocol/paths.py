@@ -1,41 +1,40 @@
-"""Shortest paths, next hops and multicast valid origins over the link-state database.
+"""Next hops, costs, valid origins and the radius, computed exactly as qdrouterd 1.19 does
+(python/qpid_dispatch_internal/router/path.py, PathEngine), so that in a mesh of both kinds
+every router agrees on every path.
 
-Graph rules
------------
-* A link u-v is used only if both ends report it.  When v's link state is not known yet
-  (we heard of v only through u), the link is used provisionally in both directions with u's
-  cost; upstream's PathEngine does the same ("fake link-state for known peers") so that an
-  LSR can be routed to v and the database can fill in.  Once v's link state is known and
-  does not list u, the link is ignored.
-* Each direction uses the cost reported by the router it leaves from (as upstream).
+Agreement matters because qdrouterd checks it: its balanced-anycast forwarder passes a
+message from origin O toward router D only if it is on O's shortest path to D (D's valid
+origins include O), and releases it otherwise. A qdmesh router that broke an equal-cost tie
+differently would send traffic through a router that refuses it. tests/unit/test_paths_vs_c.py
+feeds the same link states to this module and to qdrouterd's own path.py.
 
-Tie-breaking
-------------
-Every edge weight is ``cost << 48 | jitter(u, v)`` where jitter is a 32-bit CRC of the
-unordered pair of ids, so equal-cost paths are ordered by the sum of their edges' jitters.
-That makes the shortest path between any two routers unique with overwhelming probability,
-and unique shortest paths are *subpath-consistent*: the path O->D, if it passes through R,
-continues R->D exactly as R's own path to D does.  Valid-origin multicast needs that
-property to deliver exactly one copy (with plain "lowest id first" ties, O's tree and R's
-tree can disagree on an equal-cost branch and the copy is lost or duplicated).  The cost
-reported to callers is the integer part, ``weight >> 48``.  The order is deterministic: the
-same database gives the same answer on every router.
+The rules, as upstream's
+------------------------
+* The collection is {router: {peer: cost}}: this router's link state, then every router known
+  (one whose link state has not arrived yet has no peers). A peer named in a link state but
+  absent from the collection gets a stand-in link state with one link, cost 1, back to the
+  first router (in the collection's order) that named it.
+* A link u->v is used when u lists v, at u's cost, whatever v lists (upstream does not
+  check the other end).
+* Dijkstra settles routers in order of (cost, id); a router's predecessor is the first settled
+  router that gave it its lowest cost. So equal-cost ties go to the path whose last router
+  before the tie settled first: lower cost so far, then lower id.
+* Next hop: the first router after the root on the predecessor chain. Hops: the length of
+  that chain. Radius: the most hops to any reachable router (0 if none).
+* Valid origins of destination D: the routers O (reachable from here, not here) whose own
+  tree reaches D through this router, strictly between O and D. qdrouterd adds itself to
+  every destination's valid origins when it loads them into its forwarder.
 
-Valid origins (upstream PathEngine._calculate_valid_origins)
------------------------------------------------------------
-For each destination D != me: the set of origins O != me whose shortest-path tree reaches D
-*through* me.  A multicast copy that entered the network at O is forwarded by me towards D
-only if O is a valid origin of D, so every D receives exactly one copy.
+These trees are not subpath-consistent (O's path to D through R need not continue as R's own
+path to D), which is why multicast in an all-qdmesh mesh uses trees of its own
+(protocol/multicast_trees.py); docs/routing-protocol.md says what each is used for.
 """
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from heapq import heappop, heappush
-from typing import Dict, FrozenSet, List, Mapping, Set, Tuple
-
-_SHIFT = 48  # jitter bits below the cost: 2**16 hops of 32-bit jitter cannot carry into it
+from typing import Dict, FrozenSet, List, Mapping, Tuple
 
 
 @dataclass(frozen=True)
@@ -45,111 +44,102 @@ class Route:
     hops: int
 
 
+@dataclass(frozen=True)
+class Paths:
+    routes: Dict[str, Route]  # every router reachable from here
+    valid_origins: Dict[str, FrozenSet[str]]  # destination -> origins (as upstream's, without us)
+    radius: int  # hops to the farthest reachable router
+
+
 @dataclass
 class Graph:
-    """Link-state database flattened to integer indices for speed."""
+    """The collection with upstream's stand-in link states, by index; indices follow the
+    ids' sort order, so comparing indices compares ids as upstream's NodeSet does."""
 
     ids: List[str]
     index: Dict[str, int]
-    adj: List[List[Tuple[int, int]]]  # per node: (neighbour index, weight), sorted
+    adj: List[List[Tuple[int, int]]]  # per router: (peer index, cost) in its link state's order
 
 
-def _jitter(a: str, b: str) -> int:
-    lo, hi = (a, b) if a < b else (b, a)
-    # +1 keeps every weight strictly positive, even for cost 0 links.
-    return zlib.crc32(f"{lo}\x00{hi}".encode()) + 1
-
-
-def build_graph(link_states: Mapping[str, Mapping[str, int]]) -> Graph:
-    """Build the usable graph from {router_id: {peer_id: cost}}."""
-    names: Set[str] = set(link_states)
-    for peers in link_states.values():
-        names.update(peers)
-    ids = sorted(names)
+def build_graph(collection: Mapping[str, Mapping[str, int]]) -> Graph:
+    expanded: Dict[str, Mapping[str, int]] = {}
+    for rid, peers in collection.items():
+        expanded[rid] = peers
+        for peer in peers:
+            if peer not in expanded:
+                expanded[peer] = {rid: 1}  # replaced if the peer's own entry comes later
+    ids = sorted(expanded)
     index = {rid: i for i, rid in enumerate(ids)}
-    edges: Dict[Tuple[int, int], int] = {}
-    for u, peers in link_states.items():
-        ui = index[u]
-        for v, cost in peers.items():
-            if v == u:
-                continue
-            other = link_states.get(v)
-            vi = index[v]
-            weight = (cost << _SHIFT) + _jitter(u, v)
-            if other is None:
-                # Provisional: v has not told us its links yet.
-                edges[(ui, vi)] = weight
-                edges.setdefault((vi, ui), weight)
-            elif u in other:
-                edges[(ui, vi)] = weight
-            # else: unidirectional report -> ignored
     adj: List[List[Tuple[int, int]]] = [[] for _ in ids]
-    for (ui, vi), weight in sorted(edges.items()):
-        adj[ui].append((vi, weight))
+    for rid, peers in expanded.items():
+        adj[index[rid]] = [(index[peer], cost) for peer, cost in peers.items()]
     return Graph(ids, index, adj)
 
 
-def _shortest_tree(adj: List[List[Tuple[int, int]]], root: int) -> Tuple[List[int], List[int], List[int]]:
-    """Dijkstra from root: (dist, parent, settle order); dist -1 = unreachable."""
+def _tree(adj: List[List[Tuple[int, int]]], root: int) -> Tuple[List[int], List[int], List[int], List[int]]:
+    """Upstream's Dijkstra from root: (cost, predecessor, hops, settle order); cost -1 and
+    predecessor -1 where unreachable. Settling by (cost, index) is upstream's (cost, id)."""
     n = len(adj)
-    dist = [-1] * n
-    parent = [-1] * n
+    cost = [-1] * n
+    prev = [-1] * n
+    hops = [0] * n
     done = bytearray(n)
-    dist[root] = 0
+    cost[root] = 0
     heap: List[Tuple[int, int]] = [(0, root)]
     order: List[int] = []
     while heap:
         d, u = heappop(heap)
-        if done[u]:
+        if done[u] or d != cost[u]:
             continue
         done[u] = 1
         order.append(u)
         for v, w in adj[u]:
-            nd = d + w
-            dv = dist[v]
-            if dv < 0 or nd < dv:
-                dist[v] = nd
-                parent[v] = u
-                heappush(heap, (nd, v))
-    return dist, parent, order
+            if done[v]:
+                continue
+            alt = d + w
+            if cost[v] < 0 or alt < cost[v]:
+                cost[v] = alt
+                prev[v] = u
+                hops[v] = hops[u] + 1
+                heappush(heap, (alt, v))
+    return cost, prev, hops, order
 
 
-def compute_routes(my_id: str, graph: Graph) -> Dict[str, Route]:
-    """Next hop, cost and hop count for every router reachable from my_id."""
+def compute_routes(my_id: str, graph: Graph) -> Tuple[Dict[str, Route], int]:
+    """(next hop, cost and hops of every router reachable from my_id; the radius)."""
     me = graph.index.get(my_id)
     if me is None:
-        return {}
-    dist, parent, order = _shortest_tree(graph.adj, me)
+        return {}, 0
+    cost, prev, hops, order = _tree(graph.adj, me)
     first = [-1] * len(graph.ids)
-    hops = [0] * len(graph.ids)
     routes: Dict[str, Route] = {}
-    for v in order[1:]:  # order[0] is me; parents always settle before children
-        p = parent[v]
+    radius = 0
+    for v in order[1:]:  # predecessors settle before their successors
+        p = prev[v]
         first[v] = v if p == me else first[p]
-        hops[v] = hops[p] + 1
-        routes[graph.ids[v]] = Route(graph.ids[first[v]], dist[v] >> _SHIFT, hops[v])
-    return routes
+        routes[graph.ids[v]] = Route(graph.ids[first[v]], cost[v], hops[v])
+        radius = max(radius, hops[v])
+    return routes, radius
 
 
-def _through_me(adj: List[List[Tuple[int, int]]], root: int, me: int) -> List[int]:
-    """Nodes whose shortest path from root passes strictly through me.
+def _below_me(adj: List[List[Tuple[int, int]]], root: int, me: int) -> List[int]:
+    """Routers whose path in root's tree passes strictly through me.
 
-    Dijkstra from root carrying a 'via me' flag.  It stops as soon as me is settled and no
-    unsettled node holds a flagged label: a flag only spreads from a settled flagged node,
-    so nothing left can acquire one.  This skips most of the graph for far-away origins.
-    """
+    root's Dijkstra, each label flagged when its predecessor is me or flagged; it stops once
+    me is settled and no unsettled router holds a flagged label (a flag spreads only from a
+    settled flagged router, so none can appear later). Far-away origins end early."""
     n = len(adj)
-    dist = [-1] * n
+    cost = [-1] * n
     flag = bytearray(n)
     done = bytearray(n)
-    dist[root] = 0
+    cost[root] = 0
     heap: List[Tuple[int, int]] = [(0, root)]
-    pending = 0  # unsettled nodes whose current label is flagged
+    pending = 0  # unsettled routers whose current label is flagged
     me_done = False
     found: List[int] = []
     while heap:
         d, u = heappop(heap)
-        if done[u]:
+        if done[u] or d != cost[u]:
             continue
         done[u] = 1
         fu = flag[u]
@@ -162,66 +152,61 @@ def _through_me(adj: List[List[Tuple[int, int]]], root: int, me: int) -> List[in
         for v, w in adj[u]:
             if done[v]:
                 continue
-            nd = d + w
-            dv = dist[v]
-            if dv < 0 or nd < dv:
+            alt = d + w
+            if cost[v] < 0 or alt < cost[v]:
                 if flag[v] != fu:
                     pending += 1 if fu else -1
                     flag[v] = fu
-                dist[v] = nd
-                heappush(heap, (nd, v))
+                cost[v] = alt
+                heappush(heap, (alt, v))
         if me_done and pending == 0:
             break
     return found
 
 
-def _in_tree_children(graph: Graph, me: int) -> List[List[int]]:
-    """Children lists of the in-tree towards me (each node's next hop on its path to me)."""
-    n = len(graph.ids)
-    radj: List[List[Tuple[int, int]]] = [[] for _ in range(n)]
-    for u, edges in enumerate(graph.adj):
-        for v, w in edges:
-            radj[v].append((u, w))
-    _, toward, order = _shortest_tree(radj, me)
-    children: List[List[int]] = [[] for _ in range(n)]
-    for v in order[1:]:
-        children[toward[v]].append(v)
-    return children
+class ValidOrigins:
+    """qdrouterd's valid origins, an origin's share computed when first asked for: upstream
+    runs one Dijkstra per origin (it caps meshes at 128 routers), while forwarding asks only
+    about the origins of balanced messages that pass through here."""
+
+    def __init__(self, my_id: str, graph: Graph | None, routes: Mapping[str, Route]) -> None:
+        self._me = graph.index.get(my_id) if graph is not None else None
+        self._graph = graph
+        self._routes = routes
+        self._below: Dict[str, FrozenSet[str]] = {}
+        self._table: Dict[str, FrozenSet[str]] | None = None
+
+    def below(self, origin: str) -> FrozenSet[str]:
+        """The destinations whose path from ``origin`` runs through me."""
+        found = self._below.get(origin)
+        if found is None:
+            graph = self._graph
+            if self._me is None or graph is None or origin not in self._routes:
+                return frozenset()  # not cached: only reachable routers take room
+            found = frozenset(graph.ids[d] for d in _below_me(graph.adj, graph.index[origin], self._me))
+            self._below[origin] = found
+        return found
+
+    def includes(self, destination: str, origin: str) -> bool:
+        return destination in self.below(origin)
+
+    def table(self) -> Dict[str, FrozenSet[str]]:
+        """{destination: origins} for every reachable router, as upstream's PathEngine gives."""
+        if self._table is None:
+            result: Dict[str, List[str]] = {dest: [] for dest in self._routes}
+            for origin in self._routes:
+                for dest in self.below(origin):
+                    result[dest].append(origin)
+            self._table = {dest: frozenset(origins) for dest, origins in result.items()}
+        return self._table
 
 
-def compute_valid_origins(my_id: str, graph: Graph,
-                          routes: Mapping[str, Route] | None = None) -> Dict[str, FrozenSet[str]]:
-    """{destination: origins whose multicast copies I must forward towards it}.
+def compute_valid_origins(my_id: str, graph: Graph, routes: Mapping[str, Route]) -> Dict[str, FrozenSet[str]]:
+    """{destination: origins whose trees reach it through me} for every reachable router."""
+    return ValidOrigins(my_id, graph, routes).table()
 
-    Keys are all routers reachable from me (as upstream); origins are taken from the same set.
 
-    Pruning: if O's path to D runs through me, O's first hop p on that path is O's next hop
-    towards me, and p's own path to D (a subpath) runs through me too.  So an origin can only
-    have destinations if its next hop towards me is me or has destinations itself; walking
-    the in-tree towards me outward from me, whole branches of origins are skipped.  On a
-    1,000-router mesh this avoids ~95% of the per-origin searches upstream performs.
-    """
-    if routes is None:
-        routes = compute_routes(my_id, graph)
-    me = graph.index.get(my_id)
-    if me is None:
-        return {}
-    result: Dict[str, Set[str]] = {dest: set() for dest in routes}
-    ids = graph.ids
-    children = _in_tree_children(graph, me)
-    frontier = list(children[me])
-    while frontier:
-        nxt: List[int] = []
-        for o in frontier:
-            origin = ids[o]
-            hit = False
-            for d in _through_me(graph.adj, o, me):
-                dest = ids[d]
-                if d != me and dest in result:
-                    result[dest].add(origin)
-                    hit = True
-            if hit:
-                nxt.extend(children[o])
-        frontier = nxt
-    reachable = set(routes)
-    return {dest: frozenset(o for o in origins if o in reachable) for dest, origins in result.items()}
+def compute_paths(my_id: str, collection: Mapping[str, Mapping[str, int]]) -> Paths:
+    graph = build_graph(collection)
+    routes, radius = compute_routes(my_id, graph)
+    return Paths(routes, compute_valid_origins(my_id, graph, routes), radius)

@@ -1,4 +1,5 @@
-"""Shortest paths and valid origins on small topologies, and timing on large ones."""
+"""Multicast trees (protocol/multicast_trees.py): exactly one copy on small and random
+topologies, and timing on large ones."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import random
 import time
 from typing import Dict, FrozenSet, List, Mapping, Tuple
 
-from qdrouter.protocol.paths import _shortest_tree, build_graph, compute_routes, compute_valid_origins
+from qdrouter.protocol.multicast_trees import (
+    _shortest_tree,
+    build_graph,
+    compute_routes,
+    compute_valid_origins,
+)
 
 LS = Dict[str, Dict[str, int]]
 
