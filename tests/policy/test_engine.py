@@ -271,3 +271,37 @@ def test_alias_clash_is_refused() -> None:
     engine = engine_with({"hostname": "a", "aliases": "x"})
     with pytest.raises(PolicyError, match="aliases: 'x' already names vhost 'a'"):
         engine.set_vhost(parse_vhost({"hostname": "b", "aliases": "x"}))
+
+
+@pytest.mark.parametrize("group, address, allowed", [
+    ({"targets": "app.*"}, "app.x", True),
+    ({"targets": "app.*"}, "secret.x", False),
+    ({"targets": "app.*"}, "$management", False),
+    ({"targets": "app.*"}, "_local/$management", False),
+    ({"targets": "app.*"}, "_topo/0/R/$management", False),
+    ({"targets": "app.*"}, "amqp:/app.x", False),  # as written: qdrouterd compares it so
+    ({"targets": "app.*"}, "", False),
+    ({"targets": "*"}, "", False),
+    ({"targets": "*"}, "anything", True),
+    ({"targets": "mine.${user}"}, "mine.u1", True),
+    ({"targets": "mine.${user}"}, "mine.u2", False),
+    ({"targets": None, "targetPattern": "app.#"}, "app.a.b", True),
+    ({"targets": None, "targetPattern": "app.#"}, "_topo/0/R/app.x", False),
+])
+def test_message_targets_on_anonymous_links(group: Dict[str, Any], address: str, allowed: bool) -> None:
+    engine = engine_with(group_vhost(**group))
+    decision = engine.message_target(grant(engine), address)
+    if allowed:
+        assert decision is None
+    else:
+        denied(decision, UNAUTHORIZED, "policy violation on target")
+    assert engine.stats["v"].row()["targetDenied"] == (0 if allowed else 1)
+    assert engine.totals.total_denials == (0 if allowed else 1)
+
+
+def test_message_targets_are_not_checked_without_vhost_policy() -> None:
+    engine = PolicyEngine()
+    engine.configure({"enableVhostPolicy": False})
+    decision = engine.open("v", "u", "h")
+    assert isinstance(decision, ConnectionGrant)
+    assert engine.message_target(decision, "$management") is None

@@ -16,7 +16,7 @@ from ..policy import ConnectionGrant, Denial, PolicyEngine
 from ..policy.settings import MAX_INT32
 from .amqp_types import PROPERTIES, MessageFormatError, section_value, skip_value, u32
 from .connection import AmqpConnection
-from .message_sections import find_sections
+from .message_sections import find_sections, read_annotations, read_to
 from .proton_ffi import c_string, lib, set_condition, terminus_address
 
 log = logging.getLogger("qdrouter.POLICY")
@@ -169,9 +169,11 @@ class ConnectionPolicer:
         return denial
 
     def watch_messages(self, connection: AmqpConnection, link: Any) -> None:
-        """A client's sending link whose messages need a look (size limit or user-id check)."""
+        """A client's sending link whose messages need a look: a size limit, a user-id check,
+        or, on an anonymous link, each message's address against the user's targets."""
         grant: ConnectionGrant | None = connection.policy
-        if grant is not None and link.incoming and grant.polices_messages:
+        if grant is not None and link.incoming and (
+                grant.polices_messages or (link.anonymous and grant.group is not None)):
             self.adaptor.policed[link.handle] = grant
 
     def forget(self, handle: Any) -> None:
@@ -222,12 +224,32 @@ class ConnectionPolicer:
             except MessageFormatError:
                 user_id = None  # the router's own parsing rejects malformed messages later
         denial = self.engine.message(grant, len(raw), user_id)
+        if denial is None and link.anonymous and grant.group is not None:
+            denial = self._check_target(grant, link, raw)
         if denial is None:
             return raw
         log.info("Message from %s (user %s) refused: %s", link.connection.peer, grant.user,
                  denial.description)
         self.adaptor.reject_delivery(link, delivery, denial.condition, denial.description)
         return None
+
+    def _check_target(self, grant: ConnectionGrant, link: Any, raw: bytes) -> Denial | None:
+        """A message on an anonymous link may go only where its user may attach a sender: the
+        address it would be routed by, as the client wrote it, against the targets (qdrouterd:
+        qd_policy_approve_message_target). Without this an anonymous sender reaches any
+        address, management's among them."""
+        try:
+            address = routed_address(raw, link.strip_in)
+        except MessageFormatError as error:
+            # Unreadable, so unroutable: refused here rather than trusting a later parse.
+            return Denial("amqp:decode-error", f"invalid message format: {error}")
+        if address is None:
+            return None  # nowhere to go: the router's routing releases it
+        denial = self.engine.message_target(grant, address)
+        if denial is not None:
+            log.info("Message from %s (user %s, vhost %s) to %r refused: %s", link.connection.peer,
+                     grant.user, grant.vhost, address, denial.description)
+        return denial
 
     def _close_link(self, link: Any, denial: Denial) -> None:
         handle = link.handle
@@ -236,6 +258,17 @@ class ConnectionPolicer:
         self.adaptor.dirty.add(link.connection)
         if self.adaptor.on_link_refused is not None:
             self.adaptor.on_link_refused(link)
+
+
+def routed_address(data: bytes, strip_in: bool) -> str | None:
+    """The address an anonymous link's message is routed by, unnormalised: x-opt-qd.to where
+    the link's annotations are trusted (amqp/inbound.py's rule), else properties.to."""
+    ma_start, ma_end, props_start = find_sections(data)
+    if ma_start >= 0 and not strip_in:
+        to_override = read_annotations(data, ma_start, ma_end).to_override
+        if to_override is not None:
+            return to_override
+    return read_to(data, props_start)
 
 
 def read_user_id(data: bytes) -> bytes | None:
@@ -265,8 +298,6 @@ def read_user_id(data: bytes) -> bytes | None:
         return None
     except IndexError:
         raise MessageFormatError("truncated properties") from None
-
-
 
 
 def install(server: Any, engine: PolicyEngine) -> ConnectionPolicer:

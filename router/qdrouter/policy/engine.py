@@ -13,6 +13,9 @@ from .stats import GlobalStats, VhostStats
 UNAUTHORIZED = "amqp:unauthorized-access"
 LIMIT = "amqp:resource-limit-exceeded"
 MESSAGE_SIZE = "amqp:link:message-size-exceeded"
+# qdrouterd's words for a message on an anonymous link whose address the user may not send
+# to (router_node.c AMQP_rx_handler): clients and tools match on them.
+TARGET_VIOLATION = "policy violation on target"
 
 
 class Denial:
@@ -277,6 +280,18 @@ class PolicyEngine:
             return Denial(UNAUTHORIZED, f"policy: user_id {user_id.decode('utf-8', 'replace')!r} is not the "
                                         f"authenticated user {grant.user!r} and allowUserIdProxy is false")
         return None
+
+    def message_target(self, grant: ConnectionGrant, address: str) -> Denial | None:
+        """The address a message on an anonymous link is routed by (its ``to``, or a trusted
+        x-opt-qd.to), checked against the user's targets as an attach's target is: an
+        anonymous sender may send only where a named sender could attach."""
+        group = grant.group
+        if group is None or group.target_allowed(address, grant.user):
+            return None
+        self.totals.total_denials += 1
+        if grant.stats is not None:
+            grant.stats.target_denied += 1
+        return Denial(UNAUTHORIZED, TARGET_VIOLATION)
 
     def _count(self, grant: ConnectionGrant, counter: str) -> None:
         if grant.stats is not None:
