@@ -290,6 +290,8 @@ class EndpointHandler:
             # Detached by the peer, and by us below (or by the link router): nothing of the
             # router points at it after this handler.
             self._closed_links[pn_link] = connection
+            if connection.policy is not None:
+                self.policer.link_closed(connection, pn_link)
         if self.edge_lookup_forget is not None:
             self.edge_lookup_forget(pn_link)
         if self.link_router is not None and self.link_router.remote_closed(pn_link):

@@ -15,9 +15,11 @@ from typing import Any, Dict
 from ..policy import ConnectionGrant, Denial, PolicyEngine
 from ..policy.settings import MAX_INT32
 from .amqp_types import PROPERTIES, MessageFormatError, section_value, skip_value, u32
+from .capabilities import capabilities
 from .connection import AmqpConnection
 from .message_sections import find_sections, read_annotations, read_to
-from .proton_ffi import c_string, lib, set_condition, terminus_address
+from .proton_ffi import c_string, lib, set_condition
+from .proton_shim import pointer_key
 
 log = logging.getLogger("qdrouter.POLICY")
 
@@ -41,6 +43,8 @@ class ConnectionPolicer:
         self.adaptor = adaptor
         # Sessions granted per connection (policy counts only while the connection lives).
         self.sessions: Dict[AmqpConnection, int] = {}
+        # Links granted per policed connection: link key -> True for a client's sender.
+        self.links: Dict[AmqpConnection, Dict[Any, bool]] = {}
         # The part read so far of each policed link's current, still arriving message.
         self.partials: Dict[Any, bytearray] = {}
         self.handshake_timeouts = 0
@@ -91,6 +95,7 @@ class ConnectionPolicer:
 
     def released(self, connection: AmqpConnection) -> None:
         self.sessions.pop(connection, None)
+        self.links.pop(connection, None)
         if connection.policy is not None:
             self.engine.closed(connection.policy)
             connection.policy = None
@@ -147,26 +152,40 @@ class ConnectionPolicer:
             self.sessions[connection] -= 1
 
     def link(self, connection: AmqpConnection, pn_link: Any) -> Denial | None:
-        """An attach from the client: counts, termini and the dynamic/anonymous rules."""
+        """An attach from the client: counts, termini and the dynamic/anonymous rules. The
+        addresses are compared as the client wrote them, as qdrouterd compares them; the
+        counts are of the links this policy let in (link-routed ones too), until each detaches."""
         grant: ConnectionGrant | None = connection.policy
-        if grant is None:
+        if grant is None or grant.group is None:
             return None
-        if grant.group is None:
-            return None
-        if lib.pn_link_is_receiver(pn_link):
-            senders = sum(1 for link in connection.links.values() if link.incoming)
-            target = terminus_address(lib.pn_link_remote_target(pn_link))
-            denial = self.engine.sender(grant, senders, target)
+        counts = self.links.get(connection)
+        if counts is None:
+            counts = self.links[connection] = {}
+        incoming = bool(lib.pn_link_is_receiver(pn_link))
+        if incoming:
+            terminus = lib.pn_link_remote_target(pn_link)
+            senders = sum(1 for sends in counts.values() if sends)
+            target = c_string(lib.pn_terminus_get_address(terminus)) or None
+            denial = self.engine.sender(grant, senders, target, capabilities(terminus))
         else:
-            receivers = sum(1 for link in connection.links.values() if not link.incoming)
-            remote_source = lib.pn_link_remote_source(pn_link)
-            dynamic = bool(lib.pn_terminus_is_dynamic(remote_source))
-            denial = self.engine.receiver(grant, receivers, terminus_address(remote_source), dynamic)
+            terminus = lib.pn_link_remote_source(pn_link)
+            receivers = sum(1 for sends in counts.values() if not sends)
+            dynamic = bool(lib.pn_terminus_is_dynamic(terminus))
+            source = c_string(lib.pn_terminus_get_address(terminus)) or None
+            denial = self.engine.receiver(grant, receivers, source, dynamic, capabilities(terminus))
         if denial is not None:
             log.info("Link from %s (user %s) refused: %s", connection.peer, grant.user, denial.description)
-        elif grant.max_message_size:
+            return denial
+        counts[pointer_key(pn_link)] = incoming
+        if grant.max_message_size:
             lib.pn_link_set_max_message_size(pn_link, grant.max_message_size)
-        return denial
+        return None
+
+    def link_closed(self, connection: AmqpConnection, pn_link: Any) -> None:
+        """The client detached a link: its place under maxSenders/maxReceivers is free."""
+        counts = self.links.get(connection)
+        if counts is not None:
+            counts.pop(pointer_key(pn_link), None)
 
     def watch_messages(self, connection: AmqpConnection, link: Any) -> None:
         """A client's sending link whose messages need a look: a size limit, a user-id check,
