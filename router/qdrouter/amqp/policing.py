@@ -3,8 +3,9 @@
 The engine decides; this module reads what it needs from proton (open hostname, user,
 peer address, termini, message bytes) and applies the answers (close, refuse, reject,
 negotiated limits). As in qdrouterd 1.19 (policy.c, server.c), the connections accepted on
-a listener of role normal or route-container are policed (counted against maxConnections,
-vhost rules); inter-router and edge connections, and the router's own outgoing ones, are not."""
+a listener of role normal, route-container or edge are policed (counted against
+maxConnections, vhost rules); inter-router connections, and the router's own outgoing ones,
+are not."""
 
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ from .proton_shim import pointer_key
 
 log = logging.getLogger("qdrouter.POLICY")
 
-# qdrouterd polices route-container connections as user connections (its vhost check skips
-# only inter-router ones); operators migrating from it keep their limits on brokers and
-# management tools that connect in on route-container listeners.
-POLICED_ROLES = frozenset(("normal", "route-container"))
+# qdrouterd polices every accepted connection but inter-router ones as a user connection
+# (policy.c qd_policy_amqp_open): brokers and management tools on route-container listeners,
+# and edge routers on edge listeners, are held to their vhost's rules and counted against
+# maxConnections, so operators migrating from it keep the limits they set on them.
+POLICED_ROLES = frozenset(("normal", "route-container", "edge"))
 # How long a connection refused by the global limit may stay to read the refusal.
 REFUSED_GRACE_S = 2.0
 
