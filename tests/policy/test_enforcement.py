@@ -190,15 +190,15 @@ def test_begin_above_the_negotiated_channel_max_is_a_framing_error(policy_router
     assert stats(router)["sessionDenied"] == 0  # proton's refusal, not the policy's count
     assert login(net, router.url).alive  # the router serves the next peer
 
-def test_session_window_is_frames_times_window(policy_router: PolicyRouter, net: Net) -> None:
-    router = policy_router(policy_body(group("g", "u1", maxFrameSize=2048, maxSessionWindow=4)),
-                           users=users("u1"))
-    client = login(net, router.url, "u1", "v.example")
+def test_session_window_is_in_octets(policy_router: PolicyRouter, net: Net) -> None:
+    router = policy_router(policy_body(group("g", "anonymous", maxFrameSize=2048, maxSessionWindow=8192)))
+    client = login(net, router.url, vhost="v.example")
     assert client.conn.transport.remote_max_frame_size == 2048
     frames = traced_begins(client)
     receiver = client.receiver("big")
     sender = client.sender("big")
-    # The router's begin offers an incoming window of maxSessionWindow (4) frames.
+    # maxSessionWindow is the session's incoming capacity in octets (qdrouterd 1.19's
+    # schema): 8192 octets of 2048-octet frames, an incoming window of 4 frames.
     begins = [line for line in frames if "<- @begin" in line]
     assert begins and all("incoming-window=0x4," in line for line in begins), begins
     # 10 messages of 20 kB each still cross a session whose window is 4 frames of 2 kB.

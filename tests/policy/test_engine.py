@@ -8,6 +8,7 @@ import pytest
 
 from qdrouter.policy import ConnectionGrant, Denial, PolicyEngine, PolicyError, parse_vhost
 from qdrouter.policy.engine import LIMIT, MESSAGE_SIZE, UNAUTHORIZED
+from qdrouter.policy.settings import MAX_INT32
 
 C_WORDS = ("connection disallowed by local policy", "session disallowed by local policy",
            "link disallowed by local policy", "Message size exceeded", "user_id proxy violation",
@@ -154,7 +155,8 @@ def test_max_sessions() -> None:
 @pytest.mark.parametrize("group, senders_open, target, message", [
     ({}, 0, "q", None),
     ({"maxSenders": 1}, 1, "q", "maxSenders (1)"),
-    ({"maxSenders": 0}, 0, "q", "maxSenders (0)"),
+    ({"maxSenders": 1}, 1, "q", "maxSenders (1)"),
+    ({"maxSenders": 0}, 1000, "q", None),  # 0: no limit, as in qdrouterd
     ({}, 0, None, "allowAnonymousSender is false"),
     ({"allowAnonymousSender": True}, 0, None, None),
     ({"targets": "a, b*"}, 0, "bcd", None),
@@ -336,3 +338,15 @@ def test_waypoint_and_fallback_capabilities(setting: str, capability: str, allow
 def test_a_blank_user_id_is_no_claim() -> None:
     engine = engine_with(group_vhost())
     assert engine.message(grant(engine), 10, b"") is None
+
+
+def test_zero_limits_are_no_limits_as_in_qdrouterd() -> None:
+    """policy.c applies maxSessions, maxSenders, maxReceivers, maxFrameSize and
+    maxSessionWindow only when non-zero."""
+    engine = engine_with(group_vhost(maxSessions=0, maxSenders=0, maxReceivers=0, maxFrameSize=0,
+                                     maxSessionWindow=0))
+    g = grant(engine)
+    assert engine.session(g, 1000) is None
+    assert engine.sender(g, 1000, "q") is None and engine.receiver(g, 1000, "q", False) is None
+    assert engine.frame_size(g, 16384) == 16384
+    assert g.group is not None and g.group.max_session_window == MAX_INT32

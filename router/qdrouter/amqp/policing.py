@@ -141,8 +141,10 @@ class ConnectionPolicer:
             self.sessions[connection] = count + 1
             group = grant.group
             if group.max_session_window < MAX_INT32:
+                # maxSessionWindow is in octets (qdrouterd 1.19's schema): the session's
+                # incoming capacity, but never less than one frame, or nothing could move.
                 frame = lib.pn_transport_get_max_frame(connection.transport) or 16384
-                lib.pn_session_set_incoming_capacity(session, group.max_session_window * frame)
+                lib.pn_session_set_incoming_capacity(session, max(group.max_session_window, frame))
         return denial
 
     def refuse_session(self, connection: AmqpConnection, denial: Denial) -> None:
