@@ -263,38 +263,43 @@ def test_management_is_a_target_like_any_other(policy_router: PolicyRouter, net:
 
 # ---- transfer ---------------------------------------------------------------------------
 def test_max_message_size(policy_router: PolicyRouter, net: Net) -> None:
+    """Rejected, then the link and the connection closed (amqp:connection:forced), as
+    qdrouterd does (router_node.c)."""
     router = policy_router(policy_body(group("g", "u1", maxMessageSize=1000)), users=users("u1"))
     client = login(net, router.url, "u1", "v.example")
     receiver = client.receiver("q")
     sender = client.sender("q")
     assert sender.link.remote_max_message_size == 1000
-    outcomes = send_and_settle(net, sender, [Message(body="s" * 100), Message(body="L" * 5000),
-                                             Message(body="s" * 200)])
-    names = [outcome.name for outcome in outcomes]
-    assert names == ["accepted", "rejected", "accepted"]
-    rejected = outcomes[1]
+    assert send_and_settle(net, sender, [Message(body="s" * 100)])[0].name == "accepted"
+    rejected = send_and_settle(net, sender, [Message(body="L" * 5000)])[0]
+    assert rejected.name == "rejected"
     assert rejected.condition is not None and rejected.condition.name == "amqp:link:message-size-exceeded"
     assert "maxMessageSize (1000)" in str(rejected.condition.description)
-    net.wait(lambda: len(receiver.received) == 2, what="the two small messages")
+    net.wait(lambda: client.remote_closed, 10, "the connection's close")
+    assert client.error is not None and client.error.name == "amqp:connection:forced"
+    assert [r.message.body for r in receiver.received] == ["s" * 100]
     assert stats(router)["maxMessageSizeDenied"] == 1
 
 
-def test_oversized_streaming_message_closes_the_link(policy_router: PolicyRouter, net: Net) -> None:
+def test_oversized_streaming_message_is_refused_while_it_arrives(policy_router: PolicyRouter,
+                                                                 net: Net) -> None:
     router = policy_router(policy_body(group("g", "u1", maxMessageSize=100000, maxFrameSize=4096)),
                            users=users("u1"))
     client = login(net, router.url, "u1", "v.example")
     client.receiver("q")
     sender = client.sender("q")
-    sender.send(Message(body="H" * 2_000_000))
-    net.wait(lambda: sender.remote_closed, 20, "the link to close")
-    assert sender.remote_condition.name == "amqp:link:message-size-exceeded"
-    assert client.alive
-    after = client.sender("q")
-    receiver = client.receiver("q2")
-    sender2 = client.sender("q2")
-    send_and_settle(net, sender2, [msg("still served")])
+    tag = sender.send(Message(body="H" * 2_000_000))
+    net.wait(lambda: client.remote_closed, 20, "the connection to close")
+    assert client.error.name == "amqp:connection:forced"
+    assert sender.remote_closed
+    outcome = sender.outcomes.get(tag)
+    assert outcome is not None and outcome.name == "rejected", outcome
+    # The router serves the next connection.
+    again = login(net, router.url, "u1", "v.example")
+    receiver = again.receiver("q2")
+    send_and_settle(net, again.sender("q2"), [msg("still served")])
     net.wait(lambda: len(receiver.received) == 1, what="a message after the refusal")
-    assert not after.remote_closed
+    assert stats(router)["maxMessageSizeDenied"] == 1
 
 
 def test_user_id_must_be_the_authenticated_user(policy_router: PolicyRouter, net: Net) -> None:

@@ -304,7 +304,7 @@ def test_message_targets_on_anonymous_links(group: Dict[str, Any], address: str,
     else:
         denied(decision, UNAUTHORIZED, "policy violation on target")
     assert engine.stats["v"].row()["targetDenied"] == (0 if allowed else 1)
-    assert engine.totals.total_denials == (0 if allowed else 1)
+    assert engine.totals.total_denials == 0  # as qdrouterd's: a vhost counter only
 
 
 def test_message_targets_are_not_checked_without_vhost_policy() -> None:

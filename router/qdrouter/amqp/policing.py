@@ -14,6 +14,7 @@ import sys
 from typing import Any, Dict
 
 from ..policy import ConnectionGrant, Denial, PolicyEngine
+from ..policy.engine import MESSAGE_SIZE, OVERSIZE
 from ..policy.settings import MAX_INT32
 from .amqp_types import PROPERTIES, MessageFormatError, section_value, skip_value, u32
 from .capabilities import capabilities
@@ -29,6 +30,7 @@ log = logging.getLogger("qdrouter.POLICY")
 # and edge routers on edge listeners, are held to their vhost's rules and counted against
 # maxConnections, so operators migrating from it keep the limits they set on them.
 POLICED_ROLES = frozenset(("normal", "route-container", "edge"))
+CONNECTION_FORCED = "amqp:connection:forced"
 # How long a connection refused by the global limit may stay to read the refusal.
 REFUSED_GRACE_S = 2.0
 
@@ -221,10 +223,11 @@ class ConnectionPolicer:
         total = size + (len(held) if held is not None else 0)
         if lib.pn_delivery_partial(delivery):
             if limit and total > limit:
+                # Refused while still arriving: nothing more of it is read or kept.
                 self.partials.pop(handle, None)
                 denial = self.engine.message(grant, total, None)
                 if denial is not None:
-                    self._close_link(link, denial)
+                    self._oversize(link, delivery, denial)
                 return None
             # Take what arrived out of proton, so a session window smaller than a message
             # (maxSessionWindow) keeps opening instead of waiting for the message's end.
@@ -253,8 +256,23 @@ class ConnectionPolicer:
             return raw
         log.info("Message from %s (user %s) refused: %s", link.connection.peer, grant.user,
                  denial.description)
-        self.adaptor.reject_delivery(link, delivery, denial.condition, denial.description)
+        if denial.condition == MESSAGE_SIZE:
+            self._oversize(link, delivery, denial)
+        else:
+            self.adaptor.reject_delivery(link, delivery, denial.condition, denial.description)
         return None
+
+    def _oversize(self, link: Any, delivery: Any, denial: Denial) -> None:
+        """A message above maxMessageSize: as qdrouterd (router_node.c AMQP_rx_handler), the
+        delivery is rejected, its link closed and the connection closed with
+        amqp:connection:forced, "Message size exceeded"."""
+        self.adaptor.reject_delivery(link, delivery, denial.condition, denial.description)
+        self._close_link(link, denial)
+        connection = link.connection
+        log.info("Connection %d from %s closed: %s", connection.identity, connection.peer, denial.description)
+        set_condition(lib.pn_connection_condition(connection.pn_connection), CONNECTION_FORCED, OVERSIZE)
+        lib.pn_connection_close(connection.pn_connection)
+        self.adaptor.dirty.add(connection)
 
     def _check_target(self, grant: ConnectionGrant, link: Any, raw: bytes) -> Denial | None:
         """A message on an anonymous link may go only where its user may attach a sender: the

@@ -204,11 +204,15 @@ class PolicyEngine:
 
     def _deny_open(self, stats: VhostStats | None, why: str) -> Denial:
         """qdrouterd refuses every open its vhost policy denies alike: a close with
-        amqp:resource-limit-exceeded (policy.c qd_policy_amqp_open), whatever the rule."""
+        amqp:resource-limit-exceeded (policy.c qd_policy_amqp_open), whatever the rule.
+        Counted as qdrouterd counts it: in the vhost's connectionsDenied, not in the policy
+        entity's counters (those count the global limit's refusals). An open no vhost
+        takes is counted there, where qdrouterd counts it nowhere."""
         if stats is not None:
             stats.connections_denied += 1
-        self.totals.connections_denied += 1
-        self.totals.total_denials += 1
+        else:
+            self.totals.connections_denied += 1
+            self.totals.total_denials += 1
         return Denial(LIMIT, f"{CONNECTION_DISALLOWED}: {why}")
 
     def closed(self, grant: ConnectionGrant) -> None:
@@ -301,7 +305,7 @@ class PolicyEngine:
             return Denial(MESSAGE_SIZE, f"{OVERSIZE}: the message reached {size} bytes, above "
                                         f"maxMessageSize ({grant.max_message_size})")
         if user_id and grant.check_user_id and user_id != grant.user.encode():
-            self.totals.total_denials += 1
+            # (counted in the vhost only: qdrouterd's totalDenials leaves it out)
             if grant.stats is not None:
                 grant.stats.user_id_denied += 1
             claimed = user_id.decode("utf-8", "replace")
@@ -316,7 +320,7 @@ class PolicyEngine:
         group = grant.group
         if group is None or group.target_allowed(address, grant.user):
             return None
-        self.totals.total_denials += 1
+        # (counted in the vhost only: qdrouterd's totalDenials leaves it out)
         if grant.stats is not None:
             grant.stats.target_denied += 1
         return Denial(UNAUTHORIZED, TARGET_VIOLATION)
