@@ -8,6 +8,7 @@ test_enforcement.py. docs/policy.md has the table of every check."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any, List
 
 import pytest
@@ -15,6 +16,7 @@ from proton import Message
 from proton.reactor import LinkOption
 
 from qdrouter.tools.management_client import ManagementClient
+from tests.linkroute.lrutil import both_ways, connector, wait_active
 from tests.policy.harness import LoginClient, PolicyRouter, login
 from tests.policy.test_enforcement import group, policy_body, stats
 from tests.router.amqpclient import Net, ReceiverLink, SenderLink, msg, send_and_settle
@@ -275,3 +277,26 @@ def test_messages_on_an_anonymous_link_are_checked_against_targets(policy_router
     assert condition.description == "policy violation on target"
     net.wait(lambda: len(app.received) == 1, 10, "the allowed message")
     assert _bodies(secret) == [] and _bodies(app) == ["yes"]
+
+
+def test_link_routed_links_count_against_max_senders(policy_router: PolicyRouter, net: Net,
+                                                      tmp_path: Path) -> None:
+    """qdrouterd counts every sender its policy admitted, link-routed or not (container.c)."""
+    workdir = tmp_path / "container"
+    workdir.mkdir()
+    container = Router(workdir, router_id="C").start()
+    try:
+        router = policy_router(anonymous_group(maxSenders=1) + connector("cont", container.port)
+                               + both_ways("lr", connection="cont"))
+        wait_active(router, 2)
+        client = login(net, router.url, vhost="v.example")
+        routed = client.sender("lr.x")
+        assert routed.remote_opened and not routed.remote_closed, routed.remote_condition
+        refused_link(net, client.sender("q"), LIMIT)
+        routed.close()
+        net.wait(lambda: routed.remote_closed, 10, "the detach of the routed sender")
+        net.pump(0.3)
+        assert not client.sender("q").remote_closed  # its place is free again
+        assert stats(router)["senderDenied"] == 1
+    finally:
+        container.stop(check=True)
