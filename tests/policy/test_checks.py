@@ -300,3 +300,20 @@ def test_link_routed_links_count_against_max_senders(policy_router: PolicyRouter
         assert stats(router)["senderDenied"] == 1
     finally:
         container.stop(check=True)
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+def test_connection_link_routes_need_allow_dynamic_link_routes(policy_router: PolicyRouter, net: Net,
+                                                               allowed: bool) -> None:
+    router = policy_router(anonymous_group(allowDynamicSource=True, allowDynamicLinkRoutes=allowed))
+    client = login(net, router.url, vhost="v.example")
+    replies = client.receiver(None, dynamic=True)
+    sender = client.sender("$management")
+    net.wait(lambda: sender.credit > 0, 10, "credit toward management")
+    request = Message(reply_to=replies.address, body={"pattern": "clr.#", "direction": "in"},
+                      properties={"operation": "CREATE", "name": "clr",
+                                  "type": "org.apache.qpid.dispatch.router.connection.linkRoute"})
+    send_and_settle(net, sender, [request])
+    net.wait(lambda: len(replies.received) == 1, 10, "management's answer")
+    status = replies.received[0].message.properties["statusCode"]
+    assert status == (201 if allowed else 403), replies.received[0].message.properties
