@@ -31,6 +31,7 @@ log = logging.getLogger("qdrouter.POLICY")
 # maxConnections, so operators migrating from it keep the limits they set on them.
 POLICED_ROLES = frozenset(("normal", "route-container", "edge"))
 CONNECTION_FORCED = "amqp:connection:forced"
+EDGE_ROLE = "edge"
 # How long a connection refused by the global limit may stay to read the refusal.
 REFUSED_GRACE_S = 2.0
 
@@ -265,10 +266,19 @@ class ConnectionPolicer:
     def _oversize(self, link: Any, delivery: Any, denial: Denial) -> None:
         """A message above maxMessageSize: as qdrouterd (router_node.c AMQP_rx_handler), the
         delivery is rejected, its link closed and the connection closed with
-        amqp:connection:forced, "Message size exceeded"."""
+        amqp:connection:forced, "Message size exceeded". Not an edge router's: its one
+        uplink carries every client of the edge, and one client's message must not cut the
+        others off; the message is rejected (closing only the link when it was still
+        arriving, so that the rest of it is never read)."""
+        connection = link.connection
+        if connection.settings.role == EDGE_ROLE:
+            if lib.pn_delivery_partial(delivery):
+                self._close_link(link, denial)
+            else:
+                self.adaptor.reject_delivery(link, delivery, denial.condition, denial.description)
+            return
         self.adaptor.reject_delivery(link, delivery, denial.condition, denial.description)
         self._close_link(link, denial)
-        connection = link.connection
         log.info("Connection %d from %s closed: %s", connection.identity, connection.peer, denial.description)
         set_condition(lib.pn_connection_condition(connection.pn_connection), CONNECTION_FORCED, OVERSIZE)
         lib.pn_connection_close(connection.pn_connection)
