@@ -185,3 +185,25 @@ def test_a_trusted_to_override_is_checked_too(policy_router: PolicyRouter, net: 
     net.pump(0.3)
     assert secret.bodies() == []
     target_denials(router, 1)
+
+
+def test_unreadable_or_odd_addresses_pass_nothing(policy_router: PolicyRouter, net: Net) -> None:
+    """A hostile anonymous sender: a message whose properties cannot be read is refused as
+    undecodable, one whose to is blank matches no target (not even '*' in qdrouterd), a very
+    long to is refused like any other; the connection and the router carry on."""
+    router = policy_router(apps_vhost())
+    client = login(net, router.url, vhost="v.example")
+    app = client.receiver("app.x")
+    sender = client.sender(None)
+    net.wait(lambda: sender.credit > 0, 10, "credit for the anonymous sender")
+    # A properties section (0x00 0x53 0x73) whose list claims more bytes than there are.
+    broken = sender.send_raw(b"\x00\x53\x73\xd0\x00\x00\x10\x00\x00\x00\x00\x03\xa1\x05app.x")
+    net.wait(lambda: broken in sender.outcomes, 10, "the broken message's outcome")
+    assert sender.outcomes[broken].name == "rejected", sender.outcomes[broken]
+    assert sender.outcomes[broken].condition is not None
+    assert sender.outcomes[broken].condition.name == "amqp:decode-error"
+    outcomes = send_and_settle(net, sender, [msg("blank", to=""), msg("long", to="secret." + "x" * 100_000),
+                                             msg("fine", to="app.x")])
+    assert [refused(o) for o in outcomes] == [True, True, False], outcomes
+    net.wait(lambda: len(app.received) == 1, 10, "the allowed message")
+    assert app.bodies() == ["fine"] and client.alive
