@@ -95,6 +95,8 @@ class EndpointHandler:
         if policer is not None and policer.applies(connection) \
                 and not policer.opened(connection, pn_connection):
             return
+        if policer is not None and connection.client and not policer.connector_opened(connection):
+            return
         if lib.pn_connection_state(pn_connection) & LOCAL_UNINIT:
             lib.pn_connection_open(pn_connection)
         log.info("Connection %d %s %s opened (container %s)", connection.identity,

@@ -31,6 +31,8 @@ log = logging.getLogger("qdrouter.POLICY")
 # maxConnections, so operators migrating from it keep the limits they set on them.
 POLICED_ROLES = frozenset(("normal", "route-container", "edge"))
 CONNECTION_FORCED = "amqp:connection:forced"
+# Connectors whose policyVhost polices their connections (policy.c qd_policy_amqp_open_connector).
+CONNECTOR_ROLES = frozenset(("normal", "route-container"))
 EDGE_ROLE = "edge"
 # How long a connection refused by the global limit may stay to read the refusal.
 REFUSED_GRACE_S = 2.0
@@ -98,6 +100,24 @@ class ConnectionPolicer:
         # connection.
         return True
 
+    def connector_opened(self, connection: AmqpConnection) -> bool:
+        """An outgoing connection's peer opened. A connector with a policyVhost (role normal
+        or route-container) has its connection policed by that vhost's '$connector' group,
+        as qdrouterd does: what the peer attaches is held to its rules; without such a
+        group the connection is closed."""
+        settings = connection.settings
+        if not connection.client or not settings.policy_vhost or settings.role not in CONNECTOR_ROLES \
+                or not self.engine.enable_vhost_policy:
+            return True
+        decision = self.engine.connector(settings.policy_vhost, connection.user or "")
+        if isinstance(decision, Denial):
+            log.info("Connection %d to %s closed: %s", connection.identity, connection.peer,
+                     decision.description)
+            self._close(connection, decision)
+            return False
+        connection.policy = decision
+        return True
+
     def released(self, connection: AmqpConnection) -> None:
         self.sessions.pop(connection, None)
         self.links.pop(connection, None)
@@ -143,7 +163,7 @@ class ConnectionPolicer:
         if denial is None:
             self.sessions[connection] = count + 1
             group = grant.group
-            if group.max_session_window < MAX_INT32:
+            if group.max_session_window < MAX_INT32 and not grant.outgoing:
                 # maxSessionWindow is in octets (qdrouterd 1.19's schema): the session's
                 # incoming capacity, but never less than one frame, or nothing could move.
                 frame = lib.pn_transport_get_max_frame(connection.transport) or 16384

@@ -24,6 +24,8 @@ LINK_DISALLOWED = "link disallowed by local policy"
 USER_ID_VIOLATION = "user_id proxy violation"
 OVERSIZE = "Message size exceeded"
 WAYPOINT_CAPABILITY = "qd.waypoint"
+# The group of a connector's policyVhost that polices its connections (policy.c).
+CONNECTOR_GROUP = "$connector"
 FALLBACK_CAPABILITY = "qd.fallback"
 
 
@@ -44,16 +46,19 @@ class ConnectionGrant:
     """An admitted connection's policy for its lifetime. ``group`` is None when vhost policy
     is off: then only the global limits apply."""
 
-    __slots__ = ("group", "host", "max_message_size", "stats", "user", "vhost")
+    __slots__ = ("group", "host", "max_message_size", "outgoing", "stats", "user", "vhost")
 
     def __init__(self, vhost: str, user: str, host: str, group: GroupSettings | None,
-                 stats: VhostStats | None, max_message_size: int) -> None:
+                 stats: VhostStats | None, max_message_size: int, outgoing: bool = False) -> None:
         self.vhost = vhost
         self.user = user
         self.host = host
         self.group = group
         self.stats = stats
         self.max_message_size = max_message_size
+        # A connector's connection (its policyVhost's '$connector' group): its denials are
+        # counted in the vhost, but it is not one of the vhost's connections.
+        self.outgoing = outgoing
 
     @property
     def check_user_id(self) -> bool:
@@ -202,6 +207,20 @@ class PolicyEngine:
         size = group.max_message_size or self.max_message_size
         return ConnectionGrant(vhost.hostname, user, host, group, stats, size)
 
+    def connector(self, vhost_name: str, user: str) -> ConnectionGrant | Denial:
+        """A connector's policyVhost: its outgoing connection is policed by that vhost's
+        '$connector' group (qdrouterd: qd_policy_amqp_open_connector); without one, it is
+        closed."""
+        name = vhost_name.strip()
+        vhost = self.vhosts.get(name) or self.vhosts.get(self._by_alias.get(name, ""))
+        group = vhost.groups.get(CONNECTOR_GROUP) if vhost is not None else None
+        if vhost is None or group is None:
+            return Denial(LIMIT, f"{CONNECTION_DISALLOWED}: connector policyVhost {name!r} names no vhost "
+                                 f"with a {CONNECTOR_GROUP!r} group")
+        size = group.max_message_size or self.max_message_size
+        return ConnectionGrant(vhost.hostname, user, "", group, self.stats[vhost.hostname], size,
+                               outgoing=True)
+
     def _deny_open(self, stats: VhostStats | None, why: str) -> Denial:
         """qdrouterd refuses every open its vhost policy denies alike: a close with
         amqp:resource-limit-exceeded (policy.c qd_policy_amqp_open), whatever the rule.
@@ -217,7 +236,8 @@ class PolicyEngine:
 
     def closed(self, grant: ConnectionGrant) -> None:
         stats = grant.stats
-        if stats is None:
+        if stats is None or grant.outgoing:
+            grant.stats = None
             return
         for counter, key in ((stats.per_user, grant.user), (stats.per_host, grant.host)):
             counter[key] -= 1
