@@ -208,8 +208,8 @@ def test_session_window_is_in_octets(policy_router: PolicyRouter, net: Net) -> N
 
 # ---- attach -----------------------------------------------------------------------------
 def test_attach_rules(policy_router: PolicyRouter, net: Net) -> None:
-    body = policy_body(group("g", "u1", maxSenders=2, maxReceivers=1, targets="out.*, tmp_{user}",
-                             sources="in.*, {user}-home-*"))
+    body = policy_body(group("g", "u1", maxSenders=2, maxReceivers=1, targets="out.*, tmp_${user}",
+                             sources="in.*, ${user}-home-*"))
     router = policy_router(body, users=users("u1"))
     client = login(net, router.url, "u1", "v.example")
 
