@@ -22,6 +22,11 @@ HTTP_PORT = 8672
 # the mesh's vhost policies never lock the operator out; protected like the inter-router one.
 MANAGEMENT_PORT = 55673
 MANAGEMENT_VHOST = "qdmesh-operator-management"
+# The vhost that polices edge routers' connections to interior routers (the edge listener's
+# policyVhost): edge connections are policed as user connections, as qdrouterd polices them,
+# and this vhost lets them do what an edge does (render/conf.py), whatever the mesh's
+# VhostPolicies allow its clients.
+EDGE_VHOST = "qdmesh-edge-routers"
 CONSOLE_PORT = 8080  # the web console (spec.console), on its own pod
 
 MANAGER = "qdmesh-operator"

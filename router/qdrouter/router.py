@@ -288,7 +288,7 @@ def _connection_settings(entity: ManagedEntity) -> tuple[ListenerSettings, int]:
         username=attrs.get("saslUsername"),
         password=_sasl_password(entity),
         link_capacity=_link_capacity(entity),
-        policy_vhost=str(attrs["policyVhost"]) if kind == "listener" and attrs.get("policyVhost") else None,
+        policy_vhost=str(attrs["policyVhost"]) if attrs.get("policyVhost") else None,
     )
     return settings, port
 

@@ -22,7 +22,8 @@ ONLY_IN_C = {"console", "dummy"}
 AMQP_MANAGEMENT = {"c": PREFIX + "org.amqp.management", "q": "org.amqp.management"}
 # qdmesh's additions (docs/tools.md): counters and settings qdrouterd has not.
 ONLY_IN_QDMESH = {("router", "internalErrorCount"), ("listener", "metricsMaxAddresses"),
-                  ("router.link", "connectionId"), ("vhostStats", "userIdDenied")}
+                  ("router.link", "connectionId"), ("vhostStats", "userIdDenied"),
+                  ("vhostStats", "targetDenied")}
 
 Answers = Dict[str, Any]
 

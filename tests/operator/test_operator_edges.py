@@ -86,9 +86,13 @@ def test_interior_routers_get_an_edge_listener_only_with_edge_groups() -> None:
     with_edges = mesh_state(edge_mesh(), routing())
     listener = next(e for e in with_edges.entities["demo-0"] if e.name == "qdmesh/edgeListener/edge")
     assert listener.attributes == {"host": "", "port": "45672", "role": "edge",
+                                   "policyVhost": "qdmesh-edge-routers",
                                    "sslProfile": "inter-router-tls", "saslMechanisms": "EXTERNAL",
                                    "authenticatePeer": True, "requireSsl": True}
     assert not listener.restart_only  # created live: adding edge groups restarts no interior router
+    # The vhost that polices edge connections (as qdrouterd polices them), live too.
+    vhost = next(e for e in with_edges.entities["demo-0"] if e.name == "qdmesh/edgeVhost/edge")
+    assert vhost.attributes["hostname"] == "qdmesh-edge-routers" and not vhost.restart_only
     without = mesh_state(parse_mesh("demo", "messaging", MESH_SPEC), routing())
     assert not any("edge" in e.name.split("/")[1] for e in without.entities["demo-0"] if "/" in e.name)
 

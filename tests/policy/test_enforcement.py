@@ -190,15 +190,15 @@ def test_begin_above_the_negotiated_channel_max_is_a_framing_error(policy_router
     assert stats(router)["sessionDenied"] == 0  # proton's refusal, not the policy's count
     assert login(net, router.url).alive  # the router serves the next peer
 
-def test_session_window_is_frames_times_window(policy_router: PolicyRouter, net: Net) -> None:
-    router = policy_router(policy_body(group("g", "u1", maxFrameSize=2048, maxSessionWindow=4)),
-                           users=users("u1"))
-    client = login(net, router.url, "u1", "v.example")
+def test_session_window_is_in_octets(policy_router: PolicyRouter, net: Net) -> None:
+    router = policy_router(policy_body(group("g", "anonymous", maxFrameSize=2048, maxSessionWindow=8192)))
+    client = login(net, router.url, vhost="v.example")
     assert client.conn.transport.remote_max_frame_size == 2048
     frames = traced_begins(client)
     receiver = client.receiver("big")
     sender = client.sender("big")
-    # The router's begin offers an incoming window of maxSessionWindow (4) frames.
+    # maxSessionWindow is the session's incoming capacity in octets (qdrouterd 1.19's
+    # schema): 8192 octets of 2048-octet frames, an incoming window of 4 frames.
     begins = [line for line in frames if "<- @begin" in line]
     assert begins and all("incoming-window=0x4," in line for line in begins), begins
     # 10 messages of 20 kB each still cross a session whose window is 4 frames of 2 kB.
@@ -208,8 +208,8 @@ def test_session_window_is_frames_times_window(policy_router: PolicyRouter, net:
 
 # ---- attach -----------------------------------------------------------------------------
 def test_attach_rules(policy_router: PolicyRouter, net: Net) -> None:
-    body = policy_body(group("g", "u1", maxSenders=2, maxReceivers=1, targets="out.*, tmp_{user}",
-                             sources="in.*, {user}-home-*"))
+    body = policy_body(group("g", "u1", maxSenders=2, maxReceivers=1, targets="out.*, tmp_${user}",
+                             sources="in.*, ${user}-home-*"))
     router = policy_router(body, users=users("u1"))
     client = login(net, router.url, "u1", "v.example")
 
@@ -263,38 +263,43 @@ def test_management_is_a_target_like_any_other(policy_router: PolicyRouter, net:
 
 # ---- transfer ---------------------------------------------------------------------------
 def test_max_message_size(policy_router: PolicyRouter, net: Net) -> None:
+    """Rejected, then the link and the connection closed (amqp:connection:forced), as
+    qdrouterd does (router_node.c)."""
     router = policy_router(policy_body(group("g", "u1", maxMessageSize=1000)), users=users("u1"))
     client = login(net, router.url, "u1", "v.example")
     receiver = client.receiver("q")
     sender = client.sender("q")
     assert sender.link.remote_max_message_size == 1000
-    outcomes = send_and_settle(net, sender, [Message(body="s" * 100), Message(body="L" * 5000),
-                                             Message(body="s" * 200)])
-    names = [outcome.name for outcome in outcomes]
-    assert names == ["accepted", "rejected", "accepted"]
-    rejected = outcomes[1]
+    assert send_and_settle(net, sender, [Message(body="s" * 100)])[0].name == "accepted"
+    rejected = send_and_settle(net, sender, [Message(body="L" * 5000)])[0]
+    assert rejected.name == "rejected"
     assert rejected.condition is not None and rejected.condition.name == "amqp:link:message-size-exceeded"
     assert "maxMessageSize (1000)" in str(rejected.condition.description)
-    net.wait(lambda: len(receiver.received) == 2, what="the two small messages")
+    net.wait(lambda: client.remote_closed, 10, "the connection's close")
+    assert client.error is not None and client.error.name == "amqp:connection:forced"
+    assert [r.message.body for r in receiver.received] == ["s" * 100]
     assert stats(router)["maxMessageSizeDenied"] == 1
 
 
-def test_oversized_streaming_message_closes_the_link(policy_router: PolicyRouter, net: Net) -> None:
+def test_oversized_streaming_message_is_refused_while_it_arrives(policy_router: PolicyRouter,
+                                                                 net: Net) -> None:
     router = policy_router(policy_body(group("g", "u1", maxMessageSize=100000, maxFrameSize=4096)),
                            users=users("u1"))
     client = login(net, router.url, "u1", "v.example")
     client.receiver("q")
     sender = client.sender("q")
-    sender.send(Message(body="H" * 2_000_000))
-    net.wait(lambda: sender.remote_closed, 20, "the link to close")
-    assert sender.remote_condition.name == "amqp:link:message-size-exceeded"
-    assert client.alive
-    after = client.sender("q")
-    receiver = client.receiver("q2")
-    sender2 = client.sender("q2")
-    send_and_settle(net, sender2, [msg("still served")])
+    tag = sender.send(Message(body="H" * 2_000_000))
+    net.wait(lambda: client.remote_closed, 20, "the connection to close")
+    assert client.error.name == "amqp:connection:forced"
+    assert sender.remote_closed
+    outcome = sender.outcomes.get(tag)
+    assert outcome is not None and outcome.name == "rejected", outcome
+    # The router serves the next connection.
+    again = login(net, router.url, "u1", "v.example")
+    receiver = again.receiver("q2")
+    send_and_settle(net, again.sender("q2"), [msg("still served")])
     net.wait(lambda: len(receiver.received) == 1, what="a message after the refusal")
-    assert not after.remote_closed
+    assert stats(router)["maxMessageSizeDenied"] == 1
 
 
 def test_user_id_must_be_the_authenticated_user(policy_router: PolicyRouter, net: Net) -> None:

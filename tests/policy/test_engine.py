@@ -8,6 +8,11 @@ import pytest
 
 from qdrouter.policy import ConnectionGrant, Denial, PolicyEngine, PolicyError, parse_vhost
 from qdrouter.policy.engine import LIMIT, MESSAGE_SIZE, UNAUTHORIZED
+from qdrouter.policy.settings import MAX_INT32
+
+C_WORDS = ("connection disallowed by local policy", "session disallowed by local policy",
+           "link disallowed by local policy", "Message size exceeded", "user_id proxy violation",
+           "policy violation on target")
 
 
 def engine_with(vhost: Dict[str, Any], **policy: Any) -> PolicyEngine:
@@ -34,6 +39,8 @@ def denied(decision: object, condition: str, text: str) -> None:
     assert isinstance(decision, Denial), f"expected a denial, got {decision!r}"
     assert decision.condition == condition
     assert text in decision.description, decision.description
+    # qdrouterd's words begin every refusal's description (clients match on them).
+    assert decision.description.startswith(C_WORDS), decision.description
 
 
 # ---- connections ------------------------------------------------------------------------
@@ -55,12 +62,12 @@ def test_vhost_by_name_alias_default_or_denied() -> None:
         "g": {"users": "u", "remoteHosts": "*"}}})
     assert grant(engine, "u", vhost="a.com").vhost == "a.com"
     assert grant(engine, "u", vhost="c.com").vhost == "a.com"
-    denied(engine.open("d.com", "u", "h"), UNAUTHORIZED, "no vhost policy for 'd.com'")
+    denied(engine.open("d.com", "u", "h"), LIMIT, "no vhost policy for 'd.com'")
     engine.set_vhost(parse_vhost({"hostname": "$default", "allowUnknownUser": True, "groups": {
         "$default": {"remoteHosts": "*"}}}))
     assert grant(engine, "u", vhost="d.com").vhost == "$default"
     engine.configure({"enableVhostPolicy": True, "defaultVhost": ""})
-    denied(engine.open("d.com", "u", "h"), UNAUTHORIZED, "no default vhost")
+    denied(engine.open("d.com", "u", "h"), LIMIT, "no default vhost")
 
 
 @pytest.mark.parametrize("allow_unknown, has_default_group, allowed", [
@@ -76,7 +83,7 @@ def test_unknown_users(allow_unknown: bool, has_default_group: bool, allowed: bo
         assert isinstance(decision, ConnectionGrant) and decision.group is not None
         assert decision.group.name == "$default" and decision.group.max_senders == 3
     else:
-        denied(decision, UNAUTHORIZED, "denies user 'stranger'")
+        denied(decision, LIMIT, "denies user 'stranger'")
     assert grant(engine, "u1", vhost="v").group.name == "known"  # type: ignore[union-attr]
 
 
@@ -90,7 +97,7 @@ def test_remote_hosts_at_open(hosts: str, remote: str, allowed: bool) -> None:
     if allowed:
         assert isinstance(decision, ConnectionGrant)
     else:
-        denied(decision, UNAUTHORIZED, f"remoteHosts does not allow '{remote}'")
+        denied(decision, LIMIT, f"remoteHosts does not allow '{remote}'")
 
 
 @pytest.mark.parametrize("limits, opens, message", [
@@ -148,7 +155,8 @@ def test_max_sessions() -> None:
 @pytest.mark.parametrize("group, senders_open, target, message", [
     ({}, 0, "q", None),
     ({"maxSenders": 1}, 1, "q", "maxSenders (1)"),
-    ({"maxSenders": 0}, 0, "q", "maxSenders (0)"),
+    ({"maxSenders": 1}, 1, "q", "maxSenders (1)"),
+    ({"maxSenders": 0}, 1000, "q", None),  # 0: no limit, as in qdrouterd
     ({}, 0, None, "allowAnonymousSender is false"),
     ({"allowAnonymousSender": True}, 0, None, None),
     ({"targets": "a, b*"}, 0, "bcd", None),
@@ -206,7 +214,7 @@ def test_max_message_size_precedence(policy_size: int, vhost_size: int | None, g
     assert g.max_message_size == effective
     if effective:
         assert engine.message(g, effective, None) is None
-        denied(engine.message(g, effective + 1, None), MESSAGE_SIZE, f"exceeds maxMessageSize ({effective})")
+        denied(engine.message(g, effective + 1, None), MESSAGE_SIZE, f"above maxMessageSize ({effective})")
         assert engine.stats["v"].max_message_size_denied == 1
 
 
@@ -261,7 +269,7 @@ def test_update_applies_to_new_connections_only() -> None:
     # The old connection's count is still kept under the same vhost.
     assert engine.stats["v"].current == 2
     engine.remove_vhost("v")
-    denied(engine.open("v", "u1", "h"), UNAUTHORIZED, "no vhost policy")
+    denied(engine.open("v", "u1", "h"), LIMIT, "no vhost policy")
     engine.closed(old)
     engine.closed(new)
     assert "v" not in engine.stats
@@ -271,3 +279,74 @@ def test_alias_clash_is_refused() -> None:
     engine = engine_with({"hostname": "a", "aliases": "x"})
     with pytest.raises(PolicyError, match="aliases: 'x' already names vhost 'a'"):
         engine.set_vhost(parse_vhost({"hostname": "b", "aliases": "x"}))
+
+
+@pytest.mark.parametrize("group, address, allowed", [
+    ({"targets": "app.*"}, "app.x", True),
+    ({"targets": "app.*"}, "secret.x", False),
+    ({"targets": "app.*"}, "$management", False),
+    ({"targets": "app.*"}, "_local/$management", False),
+    ({"targets": "app.*"}, "_topo/0/R/$management", False),
+    ({"targets": "app.*"}, "amqp:/app.x", False),  # as written: qdrouterd compares it so
+    ({"targets": "app.*"}, "", False),
+    ({"targets": "*"}, "", False),
+    ({"targets": "*"}, "anything", True),
+    ({"targets": "mine.${user}"}, "mine.u1", True),
+    ({"targets": "mine.${user}"}, "mine.u2", False),
+    ({"targets": None, "targetPattern": "app.#"}, "app.a.b", True),
+    ({"targets": None, "targetPattern": "app.#"}, "_topo/0/R/app.x", False),
+])
+def test_message_targets_on_anonymous_links(group: Dict[str, Any], address: str, allowed: bool) -> None:
+    engine = engine_with(group_vhost(**group))
+    decision = engine.message_target(grant(engine), address)
+    if allowed:
+        assert decision is None
+    else:
+        denied(decision, UNAUTHORIZED, "policy violation on target")
+    assert engine.stats["v"].row()["targetDenied"] == (0 if allowed else 1)
+    assert engine.totals.total_denials == 0  # as qdrouterd's: a vhost counter only
+
+
+def test_message_targets_are_not_checked_without_vhost_policy() -> None:
+    engine = PolicyEngine()
+    engine.configure({"enableVhostPolicy": False})
+    decision = engine.open("v", "u", "h")
+    assert isinstance(decision, ConnectionGrant)
+    assert engine.message_target(decision, "$management") is None
+
+
+@pytest.mark.parametrize("setting, capability", [
+    ("allowWaypointLinks", "qd.waypoint"), ("allowWaypointLinks", "qd.waypoint.2"),
+    ("allowFallbackLinks", "qd.fallback"),
+])
+@pytest.mark.parametrize("allowed", [True, False])
+def test_waypoint_and_fallback_capabilities(setting: str, capability: str, allowed: bool) -> None:
+    engine = engine_with(group_vhost(**{setting: allowed}))
+    g = grant(engine)
+    decisions = [engine.sender(g, 0, "q", ["other", capability]),
+                 engine.receiver(g, 0, "q", False, [capability])]
+    for decision in decisions:
+        if allowed:
+            assert decision is None
+        else:
+            denied(decision, UNAUTHORIZED, f"{setting} is false")
+    assert engine.sender(g, 0, "q", ["other"]) is None
+    row = engine.stats["v"].row()
+    assert (row["senderDenied"], row["receiverDenied"]) == ((0, 0) if allowed else (1, 1))
+
+
+def test_a_blank_user_id_is_no_claim() -> None:
+    engine = engine_with(group_vhost())
+    assert engine.message(grant(engine), 10, b"") is None
+
+
+def test_zero_limits_are_no_limits_as_in_qdrouterd() -> None:
+    """policy.c applies maxSessions, maxSenders, maxReceivers, maxFrameSize and
+    maxSessionWindow only when non-zero."""
+    engine = engine_with(group_vhost(maxSessions=0, maxSenders=0, maxReceivers=0, maxFrameSize=0,
+                                     maxSessionWindow=0))
+    g = grant(engine)
+    assert engine.session(g, 1000) is None
+    assert engine.sender(g, 1000, "q") is None and engine.receiver(g, 1000, "q", False) is None
+    assert engine.frame_size(g, 16384) == 16384
+    assert g.group is not None and g.group.max_session_window == MAX_INT32

@@ -62,7 +62,7 @@ vhost {
             users: trader-1, trader-2
             remoteHosts: *
             maxFrameSize: 10000
-            maxSessionWindow: 500
+            maxSessionWindow: 5000000
             maxSessions: 1
             sources: *
             targets: *
@@ -71,7 +71,7 @@ vhost {
             users: nyse-feed, nasdaq-feed
             remoteHosts: *
             maxFrameSize: 60000
-            maxSessionWindow: 20000
+            maxSessionWindow: 1200000000
             maxSessions: 3
             sources: *
             targets: *

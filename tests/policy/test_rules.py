@@ -14,6 +14,7 @@ from qdrouter.policy.rules import (
     parse_addresses,
     parse_hosts,
     parse_list,
+    parse_patterns,
     resolve_host_names,
 )
 
@@ -125,3 +126,48 @@ def test_sources_and_targets(rules: str, address: str, user: str, allowed: bool)
 ])
 def test_address_patterns(pattern: str, address: str, allowed: bool) -> None:
     assert AddressPattern(pattern).matches(address, "bob") is allowed
+
+
+@pytest.mark.parametrize("rules, address, user, allowed", [
+    # qdrouterd 1.19's token: prefix, embedded and suffix, substituted literally.
+    ("tmp_${user}", "tmp_bob", "bob", True),
+    ("tmp_${user}", "tmp_eve", "bob", False),
+    ("${user}-home-*", "bob-home-inbox", "bob", True),
+    ("${user}-home-*", "eve-home-inbox", "bob", False),
+    ("a.${user}.b", "a.bob.b", "bob", True),
+    ("${user}*", "bobby", "bob", True),
+    ("q.${user}", "q.*", "*", True),  # a user named '*' gets only the literal address
+    ("q.${user}", "q.x", "*", False),
+    ("*", "", "bob", False),  # qdrouterd: a blank address matches nothing, not even '*'
+])
+def test_sources_and_targets_with_the_c_routers_user_token(rules: str, address: str, user: str,
+                                                            allowed: bool) -> None:
+    assert address_allowed(parse_addresses(rules, "targets"), address, user) is allowed
+
+
+@pytest.mark.parametrize("pattern, address, user, allowed", [
+    ("${user}.#", "bob.x.y", "bob", True),
+    ("${user}.#", "bob", "bob", True),
+    ("${user}.#", "bobby.x", "bob", False),  # the name must be a whole token
+    ("${user}.#", "eve.x", "bob", False),
+    ("${user}/*", "bob.smith/inbox", "bob.smith", True),  # names with separators
+    ("${user}/*", "bob.smith/inbox", "bob", False),
+    ("#/${user}", "a/b/bob", "bob", True),
+    ("#/${user}", "a/b/xbob", "bob", False),
+    ("${user}.x", "#.x", "#", True),  # a user named '#' is a literal name, not a wildcard
+    ("${user}.x", "a.b.x", "#", False),
+    ("a/{user}/#", "a/#/x", "#", True),  # the book's token too
+    ("a/{user}/#", "a/b/c/x", "#", False),
+])
+def test_patterns_with_a_user_token(pattern: str, address: str, user: str, allowed: bool) -> None:
+    assert AddressPattern(pattern).matches(address, user) is allowed
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("targets", "a.${user}.${user}", "more than one \\$\\{user\\} token"),
+    ("targetPattern", "a.${user}.b", "may only begin or end a pattern"),
+])
+def test_user_tokens_qdrouterd_refuses(field: str, value: str, message: str) -> None:
+    parse = parse_patterns if field.endswith("Pattern") else parse_addresses
+    with pytest.raises(PolicyError, match=f"{field}: .*{message}"):
+        parse(value, field)

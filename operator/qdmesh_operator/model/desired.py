@@ -113,13 +113,27 @@ def edge_listener(mesh: MeshSpec) -> Entity:
     """Interior routers of a mesh with edge groups: where edge routers connect.  A live entity
     (its sslProfile is the inter-router one, loaded at start), so edge groups added later
     need no restart of the interior routers."""
-    attrs: Dict[str, Any] = {"host": "", "port": str(contract.EDGE_PORT), "role": "edge"}
+    attrs: Dict[str, Any] = {"host": "", "port": str(contract.EDGE_PORT), "role": "edge",
+                             "policyVhost": contract.EDGE_VHOST}
     if mesh.inter_router_tls.enabled:
         attrs.update(sslProfile=INTER_ROUTER_PROFILE, saslMechanisms="EXTERNAL", authenticatePeer=True,
                      requireSsl=True)
     else:
         attrs["saslMechanisms"] = "ANONYMOUS"
     return Entity("listener", managed_name("edgeListener", "edge"), attrs)
+
+
+def edge_vhost() -> Entity:
+    """The vhost of edge routers' connections to an interior router (the edge listener's
+    policyVhost). With vhost policy on, an interior polices them as user connections, as
+    qdrouterd does; an edge attaches an anonymous sender and dynamic and special receivers,
+    and forwards its clients' messages with their own user-ids, so this vhost allows all of
+    it (the edge's own listeners police its clients by the mesh's VhostPolicies). Live, as
+    the edge listener is."""
+    edges = {"remoteHosts": "*", "sources": "*", "targets": "*", "allowDynamicSource": True,
+             "allowAnonymousSender": True, "allowUserIdProxy": True}
+    return Entity("vhost", managed_name("edgeVhost", "edge"),
+                  {"hostname": contract.EDGE_VHOST, "allowUnknownUser": True, "groups": {"$default": edges}})
 
 
 def edge_connectors(mesh: MeshSpec, group_index: int) -> List[Entity]:
@@ -180,7 +194,7 @@ def mesh_state(mesh: MeshSpec, routing: Sequence[RoutingSpec], manage_inter_rout
         state.applied.setdefault(kind, []).append(spec.name)
     order = {t: i for i, t in enumerate(LIVE_TYPES)}
     if mesh.edge_groups:
-        shared.append(edge_listener(mesh))
+        shared.extend((edge_listener(mesh), edge_vhost()))
     for ordinal, rid in enumerate(mesh.router_ids()):
         entities = [*shared, *inter_router_connectors(mesh, ordinal), *routed]
         entities.sort(key=lambda e: order[e.type])  # stable: same-type entities keep their order

@@ -95,6 +95,8 @@ class EndpointHandler:
         if policer is not None and policer.applies(connection) \
                 and not policer.opened(connection, pn_connection):
             return
+        if policer is not None and connection.client and not policer.connector_opened(connection):
+            return
         if lib.pn_connection_state(pn_connection) & LOCAL_UNINIT:
             lib.pn_connection_open(pn_connection)
         log.info("Connection %d %s %s opened (container %s)", connection.identity,
@@ -292,6 +294,8 @@ class EndpointHandler:
             # Detached by the peer, and by us below (or by the link router): nothing of the
             # router points at it after this handler.
             self._closed_links[pn_link] = connection
+            if connection.policy is not None:
+                self.policer.link_closed(connection, pn_link)
         if self.edge_lookup_forget is not None:
             self.edge_lookup_forget(pn_link)
         if self.link_router is not None and self.link_router.remote_closed(pn_link):

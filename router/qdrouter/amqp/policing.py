@@ -1,10 +1,11 @@
 """Policy applied to live AMQP connections: the adaptor side of ``qdrouter.policy``.
 
 The engine decides; this module reads what it needs from proton (open hostname, user,
-peer address, termini, message bytes) and applies the answers (close, refuse, reject,
-negotiated limits). As in qdrouterd 1.19 (policy.c, server.c), the connections accepted on
-a listener of role normal or route-container are policed (counted against maxConnections,
-vhost rules); inter-router and edge connections, and the router's own outgoing ones, are not."""
+peer address, termini) and applies the answers (close, refuse, negotiated limits); messages
+are policed by amqp/policing_messages.py. As in qdrouterd 1.19 (policy.c, server.c), the
+connections accepted on a listener of role normal, route-container or edge are policed
+(counted against maxConnections, vhost rules); inter-router connections are not, nor the
+router's own outgoing ones unless their connector names a policyVhost."""
 
 from __future__ import annotations
 
@@ -14,17 +15,21 @@ from typing import Any, Dict
 
 from ..policy import ConnectionGrant, Denial, PolicyEngine
 from ..policy.settings import MAX_INT32
-from .amqp_types import PROPERTIES, MessageFormatError, section_value, skip_value, u32
+from .capabilities import capabilities
 from .connection import AmqpConnection
-from .message_sections import find_sections
-from .proton_ffi import c_string, lib, set_condition, terminus_address
+from .policing_messages import MessagePolicer
+from .proton_ffi import c_string, lib, set_condition
+from .proton_shim import pointer_key
 
 log = logging.getLogger("qdrouter.POLICY")
 
-# qdrouterd polices route-container connections as user connections (its vhost check skips
-# only inter-router ones); operators migrating from it keep their limits on brokers and
-# management tools that connect in on route-container listeners.
-POLICED_ROLES = frozenset(("normal", "route-container"))
+# qdrouterd polices every accepted connection but inter-router ones as a user connection
+# (policy.c qd_policy_amqp_open): brokers and management tools on route-container listeners,
+# and edge routers on edge listeners, are held to their vhost's rules and counted against
+# maxConnections, so operators migrating from it keep the limits they set on them.
+POLICED_ROLES = frozenset(("normal", "route-container", "edge"))
+# Connectors whose policyVhost polices their connections (policy.c qd_policy_amqp_open_connector).
+CONNECTOR_ROLES = frozenset(("normal", "route-container"))
 # How long a connection refused by the global limit may stay to read the refusal.
 REFUSED_GRACE_S = 2.0
 
@@ -41,8 +46,9 @@ class ConnectionPolicer:
         self.adaptor = adaptor
         # Sessions granted per connection (policy counts only while the connection lives).
         self.sessions: Dict[AmqpConnection, int] = {}
-        # The part read so far of each policed link's current, still arriving message.
-        self.partials: Dict[Any, bytearray] = {}
+        # Links granted per policed connection: link key -> True for a client's sender.
+        self.links: Dict[AmqpConnection, Dict[Any, bool]] = {}
+        self.messages = MessagePolicer(engine, adaptor)
         self.handshake_timeouts = 0
 
     @staticmethod
@@ -89,8 +95,27 @@ class ConnectionPolicer:
         # connection.
         return True
 
+    def connector_opened(self, connection: AmqpConnection) -> bool:
+        """An outgoing connection's peer opened. A connector with a policyVhost (role normal
+        or route-container) has its connection policed by that vhost's '$connector' group,
+        as qdrouterd does: what the peer attaches is held to its rules; without such a
+        group the connection is closed."""
+        settings = connection.settings
+        if not connection.client or not settings.policy_vhost or settings.role not in CONNECTOR_ROLES \
+                or not self.engine.enable_vhost_policy:
+            return True
+        decision = self.engine.connector(settings.policy_vhost, connection.user or "")
+        if isinstance(decision, Denial):
+            log.info("Connection %d to %s closed: %s", connection.identity, connection.peer,
+                     decision.description)
+            self._close(connection, decision)
+            return False
+        connection.policy = decision
+        return True
+
     def released(self, connection: AmqpConnection) -> None:
         self.sessions.pop(connection, None)
+        self.links.pop(connection, None)
         if connection.policy is not None:
             self.engine.closed(connection.policy)
             connection.policy = None
@@ -133,9 +158,11 @@ class ConnectionPolicer:
         if denial is None:
             self.sessions[connection] = count + 1
             group = grant.group
-            if group.max_session_window < MAX_INT32:
+            if group.max_session_window < MAX_INT32 and not grant.outgoing:
+                # maxSessionWindow is in octets (qdrouterd 1.19's schema): the session's
+                # incoming capacity, but never less than one frame, or nothing could move.
                 frame = lib.pn_transport_get_max_frame(connection.transport) or 16384
-                lib.pn_session_set_incoming_capacity(session, group.max_session_window * frame)
+                lib.pn_session_set_incoming_capacity(session, max(group.max_session_window, frame))
         return denial
 
     def refuse_session(self, connection: AmqpConnection, denial: Denial) -> None:
@@ -147,126 +174,58 @@ class ConnectionPolicer:
             self.sessions[connection] -= 1
 
     def link(self, connection: AmqpConnection, pn_link: Any) -> Denial | None:
-        """An attach from the client: counts, termini and the dynamic/anonymous rules."""
+        """An attach from the client: counts, termini and the dynamic/anonymous rules. The
+        addresses are compared as the client wrote them, as qdrouterd compares them; the
+        counts are of the links this policy let in (link-routed ones too), until each detaches."""
         grant: ConnectionGrant | None = connection.policy
-        if grant is None:
+        if grant is None or grant.group is None:
             return None
-        if grant.group is None:
-            return None
-        if lib.pn_link_is_receiver(pn_link):
-            senders = sum(1 for link in connection.links.values() if link.incoming)
-            target = terminus_address(lib.pn_link_remote_target(pn_link))
-            denial = self.engine.sender(grant, senders, target)
+        counts = self.links.get(connection)
+        if counts is None:
+            counts = self.links[connection] = {}
+        incoming = bool(lib.pn_link_is_receiver(pn_link))
+        if incoming:
+            terminus = lib.pn_link_remote_target(pn_link)
+            senders = sum(1 for sends in counts.values() if sends)
+            target = c_string(lib.pn_terminus_get_address(terminus)) or None
+            denial = self.engine.sender(grant, senders, target, capabilities(terminus))
         else:
-            receivers = sum(1 for link in connection.links.values() if not link.incoming)
-            remote_source = lib.pn_link_remote_source(pn_link)
-            dynamic = bool(lib.pn_terminus_is_dynamic(remote_source))
-            denial = self.engine.receiver(grant, receivers, terminus_address(remote_source), dynamic)
+            terminus = lib.pn_link_remote_source(pn_link)
+            receivers = sum(1 for sends in counts.values() if not sends)
+            dynamic = bool(lib.pn_terminus_is_dynamic(terminus))
+            source = c_string(lib.pn_terminus_get_address(terminus)) or None
+            denial = self.engine.receiver(grant, receivers, source, dynamic, capabilities(terminus))
         if denial is not None:
             log.info("Link from %s (user %s) refused: %s", connection.peer, grant.user, denial.description)
-        elif grant.max_message_size:
+            return denial
+        counts[pointer_key(pn_link)] = incoming
+        if grant.max_message_size:
             lib.pn_link_set_max_message_size(pn_link, grant.max_message_size)
-        return denial
+        return None
+
+    def link_closed(self, connection: AmqpConnection, pn_link: Any) -> None:
+        """The client detached a link: its place under maxSenders/maxReceivers is free."""
+        counts = self.links.get(connection)
+        if counts is not None:
+            counts.pop(pointer_key(pn_link), None)
 
     def watch_messages(self, connection: AmqpConnection, link: Any) -> None:
-        """A client's sending link whose messages need a look (size limit or user-id check)."""
+        """A client's sending link whose messages need a look: a size limit, a user-id check,
+        or, on an anonymous link, each message's address against the user's targets."""
         grant: ConnectionGrant | None = connection.policy
-        if grant is not None and link.incoming and grant.polices_messages:
+        if grant is not None and link.incoming and (
+                grant.polices_messages or (link.anonymous and grant.group is not None)):
             self.adaptor.policed[link.handle] = grant
 
     def forget(self, handle: Any) -> None:
         self.adaptor.policed.pop(handle, None)
-        self.partials.pop(handle, None)
+        self.messages.forget(handle)
 
     # ---- messages -----------------------------------------------------------------------
     def message(self, link: Any, delivery: Any) -> bytes | None:
-        """A delivery on a policed link: the complete message if it may pass, else None (it
-        was rejected, or is still arriving). Oversized messages are refused while still
-        streaming, so a hostile sender cannot make the router buffer them."""
-        grant: ConnectionGrant = self.adaptor.policed[link.handle]
-        handle = link.handle
-        limit = grant.max_message_size
-        if lib.pn_delivery_aborted(delivery):
-            self.partials.pop(handle, None)
-            lib.pn_link_advance(handle)
-            lib.pn_delivery_settle(delivery)
-            return None
-        size = lib.pn_delivery_pending(delivery)
-        held = self.partials.get(handle)
-        total = size + (len(held) if held is not None else 0)
-        if lib.pn_delivery_partial(delivery):
-            if limit and total > limit:
-                self.partials.pop(handle, None)
-                denial = self.engine.message(grant, total, None)
-                if denial is not None:
-                    self._close_link(link, denial)
-                return None
-            # Take what arrived out of proton, so a session window smaller than a message
-            # (maxSessionWindow) keeps opening instead of waiting for the message's end.
-            if size > 0:
-                chunk = self.adaptor.read_message(link, delivery, size, advance=False)
-                if held is None:
-                    self.partials[handle] = bytearray(chunk)
-                else:
-                    held += chunk
-            return None
-        raw = self.adaptor.read_message(link, delivery, size)
-        if held is not None:
-            del self.partials[handle]
-            held += raw
-            raw = bytes(held)
-        user_id = None
-        if grant.check_user_id:
-            try:
-                user_id = read_user_id(raw)
-            except MessageFormatError:
-                user_id = None  # the router's own parsing rejects malformed messages later
-        denial = self.engine.message(grant, len(raw), user_id)
-        if denial is None:
-            return raw
-        log.info("Message from %s (user %s) refused: %s", link.connection.peer, grant.user,
-                 denial.description)
-        self.adaptor.reject_delivery(link, delivery, denial.condition, denial.description)
-        return None
-
-    def _close_link(self, link: Any, denial: Denial) -> None:
-        handle = link.handle
-        set_condition(lib.pn_link_condition(handle), denial.condition, denial.description)
-        lib.pn_link_close(handle)
-        self.adaptor.dirty.add(link.connection)
-        if self.adaptor.on_link_refused is not None:
-            self.adaptor.on_link_refused(link)
-
-
-def read_user_id(data: bytes) -> bytes | None:
-    """properties.user-id (2nd field, binary) or None when absent."""
-    _, _, props_start = find_sections(data)
-    if props_start < 0:
-        return None
-    try:
-        vpos = section_value(data, props_start, PROPERTIES)
-        code = data[vpos]
-        if code == 0xC0:
-            count, p = data[vpos + 2], vpos + 3
-        elif code == 0xD0:
-            count, p = u32(data, vpos + 5), vpos + 9
-        else:
-            return None
-        if count < 2:
-            return None
-        p = skip_value(data, p)
-        code = data[p]
-        if code == 0xA0:
-            return bytes(data[p + 2:p + 2 + data[p + 1]])
-        if code == 0xB0:
-            return bytes(data[p + 5:p + 5 + u32(data, p + 1)])
-        if code in (0xA1, 0xA3):  # tolerated: a user-id sent as a string or symbol
-            return bytes(data[p + 2:p + 2 + data[p + 1]])
-        return None
-    except IndexError:
-        raise MessageFormatError("truncated properties") from None
-
-
+        """A delivery on a policed link: the complete message if it may pass, else None
+        (amqp/policing_messages.py)."""
+        return self.messages.message(link, delivery)
 
 
 def install(server: Any, engine: PolicyEngine) -> ConnectionPolicer:

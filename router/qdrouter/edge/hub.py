@@ -108,9 +108,13 @@ class EdgeHub:
     def police(self, connection: Any, link: CoreLink) -> None:
         """The policy's global maxMessageSize applies to what edges send their interior router
         (the reference: "applied to transfers over user connections and to transfers to
-        interior routers from edge routers"); vhost policy does not apply to edges."""
+        interior routers from edge routers"); with vhost policy on, an edge connection is
+        policed as a user connection is, by its vhost's group (amqp/policing.py)."""
         policer = self.endpoints.policer
         if policer is None or not link.incoming:
+            return
+        if connection.policy is not None:
+            policer.watch_messages(connection, link)
             return
         limit = policer.engine.max_message_size
         if limit > 0:

@@ -15,7 +15,7 @@ from ..schema.validate import validate_attributes
 from . import entity_ops, fault_hooks, operational, schema_ops
 from .core_columns import answers_core_columns, complete_row, default_columns
 from .messages import Request, UndecodableRequest, check_request, decode_request, encode_reply
-from .status import INTERNAL_ERROR, OK, ManagementStatus, bad_request, not_found, not_implemented
+from .status import INTERNAL_ERROR, OK, ManagementStatus, bad_request, forbidden, not_found, not_implemented
 
 log = logging.getLogger("qdrouter.AGENT")
 
@@ -73,6 +73,7 @@ class ManagementAgent:
         description = None
         try:
             check_request(request)
+            _check_policy(request, message)
             code, body = self.execute(request)
         except ManagementStatus as status:
             code, body, description = status.code, None, status.description
@@ -213,3 +214,21 @@ def _int_property(request: Request, key: str, default: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise bad_request(f"application-property '{key}' must be a non-negative integer")
     return value
+
+
+def _check_policy(request: Request, message: InFlight) -> None:
+    """allowDynamicLinkRoutes: a connection whose vhost group forbids it may not create a
+    connection-scoped link route (qdrouterd: agent_conn_link_route.c answers 403 Forbidden).
+    The connection is the one the request arrived on, as in qdrouterd."""
+    if request.operation != "CREATE" or request.entity_type is None:
+        return
+    try:
+        short = entity_type(request.entity_type).short_name
+    except (UnknownEntityType, KeyError):
+        return  # the operation itself answers an unknown type
+    connection = message.in_link.connection if message.in_link is not None else None
+    grant = getattr(connection, "policy", None)
+    if short == "router.connection.linkRoute" and grant is not None and grant.group is not None \
+            and not grant.group.allow_dynamic_link_routes:
+        raise forbidden(f"Forbidden: policy: vhost {grant.vhost!r} group {grant.group.name!r}: "
+                        f"allowDynamicLinkRoutes is false")

@@ -46,7 +46,7 @@ _NOT_GRAPHED = frozenset({
     "transferBatchSize", "typeSize", "sslSsf", "inProcess", "priority", "capacity", "connectionId",
     "zeroCreditSeconds", "cost", "index", "instance", "lastTopoChange", "protocolVersion",
     "bindingCount", "matchedCount", "divertedCount", "droppedCount", "forwardedCount", "receivedCount",
-    "internalErrorCount", "trackedDeliveries", "userIdDenied",
+    "internalErrorCount", "trackedDeliveries", "userIdDenied", "targetDenied",
 })
 
 # Attributes qdrouterd 1.19 keeps only for old configs (its schema marks them "deprecated").

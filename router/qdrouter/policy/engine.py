@@ -3,7 +3,7 @@ attach, this message pass. Pure: callers pass names and counts and apply the ans
 
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Sequence, Tuple
 
 from .errors import PolicyError
 from .rules import Resolver, resolve, resolve_host_names
@@ -13,6 +13,20 @@ from .stats import GlobalStats, VhostStats
 UNAUTHORIZED = "amqp:unauthorized-access"
 LIMIT = "amqp:resource-limit-exceeded"
 MESSAGE_SIZE = "amqp:link:message-size-exceeded"
+# qdrouterd's words for a message on an anonymous link whose address the user may not send
+# to (router_node.c AMQP_rx_handler): clients and tools match on them.
+TARGET_VIOLATION = "policy violation on target"
+# qdrouterd's descriptions of its refusals (policy.c, router_node.c). qdmesh's begin with them
+# and go on to name the rule: a client that matches qdrouterd's words matches these too.
+CONNECTION_DISALLOWED = "connection disallowed by local policy"
+SESSION_DISALLOWED = "session disallowed by local policy"
+LINK_DISALLOWED = "link disallowed by local policy"
+USER_ID_VIOLATION = "user_id proxy violation"
+OVERSIZE = "Message size exceeded"
+WAYPOINT_CAPABILITY = "qd.waypoint"
+# The group of a connector's policyVhost that polices its connections (policy.c).
+CONNECTOR_GROUP = "$connector"
+FALLBACK_CAPABILITY = "qd.fallback"
 
 
 class Denial:
@@ -32,16 +46,19 @@ class ConnectionGrant:
     """An admitted connection's policy for its lifetime. ``group`` is None when vhost policy
     is off: then only the global limits apply."""
 
-    __slots__ = ("group", "host", "max_message_size", "stats", "user", "vhost")
+    __slots__ = ("group", "host", "max_message_size", "outgoing", "stats", "user", "vhost")
 
     def __init__(self, vhost: str, user: str, host: str, group: GroupSettings | None,
-                 stats: VhostStats | None, max_message_size: int) -> None:
+                 stats: VhostStats | None, max_message_size: int, outgoing: bool = False) -> None:
         self.vhost = vhost
         self.user = user
         self.host = host
         self.group = group
         self.stats = stats
         self.max_message_size = max_message_size
+        # A connector's connection (its policyVhost's '$connector' group): its denials are
+        # counted in the vhost, but it is not one of the vhost's connections.
+        self.outgoing = outgoing
 
     @property
     def check_user_id(self) -> bool:
@@ -136,8 +153,8 @@ class PolicyEngine:
         if totals.connections_current >= self.max_connections:
             totals.connections_denied += 1
             totals.total_denials += 1
-            return Denial(LIMIT, f"policy: maxConnections ({self.max_connections}) connections are open; "
-                                 f"connection refused")
+            return Denial(LIMIT, f"{CONNECTION_DISALLOWED}: maxConnections ({self.max_connections}) "
+                                 f"connections are open")
         totals.connections_current += 1
         return None
 
@@ -156,55 +173,71 @@ class PolicyEngine:
             return grant
         vhost = self.lookup(hostname)
         if vhost is None:
-            return self._deny_open(None, Denial(
-                UNAUTHORIZED,
-                f"policy: no vhost policy for {hostname or '(no hostname)'!r} and no default vhost"))
+            return self._deny_open(None, f"no vhost policy for {hostname or '(no hostname)'!r} and no "
+                                         f"default vhost")
         stats = self.stats[vhost.hostname]
         group = vhost.group_for(user)
         if group is None:
             why = ("user is in no group and allowUnknownUser is false" if not vhost.allow_unknown_user
                    else "user is in no group and the vhost has no '$default' group")
-            return self._deny_open(stats, Denial(
-                UNAUTHORIZED, f"policy: vhost {vhost.hostname!r} denies user {user!r}: {why}"))
+            return self._deny_open(stats, f"vhost {vhost.hostname!r} denies user {user!r}: {why}")
         from .rules import host_allowed
 
         if not host_allowed(group.remote_hosts, host):
-            return self._deny_open(stats, Denial(
-                UNAUTHORIZED, f"policy: vhost {vhost.hostname!r} group {group.name!r}: remoteHosts does not "
-                              f"allow {host!r}"))
+            return self._deny_open(stats, f"vhost {vhost.hostname!r} group {group.name!r}: remoteHosts "
+                                          f"does not allow {host!r}")
         if stats.current >= vhost.max_connections:
-            return self._deny_open(stats, Denial(
-                LIMIT, f"policy: vhost {vhost.hostname!r}: maxConnections ({vhost.max_connections}) reached"))
+            return self._deny_open(stats, f"vhost {vhost.hostname!r}: maxConnections "
+                                          f"({vhost.max_connections}) reached")
         per_user = group.max_connections_per_user
         if per_user is None:
             per_user = vhost.max_connections_per_user
         if stats.per_user[user] >= per_user:
-            return self._deny_open(stats, Denial(
-                LIMIT, f"policy: vhost {vhost.hostname!r}: maxConnectionsPerUser ({per_user}) reached for "
-                       f"user {user!r}"))
+            return self._deny_open(stats, f"vhost {vhost.hostname!r}: maxConnectionsPerUser ({per_user}) "
+                                          f"reached for user {user!r}")
         per_host = group.max_connections_per_host
         if per_host is None:
             per_host = vhost.max_connections_per_host
         if stats.per_host[host] >= per_host:
-            return self._deny_open(stats, Denial(
-                LIMIT, f"policy: vhost {vhost.hostname!r}: maxConnectionsPerHost ({per_host}) reached for "
-                       f"host {host!r}"))
+            return self._deny_open(stats, f"vhost {vhost.hostname!r}: maxConnectionsPerHost ({per_host}) "
+                                          f"reached for host {host!r}")
         stats.connections_approved += 1
         stats.per_user[user] += 1
         stats.per_host[host] += 1
         size = group.max_message_size or self.max_message_size
         return ConnectionGrant(vhost.hostname, user, host, group, stats, size)
 
-    def _deny_open(self, stats: VhostStats | None, denial: Denial) -> Denial:
+    def connector(self, vhost_name: str, user: str) -> ConnectionGrant | Denial:
+        """A connector's policyVhost: its outgoing connection is policed by that vhost's
+        '$connector' group (qdrouterd: qd_policy_amqp_open_connector); without one, it is
+        closed."""
+        name = vhost_name.strip()
+        vhost = self.vhosts.get(name) or self.vhosts.get(self._by_alias.get(name, ""))
+        group = vhost.groups.get(CONNECTOR_GROUP) if vhost is not None else None
+        if vhost is None or group is None:
+            return Denial(LIMIT, f"{CONNECTION_DISALLOWED}: connector policyVhost {name!r} names no vhost "
+                                 f"with a {CONNECTOR_GROUP!r} group")
+        size = group.max_message_size or self.max_message_size
+        return ConnectionGrant(vhost.hostname, user, "", group, self.stats[vhost.hostname], size,
+                               outgoing=True)
+
+    def _deny_open(self, stats: VhostStats | None, why: str) -> Denial:
+        """qdrouterd refuses every open its vhost policy denies alike: a close with
+        amqp:resource-limit-exceeded (policy.c qd_policy_amqp_open), whatever the rule.
+        Counted as qdrouterd counts it: in the vhost's connectionsDenied, not in the policy
+        entity's counters (those count the global limit's refusals). An open no vhost
+        takes is counted there, where qdrouterd counts it nowhere."""
         if stats is not None:
             stats.connections_denied += 1
-        self.totals.connections_denied += 1
-        self.totals.total_denials += 1
-        return denial
+        else:
+            self.totals.connections_denied += 1
+            self.totals.total_denials += 1
+        return Denial(LIMIT, f"{CONNECTION_DISALLOWED}: {why}")
 
     def closed(self, grant: ConnectionGrant) -> None:
         stats = grant.stats
-        if stats is None:
+        if stats is None or grant.outgoing:
+            grant.stats = None
             return
         for counter, key in ((stats.per_user, grant.user), (stats.per_host, grant.host)):
             counter[key] -= 1
@@ -220,33 +253,38 @@ class PolicyEngine:
         if group is None or sessions_open < group.max_sessions:
             return None
         self._count(grant, "session_denied")
-        return Denial(LIMIT, f"policy: vhost {grant.vhost!r} group {group.name!r}: maxSessions "
+        return Denial(LIMIT, f"{SESSION_DISALLOWED}: vhost {grant.vhost!r} group {group.name!r}: maxSessions "
                              f"({group.max_sessions}) reached")
 
-    def sender(self, grant: ConnectionGrant, senders_open: int, target: str | None) -> Denial | None:
-        """A client's sending link (the router receives); target None is the anonymous sender."""
+    def sender(self, grant: ConnectionGrant, senders_open: int, target: str | None,
+               capabilities: Sequence[str] = ()) -> Denial | None:
+        """A client's sending link (the router receives); target None is the anonymous sender.
+        The checks and their order are qdrouterd's (policy.c qd_policy_approve_amqp_sender_link)."""
         group = grant.group
         if group is None:
             return None
-        where = f"policy: vhost {grant.vhost!r} group {group.name!r}"
+        where = f"{LINK_DISALLOWED}: vhost {grant.vhost!r} group {group.name!r}"
         denial = None
         if senders_open >= group.max_senders:
             denial = Denial(LIMIT, f"{where}: maxSenders ({group.max_senders}) reached")
         elif target is None:
             if not group.allow_anonymous_sender:
                 denial = Denial(UNAUTHORIZED, f"{where}: allowAnonymousSender is false")
-        elif not group.target_allowed(target, grant.user):
-            denial = Denial(UNAUTHORIZED, f"{where}: targets do not allow {target!r}")
+        else:
+            denial = self._terminus(group, where, capabilities) or (
+                None if group.target_allowed(target, grant.user)
+                else Denial(UNAUTHORIZED, f"{where}: targets do not allow {target!r}"))
         if denial is not None:
             self._count(grant, "sender_denied")
         return denial
 
     def receiver(self, grant: ConnectionGrant, receivers_open: int, source: str | None,
-                 dynamic: bool) -> Denial | None:
+                 dynamic: bool, capabilities: Sequence[str] = ()) -> Denial | None:
+        """A client's receiving link (qdrouterd: qd_policy_approve_amqp_receiver_link)."""
         group = grant.group
         if group is None:
             return None
-        where = f"policy: vhost {grant.vhost!r} group {group.name!r}"
+        where = f"{LINK_DISALLOWED}: vhost {grant.vhost!r} group {group.name!r}"
         denial = None
         if receivers_open >= group.max_receivers:
             denial = Denial(LIMIT, f"{where}: maxReceivers ({group.max_receivers}) reached")
@@ -255,28 +293,57 @@ class PolicyEngine:
                 denial = Denial(UNAUTHORIZED, f"{where}: allowDynamicSource is false")
         elif source is None:
             denial = Denial(UNAUTHORIZED, f"{where}: a receiving link needs a source address")
-        elif not group.source_allowed(source, grant.user):
-            denial = Denial(UNAUTHORIZED, f"{where}: sources do not allow {source!r}")
+        else:
+            denial = self._terminus(group, where, capabilities) or (
+                None if group.source_allowed(source, grant.user)
+                else Denial(UNAUTHORIZED, f"{where}: sources do not allow {source!r}"))
         if denial is not None:
+            # (qdrouterd counts a receiver refused for its waypoint or fallback capability in
+            # senderDenied; here every refused receiver is a receiverDenied.)
             self._count(grant, "receiver_denied")
         return denial
 
+    @staticmethod
+    def _terminus(group: GroupSettings, where: str, capabilities: Sequence[str]) -> Denial | None:
+        """allowWaypointLinks and allowFallbackLinks: the terminus's capabilities. qdrouterd
+        looks at a lone capability symbol only; every capability is looked at here, so one
+        sent in an array is no way round the rule."""
+        if not group.allow_waypoint_links and any(c.startswith(WAYPOINT_CAPABILITY) for c in capabilities):
+            return Denial(UNAUTHORIZED, f"{where}: allowWaypointLinks is false")
+        if not group.allow_fallback_links and FALLBACK_CAPABILITY in capabilities:
+            return Denial(UNAUTHORIZED, f"{where}: allowFallbackLinks is false")
+        return None
+
     def message(self, grant: ConnectionGrant, size: int, user_id: bytes | None) -> Denial | None:
-        """A complete message from a client: its size, and its user-id unless proxying is allowed."""
+        """A complete message from a client: its size, and its user-id unless proxying is
+        allowed (a blank user-id is no claim: qdrouterd lets it pass)."""
         if grant.max_message_size and size > grant.max_message_size:
             self.totals.max_message_size_denied += 1
             self.totals.total_denials += 1
             if grant.stats is not None:
                 grant.stats.max_message_size_denied += 1
-            return Denial(MESSAGE_SIZE, f"policy: message size {size} exceeds maxMessageSize "
-                                        f"({grant.max_message_size})")
-        if user_id is not None and grant.check_user_id and user_id != grant.user.encode():
-            self.totals.total_denials += 1
+            return Denial(MESSAGE_SIZE, f"{OVERSIZE}: the message reached {size} bytes, above "
+                                        f"maxMessageSize ({grant.max_message_size})")
+        if user_id and grant.check_user_id and user_id != grant.user.encode():
+            # (counted in the vhost only: qdrouterd's totalDenials leaves it out)
             if grant.stats is not None:
                 grant.stats.user_id_denied += 1
-            return Denial(UNAUTHORIZED, f"policy: user_id {user_id.decode('utf-8', 'replace')!r} is not the "
-                                        f"authenticated user {grant.user!r} and allowUserIdProxy is false")
+            claimed = user_id.decode("utf-8", "replace")
+            return Denial(UNAUTHORIZED, f"{USER_ID_VIOLATION}: user_id {claimed!r} is not the authenticated "
+                                        f"user {grant.user!r} and allowUserIdProxy is false")
         return None
+
+    def message_target(self, grant: ConnectionGrant, address: str) -> Denial | None:
+        """The address a message on an anonymous link is routed by (its ``to``, or a trusted
+        x-opt-qd.to), checked against the user's targets as an attach's target is: an
+        anonymous sender may send only where a named sender could attach."""
+        group = grant.group
+        if group is None or group.target_allowed(address, grant.user):
+            return None
+        # (counted in the vhost only: qdrouterd's totalDenials leaves it out)
+        if grant.stats is not None:
+            grant.stats.target_denied += 1
+        return Denial(UNAUTHORIZED, TARGET_VIOLATION)
 
     def _count(self, grant: ConnectionGrant, counter: str) -> None:
         if grant.stats is not None:

@@ -145,27 +145,51 @@ def host_allowed(rules: Sequence[HostRule], remote: str) -> bool:
 
 
 # ---- sources and targets ----------------------------------------------------------------
+# qdrouterd 1.19's user substitution token; the 0.7 book's '{user}' is read too.
+USER_SUBST = "${user}"
+_SEPARATORS = "./"
+
+
+def _user_token(text: str, field: str) -> str | None:
+    """Which user token ``text`` uses (None: none). qdrouterd refuses an item with more than
+    one '${user}'; the book's '{user}' is substituted once, leftmost, as it always was here."""
+    count = text.count(USER_SUBST)
+    if count > 1:
+        raise PolicyError(f"{field}: {text!r} contains more than one {USER_SUBST} token")
+    if count == 1:
+        return USER_SUBST
+    return USER_TOKEN if USER_TOKEN in text else None
+
+
 class AddressRule:
-    """One sources/targets entry: '*', a literal, '{user}' (leftmost, once) and a trailing '*'."""
+    """One sources/targets entry, as qdrouterd matches it (policy.c
+    _qd_policy_approve_link_name): '*' alone allows any non-empty address; '${user}' (or the
+    book's '{user}') stands for the authenticated user, literally; the rule's trailing '*'
+    matches any rest of the address."""
 
-    __slots__ = ("prefix", "text", "wildcard")
+    __slots__ = ("prefix", "text", "token", "wildcard")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, field: str = "sources") -> None:
         self.text = text
+        self.token = _user_token(text, field)
         self.prefix = text.endswith("*")
         self.wildcard = text == "*"
 
     def matches(self, address: str, user: str) -> bool:
+        if not address:
+            return False  # qdrouterd: a blank address never matches, not even '*'
         if self.wildcard:
             return True
-        text = self.text.replace(USER_TOKEN, user, 1) if USER_TOKEN in self.text else self.text
+        text = self.text if self.token is None else self.text.replace(self.token, user, 1)
+        # Only the rule's own trailing '*' is a wildcard: qdrouterd also reads one that a
+        # user's name ends with as one, giving a user named 'x*' every address under 'x'.
         if self.prefix:
             return address.startswith(text[:-1])
         return address == text
 
 
 def parse_addresses(value: Any, field: str) -> Tuple[AddressRule, ...]:
-    return tuple(AddressRule(item) for item in parse_list(value, field))
+    return tuple(AddressRule(item, field) for item in parse_list(value, field))
 
 
 def address_allowed(rules: Sequence[AddressRule], address: str, user: str) -> bool:
@@ -174,32 +198,66 @@ def address_allowed(rules: Sequence[AddressRule], address: str, user: str) -> bo
 
 
 class AddressPattern:
-    """sourcePattern/targetPattern: tokens split on '.' or '/', '*' one token, '#' any number."""
+    """sourcePattern/targetPattern: tokens split on '.' or '/', '*' one token, '#' any number.
 
-    __slots__ = ("text", "tokens")
+    '${user}' may begin or end a pattern (qdrouterd refuses it elsewhere): the address must
+    begin (end) with the user's name, whole, followed (preceded) by a separator or nothing,
+    and the rest is matched with the name standing in for the token, as policy.c's
+    _qd_policy_approve_link_name_tree does. So a user's name is never read as a pattern (a
+    user named '#' gets no wildcard) and names with dots work. The book's '{user}' is
+    accepted anywhere, and must equal the address's token(s) in its place literally."""
 
-    def __init__(self, text: str) -> None:
+    __slots__ = ("legacy", "place", "text", "tokens")
+
+    def __init__(self, text: str, field: str = "sourcePattern") -> None:
         self.text = text
+        token = _user_token(text, field)
+        self.place: str | None = None
+        self.legacy = token == USER_TOKEN
+        if token == USER_SUBST:
+            if text.startswith(USER_SUBST):
+                self.place = "prefix"
+            elif text.endswith(USER_SUBST):
+                self.place = "suffix"
+            else:
+                raise PolicyError(f"{field}: {text!r}: {USER_SUBST} may only begin or end a pattern")
         self.tokens = _tokens(text)
 
     def matches(self, address: str, user: str) -> bool:
-        tokens = [token.replace(USER_TOKEN, user, 1) for token in self.tokens]
-        return _match(tokens, _tokens(address))
+        if not address:
+            return False
+        if self.legacy:
+            return _match(self.tokens, _tokens(address), (USER_TOKEN, user))
+        if self.place == "prefix":
+            rest = address[len(user):]
+            if not address.startswith(user) or (rest and rest[0] not in _SEPARATORS):
+                return False
+            address = USER_SUBST + rest
+        elif self.place == "suffix":
+            rest = address[:len(address) - len(user)]
+            if len(user) > len(address) or not address.endswith(user) or (
+                    rest and rest[-1] not in _SEPARATORS):
+                return False
+            address = rest + USER_SUBST
+        return _match(self.tokens, _tokens(address))
 
 
 def _tokens(text: str) -> List[str]:
     return text.replace("/", ".").split(".")
 
 
-def _match(pattern: List[str], tokens: List[str]) -> bool:
-    # Iterative glob over tokens, so hostile patterns cannot recurse deeply or blow up.
+def _match(pattern: List[str], tokens: List[str], substitute: Tuple[str, str] | None = None) -> bool:
+    """Iterative glob over tokens, so hostile patterns cannot recurse deeply or blow up. With
+    ``substitute`` (token, user), a pattern token holding the token must equal the address
+    token with the user's name in its place, literally."""
     p = t = 0
     star_p = star_t = -1
     while t < len(tokens):
-        if p < len(pattern) and pattern[p] == "#":
+        word = pattern[p] if p < len(pattern) else None
+        if word == "#":
             star_p, star_t = p, t
             p += 1
-        elif p < len(pattern) and (pattern[p] == "*" or pattern[p] == tokens[t]):
+        elif word is not None and (word == "*" or _token_equal(word, tokens[t], substitute)):
             p += 1
             t += 1
         elif star_p >= 0:
@@ -212,5 +270,11 @@ def _match(pattern: List[str], tokens: List[str]) -> bool:
     return p == len(pattern)
 
 
+def _token_equal(word: str, token: str, substitute: Tuple[str, str] | None) -> bool:
+    if substitute is not None and substitute[0] in word:
+        return word.replace(substitute[0], substitute[1], 1) == token
+    return word == token
+
+
 def parse_patterns(value: Any, field: str) -> Tuple[AddressPattern, ...]:
-    return tuple(AddressPattern(item) for item in parse_list(value, field))
+    return tuple(AddressPattern(item, field) for item in parse_list(value, field))

@@ -87,11 +87,14 @@ class GroupSettings:
         self.max_connections_per_host: int | None = ints["maxConnectionsPerHost"]
         group_size = ints["maxMessageSize"]
         self.max_message_size: int = group_size if group_size is not None else (vhost_max_message_size or 0)
+        # 0 (or absent) leaves each of these to the listener, or unlimited, as in qdrouterd
+        # (policy.c tests each for non-zero before applying it).
         self.max_frame_size: int = int(ints["maxFrameSize"] or MAX_INT32)
+        # In octets, as qdrouterd 1.19 defines it: the session's incoming capacity.
         self.max_session_window: int = int(ints["maxSessionWindow"] or MAX_INT32)
-        self.max_sessions: int = int(ints["maxSessions"] if ints["maxSessions"] is not None else UNLIMITED)
-        self.max_senders: int = int(ints["maxSenders"] if ints["maxSenders"] is not None else MAX_INT32)
-        self.max_receivers: int = int(ints["maxReceivers"] if ints["maxReceivers"] is not None else MAX_INT32)
+        self.max_sessions: int = int(ints["maxSessions"] or UNLIMITED)
+        self.max_senders: int = int(ints["maxSenders"] or MAX_INT32)
+        self.max_receivers: int = int(ints["maxReceivers"] or MAX_INT32)
         bools = {key: (_bool(attrs[key], f"{where}: {key}") if attrs.get(key) is not None else default)
                  for key, default in _GROUP_BOOLS.items()}
         self.allow_dynamic_source = bools["allowDynamicSource"]

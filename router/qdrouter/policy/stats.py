@@ -9,7 +9,7 @@ from typing import Any, Dict
 class VhostStats:
     __slots__ = ("connections_approved", "connections_denied", "hostname", "max_message_size_denied",
                  "per_host", "per_user", "receiver_denied", "sender_denied", "session_denied",
-                 "user_id_denied")
+                 "target_denied", "user_id_denied")
 
     def __init__(self, hostname: str) -> None:
         self.hostname = hostname
@@ -20,6 +20,7 @@ class VhostStats:
         self.receiver_denied = 0
         self.max_message_size_denied = 0
         self.user_id_denied = 0
+        self.target_denied = 0
         self.per_user: Counter[str] = Counter()
         self.per_host: Counter[str] = Counter()
 
@@ -36,7 +37,7 @@ class VhostStats:
             "perHostState": {host: count for host, count in self.per_host.items() if count},
             "sessionDenied": self.session_denied, "senderDenied": self.sender_denied,
             "receiverDenied": self.receiver_denied, "maxMessageSizeDenied": self.max_message_size_denied,
-            "userIdDenied": self.user_id_denied,
+            "userIdDenied": self.user_id_denied, "targetDenied": self.target_denied,
         }
 
 

@@ -113,6 +113,8 @@ VHOST_STATS = entity(
         count("receiverDenied", "Receiver links refused."),
         count("maxMessageSizeDenied", "Messages refused for being too large."),
         count("userIdDenied", "Messages refused for a user-id other than the sender's own."),
+        count("targetDenied", "Messages on anonymous links refused for an address outside the "
+                              "user's targets."),
     ],
     operational=True,
     doc="Connection and denial statistics of one vhost.",
