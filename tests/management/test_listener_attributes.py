@@ -73,7 +73,6 @@ UNSUPPORTED = [
     ("listener", "multiTenant: yes", "multiTenant"),
     ("listener", "messageLoggingComponents: all", "messageLoggingComponents"),
     ("connector", "messageLoggingComponents: message,link", "messageLoggingComponents"),
-    ("connector", "policyVhost: tenant.example", "policyVhost"),
 ]
 
 
@@ -95,7 +94,6 @@ def test_an_unsupported_attribute_is_refused_at_load_time(tmp_path: Path, sectio
 @pytest.mark.parametrize("kind, body", [
     (LISTENER, {"multiTenant": True}),
     (LISTENER, {"saslPlugin": "auth"}),
-    (CONNECTOR, {"policyVhost": "tenant.example"}),
 ])
 def test_an_unsupported_attribute_is_refused_by_management(mgmt: MgmtClient, kind: str,
                                                            body: Dict[str, Any]) -> None:

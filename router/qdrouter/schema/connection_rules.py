@@ -26,10 +26,7 @@ _UNSUPPORTED: Dict[str, Dict[str, str]] = {
                        "supported by qdmesh",
         "saslPlugin": "authentication by an authServicePlugin is not supported by qdmesh",
     },
-    "connector": {
-        "policyVhost": "qdmesh polices incoming connections only; a connector's policyVhost is "
-                       "not supported",
-    },
+    "connector": {},
 }
 _UNSUPPORTED_DEFAULTS = {"multiTenant": False}
 _NO_MESSAGE_LOGGING = ("none", "")
