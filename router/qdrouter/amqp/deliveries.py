@@ -12,12 +12,14 @@ from ..core.address_table import MULTICAST, UNAVAILABLE, AddressTable
 from ..core.forwarder import Forwarder
 from ..core.links import CONTROL, DATA, ENDPOINT, CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED
+from .consumer_flow import ConsumerFlow
 from .credit_return import CreditReturn
 from .dispositions import copy_disposition, count_outcome, disposition_handler
 from .inbound import annotated, inspect, stripped
 from .local_multicast import local_multicast
 from .mesh_handoff import mesh_handoff
 from .message_sections import MessageFormatError
+from .outbound import OutboundLimits
 from .proton_ffi import ffi, lib
 from .proton_shim import (
     ON_PYPY,
@@ -45,7 +47,7 @@ _PLAIN_HEAD = b"\x00Ss"
 __all__ = ["DeliveryAdaptor", "copy_disposition"]
 
 
-class DeliveryAdaptor(CreditReturn):
+class DeliveryAdaptor(CreditReturn, ConsumerFlow):
     """Implements the core's DeliveryIO over proton, and feeds it arriving messages."""
 
     def __init__(self, router_id: str, table: AddressTable) -> None:
@@ -87,6 +89,9 @@ class DeliveryAdaptor(CreditReturn):
         # copy of a bytes object: it may move), about 200 instructions per message.
         self._arena = bytearray(1024 * 1024)
         self.arena_used = 0
+        # Bounds on output queued toward each connection (amqp/outbound.py): made before
+        # the flusher, which counts what it sends.
+        self.outbound = OutboundLimits(self.resume_consumer, self.flush_now)
         self.flush_pending = sends_flusher(self)
         self._handoff = mesh_handoff(self)
         # Policy: producer links whose messages need a look (size limit or user-id check),
@@ -283,12 +288,16 @@ class DeliveryAdaptor(CreditReturn):
             address_counters = address.counters
             address_counters.deliveries_ingress += 1
             address_counters.deliveries_egress += 1
-            if message is None:
-                counters.presettled += 1
-            else:
-                out.outstanding += 1
             pending_append((out, payload, message))
-            # The producer's credit comes straight back: its message has left the router.
+            if message is not None:
+                # Unsettled: its producer's credit comes back with its outcome
+                # (Forwarder._deliver says why).
+                out.outstanding += 1
+                message.credit_held = True
+                link.credit -= 1
+                return
+            # Pre-settled: its credit comes straight back, the message has left the router.
+            counters.presettled += 1
             link.owed_credit += 1
             if not link.credit_queued:
                 link.credit_queued = True
@@ -356,6 +365,7 @@ class DeliveryAdaptor(CreditReturn):
         if message is None:
             return
         message.delivery = None
+        self.forwarder.settled_upstream(message)
         out_link = message.out_link
         out_key = message.out_key
         if out_link is not None and out_key is not None:
@@ -365,26 +375,6 @@ class DeliveryAdaptor(CreditReturn):
                 lib.pn_delivery_settle(delivery_of(out_key))
                 self.dirty.add(out_link.connection)
             message.out_key = None
-
-    def on_flow(self, link: CoreLink) -> None:
-        if link.incoming:
-            return
-        handle = link.handle
-        self.forwarder.consumer_credit(link, lib.pn_link_credit(handle))
-        if link.credit > 0 and link.address is not None and self.waiting.by_address:
-            self.waiting.resume(link.address)
-        if link.credit > 0 and lib.pn_link_get_drain(handle):
-            # Drained means "nothing more to send": the sends just decided must go first.
-            self.flush_pending()
-            lib.pn_link_drained(handle)
-            link.credit = lib.pn_link_credit(handle)
-        self.dirty.add(link.connection)
-
-    def drop_outgoing(self, link: CoreLink) -> None:
-        """An outgoing link is going (its deliveries with it): forget its deliveries."""
-        outgoing = self.outgoing
-        for key in link.unsettled:
-            outgoing.pop(key, None)
 
     # ---- DeliveryIO --------------------------------------------------------------------
     def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
@@ -409,6 +399,8 @@ class DeliveryAdaptor(CreditReturn):
         lib.pn_delivery_settle(delivery)
         count_outcome(in_link, outcome)
         self.dirty.add(in_link.connection)
+        if message.credit_held:
+            self.forwarder.settled_upstream(message)
 
     def read_message(self, link: CoreLink, delivery: Any, size: int, advance: bool = True) -> bytes:
         """An incoming message's bytes that proton holds (complete: the delivery is consumed)."""

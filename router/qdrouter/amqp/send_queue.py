@@ -3,10 +3,11 @@ events, and the outcomes owed to producers, done in one batch (hot path)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.outcomes import ACCEPTED, RELEASED
 from .dispositions import count_outcome
+from .outbound import FRAME_OVERHEAD
 from .proton_shim import finish, send, send_settled
 
 if TYPE_CHECKING:
@@ -29,6 +30,9 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
     finish_incoming = adaptor.finish_incoming
     outcomes = adaptor.pending_outcomes
     accepted = ACCEPTED
+    settled_upstream = adaptor.forwarder.settled_upstream
+    account = adaptor.outbound.account
+    overhead = FRAME_OVERHEAD
 
     def flush_sends() -> None:
         nonlocal tag_count
@@ -40,7 +44,10 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
             # proton calls. Interleaved, 1->4 multicast raised four per message.
             pending.sort(key=_link_identity)
         count = tag_count
-        last_link = None
+        last_link: Any = None
+        # Bytes handed to proton for last_link's connection since its run began: counted
+        # against the connection's output limit once per run (amqp/outbound.py).
+        run_bytes = 0
         for link, payload, message in pending:
             handle = link.handle
             if handle is None:
@@ -48,18 +55,25 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
                 if message is not None:
                     finish_incoming(message, RELEASED)
                 continue
+            if link is not last_link:
+                if run_bytes:
+                    account(last_link.connection, run_bytes)
+                    run_bytes = 0
+                dirty_add(link.connection)
+                last_link = link
+            size = len(payload)
+            run_bytes += size + overhead
             if message is None:
-                send_settled(handle, payload, len(payload))
+                send_settled(handle, payload, size)
             else:
                 count += 1
-                key = send(handle, count, payload, len(payload))
+                key = send(handle, count, payload, size)
                 message.out_link = link
                 message.out_key = key
                 link.unsettled[key] = message
                 outgoing[key] = message
-            if link is not last_link:
-                dirty_add(link.connection)
-                last_link = link
+        if run_bytes:
+            account(last_link.connection, run_bytes)
         tag_count = count
         pending.clear()
         # Every payload taken from the fast path's arena (PyPy) has been sent: proton copied it.
@@ -80,6 +94,8 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
             if in_link is not last_link:
                 dirty_add(in_link.connection)
                 last_link = in_link
+            if message.credit_held:
+                settled_upstream(message)
         outcomes.clear()
 
     return flush_sends
