@@ -126,8 +126,11 @@ class Flood:
     """A producer that sends ``payload`` whenever it has credit (it never waits for
     outcomes), and counts what it sent and what was settled."""
 
-    def __init__(self, client: RawClient, address: str, size: int, presettled: bool = False) -> None:
+    def __init__(self, client: RawClient, address: str, size: int, presettled: bool = False,
+                 limit: int | None = None) -> None:
         self.client = client
+        # Sends no more than this many messages (None: no limit).
+        self.limit = limit
         self.link = client.sender(address, presettled)
         self.presettled = presettled
         message = Message(body=b"x" * size, address=address)
@@ -140,7 +143,8 @@ class Flood:
         deadline = time.monotonic() + seconds
         link = self.link
         while time.monotonic() < deadline:
-            while link.credit > 0 and self.client.transport.pending() < 4 * 1024 * 1024:
+            while (link.credit > 0 and self.client.transport.pending() < 4 * 1024 * 1024
+                   and (self.limit is None or self.sent < self.limit)):
                 delivery = link.delivery(str(self.sent).encode())
                 link.send(self.encoded)
                 link.advance()

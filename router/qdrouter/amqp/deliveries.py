@@ -321,11 +321,7 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
                 lib.pn_link_advance(handle)
                 lib.pn_delivery_settle(delivery)
                 return
-            size = lib.pn_delivery_pending(delivery)
-            if size > len(self._buffer):
-                self._grow(size)
-            count = lib.pn_link_recv(handle, self._pointer, size)
-            raw = self._bytes[0:count] if count > 0 else b""
+            raw = self._recv(handle, lib.pn_delivery_pending(delivery))
             lib.pn_link_advance(handle)
         link.counters.delivered += 1
         if lib.pn_delivery_settled(delivery):
@@ -404,12 +400,10 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
 
     def read_message(self, link: CoreLink, delivery: Any, size: int, advance: bool = True) -> bytes:
         """An incoming message's bytes that proton holds (complete: the delivery is consumed)."""
-        if size > len(self._buffer):
-            self._grow(size)
-        count = lib.pn_link_recv(link.handle, self._pointer, size)
+        raw = self._recv(link.handle, size)
         if advance:
             lib.pn_link_advance(link.handle)
-        return self._bytes[0:count] if count > 0 else b""
+        return raw
 
     def reject_delivery(self, link: CoreLink, delivery: Any, condition: str, reason: str) -> None:
         """Refuse a message that was read but not routed (policy), with an error."""
@@ -433,10 +427,16 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
         self.finish_incoming(message, REJECTED)
         self.forwarder._release_credit(message.in_link)
 
-    def _grow(self, size: int) -> None:
-        self._buffer = bytearray(max(size, 2 * len(self._buffer)))
-        self._pointer = ffi.from_buffer(self._buffer)
-        self._bytes = ffi.buffer(self._pointer)
+    def _recv(self, handle: Any, size: int) -> bytes:
+        """Up to ``size`` bytes of ``handle``'s current delivery. A message larger than the
+        read buffer is read through a buffer of its own, freed with it: grown to fit, the
+        shared buffer would keep the largest message's size for the router's lifetime."""
+        if size <= len(self._buffer):
+            count = lib.pn_link_recv(handle, self._pointer, size)
+            return self._bytes[0:count] if count > 0 else b""
+        pointer = ffi.new("char[]", size)
+        count = lib.pn_link_recv(handle, pointer, size)
+        return ffi.buffer(pointer, count)[:] if count > 0 else b""
 
 
 def _no_handler(delivery: Any, link_key: Any, key: Any) -> None:
