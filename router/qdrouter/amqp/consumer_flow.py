@@ -31,6 +31,7 @@ class ConsumerFlow:
         if link.connection.out_blocked:
             # Its connection's output is full: the credit waits for the socket to take it
             # (resume_consumer). Drained meanwhile means "nothing to send now".
+            link.blocked = True  # (a link attached since the connection was blocked)
             if lib.pn_link_get_drain(handle):
                 lib.pn_link_drained(handle)
             self.dirty.add(link.connection)

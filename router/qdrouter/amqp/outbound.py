@@ -8,8 +8,9 @@ connection's queued output passes ``per_connection`` bytes (or the router's tota
 credit, so the forwarder sends them nothing more. Messages then wait where a consumer
 without credit makes them wait: unsettled and anycast ones in their producers, whose credit
 stops (each producer holds at most its window, linkCapacity), multicast copies in a bounded
-backlog (core/multicast.py), older copies dropped and counted. The connection is unblocked,
-and its links get their credit back, when its socket has taken what was queued.
+backlog that holds no producer (core/multicast.py), older copies dropped and counted. The
+connection is unblocked, and its links get their credit back, when its socket has taken
+what was queued.
 
 qdrouterd does the same per session (its Q3 limit: 512 KiB queued, resumed below 256 KiB;
 src/message.c, QD_QLIMIT_Q3_*). Here the count is per connection, in the bytes handed to
@@ -40,14 +41,17 @@ class OutboundLimits:
     """Per-connection and router-wide bounds on queued output, with back-pressure.
 
     ``resume(link)`` gives a consumer link its credit back (read from proton) and sends what
-    waits for it; ``flush()`` writes out the sends and credit that decided. The connection
+    waits for it; ``flush()`` writes out the sends and credit that decided; ``blocked(link)``
+    tells the forwarder a consumer link's connection stopped taking output. The connection
     objects carry ``out_queued``, ``out_blocked`` and ``outbound`` (amqp/connection.py)."""
 
     def __init__(self, resume: Callable[[CoreLink], None], flush: Callable[[], None],
+                 blocked: Callable[[CoreLink], None],
                  per_connection: int = PER_CONNECTION_BYTES,
                  router_total: int = ROUTER_TOTAL_BYTES) -> None:
         self.resume = resume
         self.flush = flush
+        self.blocked = blocked
         self.per_connection = per_connection
         self.router_total = router_total
         # Bytes queued toward all sockets, by this count.
@@ -69,8 +73,9 @@ class OutboundLimits:
     def drained(self, connection: Any) -> None:
         """``connection``'s transport has written all it could: what is still queued is
         what proton holds for a peer whose session window is closed."""
+        queued = connection.out_queued
         residual = _session_bytes(connection)
-        self.total += residual - connection.out_queued
+        self.total += residual - queued
         connection.out_queued = residual
         if connection.out_blocked and residual <= self.per_connection // 2 and (
                 residual == 0 or self.total <= self.router_total):
@@ -90,11 +95,14 @@ class OutboundLimits:
         self.blocked_now += 1
         for link in _consumer_links(connection):
             link.credit = 0
+            link.blocked = True
+            self.blocked(link)
 
     def _unblock(self, connection: Any) -> None:
         connection.out_blocked = False
         self.blocked_now -= 1
         for link in _consumer_links(connection):
+            link.blocked = False
             self.resume(link)
         self.flush()
 

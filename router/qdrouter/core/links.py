@@ -100,6 +100,7 @@ class CoreLink:
         "address_key",
         "anonymous",
         "backlog",
+        "blocked",
         "capacity",
         "connection",
         "counters",
@@ -152,6 +153,9 @@ class CoreLink:
         self.outstanding = 0
         # Outgoing links: multicast copies waiting for credit.
         self.backlog: Deque[InFlight] = deque()
+        # Outgoing links: its connection has stopped taking output (amqp/outbound.py); its
+        # credit counts as none until it does.
+        self.blocked = False
         # Incoming links: credit to give back to the producer at the next flush.
         self.owed_credit = 0
         # Incoming links: in the forwarder's credit_dirty list (a flag, not a set: the hot

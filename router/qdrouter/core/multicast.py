@@ -1,14 +1,16 @@
 """Multicast copies: one pre-settled copy per consumer (and per router beyond), a bounded
-backlog for consumers without credit, and the producer's outcome once every copy has left.
+backlog for consumers that cannot take them yet, and the producer's outcome and credit once
+every copy has left.
 
-A consumer that cannot keep up (no credit, or its connection's outbound buffer full: see
-amqp/outbound.py) keeps at most its link's ``capacity`` copies waiting; older copies are
-dropped and counted (``droppedPresettledCount`` on its link, the router's
-``droppedPresettledDeliveries``), as qdrouterd drops pre-settled deliveries queued on an
-outgoing link at capacity. The producer's credit comes back as soon as every copy is sent or
-queued, so one slow consumer holds neither the producer (nor with it the other consumers)
-nor more than its backlog's worth of the router's memory. An unsettled message is accepted
-once every copy has left the router (sent, or dropped).
+A copy for a consumer without credit waits in its backlog and holds its producer (whose
+credit comes back once every copy has left), as flow control asks: nothing is lost to a
+consumer that merely grants credit slowly. A copy for a consumer whose connection has
+stopped taking output (it does not read its socket: amqp/outbound.py) waits too, but holds
+nobody: one consumer that does not read holds back neither the producer nor, through it,
+the other consumers. Either way a backlog holds at most its link's ``capacity`` copies;
+older ones are dropped and counted (``droppedPresettledCount`` on the consumer's link, the
+router's ``droppedPresettledDeliveries``), as qdrouterd drops pre-settled deliveries queued
+on an outgoing link at capacity.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class MulticastCopies:
                 continue
             if link.credit > 0:
                 self._send(link, message, True, address)
+            elif link.blocked:
+                self._queue_copy(link, _loose_copy(message), address)
             else:
                 message.copies_pending += 1
                 self._queue_copy(link, message, address)
@@ -57,10 +61,8 @@ class MulticastCopies:
             origin = message.ingress or mesh.my_id
             for link in mesh.multicast_links(address.remote, origin, message.trace or ()):
                 self._send(link, message, True, address)
-        if message.copies_pending == 0 and not message.settled:
-            self.io.finish_incoming(message, ACCEPTED)
-        # Every copy is sent or waits in a bounded backlog: the producer may send the next.
-        self._release_credit(in_link)
+        if message.copies_pending == 0:
+            self._multicast_done(message)
 
     def _queue_copy(self, link: CoreLink, message: InFlight, address: Address) -> None:
         """A copy waits in ``link``'s backlog; at capacity, the oldest waiting copy is dropped."""
@@ -73,9 +75,34 @@ class MulticastCopies:
 
     def _copy_done(self, message: InFlight) -> None:
         """A waiting copy has left (sent or dropped)."""
-        message.copies_pending -= 1
-        if message.copies_pending == 0 and not message.settled:
+        if message.copies_pending > 0:  # (a loose copy holds nobody: its count stays 0)
+            message.copies_pending -= 1
+            if message.copies_pending == 0:
+                self._multicast_done(message)
+
+    def _multicast_done(self, message: InFlight) -> None:
+        if not message.settled:
             self.io.finish_incoming(message, ACCEPTED)
+        self._release_credit(message.in_link)
+
+    def consumer_blocked(self, link: CoreLink) -> None:
+        """``link``'s connection stopped taking output: the copies waiting for it no longer
+        hold their producers (each becomes a loose copy, in its place)."""
+        backlog = link.backlog
+        for index, message in enumerate(backlog):
+            if message.copies_pending > 0:
+                backlog[index] = _loose_copy(message)
+                self._copy_done(message)
+
+
+def _loose_copy(message: InFlight) -> InFlight:
+    """A copy of pre-settled ``message`` that holds neither its producer nor its outcome."""
+    copy = InFlight(message.payload, message.raw, message.in_link, None, True)  # type: ignore[arg-type]
+    copy.key = message.key
+    copy.ingress = message.ingress
+    copy.trace = message.trace
+    copy.ma_span = message.ma_span
+    return copy
 
 
 _UNSET = object()
