@@ -145,6 +145,7 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
         # whether a message must wait is a test of the consumer's credit.
         nobody = CoreLink(0, "", False, None, None, None)
         nobody.credit = 1
+        endpoint = ENDPOINT
         waiting_event = self.waiting.on_event
 
         def on_delivery(delivery: Any, link_key: Any, key: Any) -> None:
@@ -289,15 +290,19 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
             address_counters.deliveries_ingress += 1
             address_counters.deliveries_egress += 1
             pending_append((out, payload, message))
-            if message is not None:
-                # Unsettled: its producer's credit comes back with its outcome
+            if message is not None and link.kind is endpoint and not link.via_edge:
+                # Unsettled from a client: its credit comes back with its outcome
                 # (Forwarder._deliver says why).
                 out.outstanding += 1
                 message.credit_held = True
                 link.credit -= 1
                 return
-            # Pre-settled: its credit comes straight back, the message has left the router.
-            counters.presettled += 1
+            # Pre-settled (or from another router): its credit comes straight back, the
+            # message has left the router.
+            if message is None:
+                counters.presettled += 1
+            else:
+                out.outstanding += 1
             link.owed_credit += 1
             if not link.credit_queued:
                 link.credit_queued = True

@@ -58,7 +58,7 @@ def mesh_handoff(adaptor: DeliveryAdaptor) -> Callable[[InFlight, str], bool]:
             mesh = forwarder.mesh
             if len(remote) != 1 or mesh is None:
                 return False
-            out = mesh.link_avoiding(remote[0], message.trace)
+            out = mesh.link_avoiding(remote[0], message.trace)  # type: ignore[assignment]
             if out is None or out.credit <= 0:
                 return False
             address.counters.deliveries_transit += 1
@@ -68,19 +68,18 @@ def mesh_handoff(adaptor: DeliveryAdaptor) -> Callable[[InFlight, str], bool]:
         out.credit -= 1
         counters = out.counters
         counters.delivered += 1
-        in_link = message.in_link
-        if not message.settled:
+        if message.settled:
+            counters.presettled += 1
+            pending_append((out, payload, None))
+        else:
             out.outstanding += 1
             pending_append((out, payload, message))
-            # Its credit comes back with its outcome (Forwarder._deliver says why).
-            message.credit_held = True
-            in_link.credit -= 1
-            return True
-        counters.presettled += 1
-        pending_append((out, payload, None))
         # The other router's credit comes back (the caller writes it out when half is
-        # owed): its message has left this router. (Forwarder._forward takes a credit and
+        # owed): its message has left this router. Even unsettled: as in qdrouterd, credit
+        # on inter-router links is not tied to settlement (many addresses share the link;
+        # each producer is bounded at its own router). (Forwarder._forward takes a credit and
         # _release_credit gives it back: the link's own count is unchanged.)
+        in_link = message.in_link
         in_link.owed_credit += 1
         if not in_link.credit_queued:
             in_link.credit_queued = True

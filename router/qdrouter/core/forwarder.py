@@ -12,7 +12,7 @@ import time
 from typing import Any, Callable, Dict, List, Protocol, Set
 
 from .address_table import BALANCED, CLOSEST, MULTICAST, UNAVAILABLE, Address, AddressTable
-from .links import DATA, CoreLink, InFlight
+from .links import DATA, ENDPOINT, CoreLink, InFlight
 from .mesh_routes import MeshRoutes, is_mobile, topological_router
 from .multicast import MulticastCopies
 from .outcomes import MODIFIED, RELEASED
@@ -421,10 +421,14 @@ class Forwarder(ProducerCredit, MulticastCopies):
         credit: a pre-settled message has left the router, so its credit comes back now; an
         unsettled one holds it until its outcome reaches the producer (settled_upstream). A
         producer thus has at most its window (linkCapacity) of unsettled messages anywhere
-        in the router, as in qdrouterd, however slowly its consumers settle."""
+        in the router, as in qdrouterd, however slowly its consumers settle. Like qdrouterd,
+        links from other routers and edge routers get their credit back at once, unsettled
+        or not: many addresses share such a link, and each producer is bounded at the
+        router it is attached to."""
         self._send(link, message, message.settled, address)
-        if message.settled:
-            self._release_credit(message.in_link)
+        in_link = message.in_link
+        if message.settled or in_link.kind != ENDPOINT or in_link.via_edge:
+            self._release_credit(in_link)
         else:
             message.credit_held = True
 

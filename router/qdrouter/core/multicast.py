@@ -15,19 +15,23 @@ on an outgoing link at capacity.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .address_table import Address
 from .links import CoreLink, InFlight
+from .mesh_routes import MeshRoutes
 from .outcomes import ACCEPTED
+
+if TYPE_CHECKING:
+    from .forwarder import DeliveryIO
 
 
 class MulticastCopies:
     """A mixin of the Forwarder (core/forwarder.py), which provides the methods declared here."""
 
-    mesh: Any
+    mesh: MeshRoutes | None
     uplink: Address | None
-    io: Any
+    io: DeliveryIO
 
     def _send(self, link: CoreLink, message: InFlight, presettled: bool, address: Address | None) -> None:
         raise NotImplementedError
