@@ -22,7 +22,8 @@ UNLIMITED_CREDIT = 2**31 - 1
 class RawClient:
     """One AMQP connection: a socket, a proton transport, pumped by hand."""
 
-    def __init__(self, url: str, receive_buffer: int | None = None) -> None:
+    def __init__(self, url: str, receive_buffer: int | None = None,
+                 incoming_capacity: int | None = None) -> None:
         host, port = url.split("//")[-1].rsplit(":", 1)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if receive_buffer:
@@ -39,6 +40,10 @@ class RawClient:
         self.connection.hostname = host
         self.connection.open()
         self.session = self.connection.session()
+        if incoming_capacity:
+            # The session's incoming window: how many bytes the peer may send before this
+            # client takes some off its links.
+            self.session.incoming_capacity = incoming_capacity
         self.session.open()
         self.closed = False
 

@@ -79,6 +79,23 @@ def test_consumer_that_never_settles_holds_back_its_producer(router: Router) -> 
 
 
 @pytest.mark.timeout(120)
+def test_consumer_that_closes_its_session_window_bounds_a_presettled_flood(router: Router) -> None:
+    """A consumer that reads its socket but takes no message off its link, with a small
+    session window: the router's sends then wait in proton's session buffer, not in the
+    socket, and still count against the connection's limit."""
+    closed = RawClient(router.url, incoming_capacity=64 * 1024)
+    closed.receiver("hostile.window", UNLIMITED_CREDIT)
+    producer = Flood(RawClient(router.url), "hostile.window", MESSAGE, presettled=True)
+    deadline = time.monotonic() + FLOOD_S
+    while time.monotonic() < deadline:
+        producer.run(0.05)
+        closed.pump(0.0)  # reads what comes, never takes a delivery off the link
+    assert_bounded(router, "pre-settled flood into a consumer whose session window is closed")
+    closed.close()
+    producer.client.close()
+
+
+@pytest.mark.timeout(120)
 def test_memory_comes_back_after_a_stuck_consumer_leaves(router: Router) -> None:
     baseline = rss_mb(router)
     for _ in range(2):
