@@ -86,11 +86,11 @@ class MeasuredRouter:
 
     def __init__(self, args: argparse.Namespace, kind: str, workdir: Path, router_id: str,
                  interior: bool = False, listen_for_peers: bool = False,
-                 peer_port: int | None = None) -> None:
+                 peer_port: int | None = None, extra_config: str = "") -> None:
         self.kind = kind
         self.port = free_port()
         self.inter_port = free_port() if listen_for_peers else None
-        extra = ""
+        extra = extra_config
         if self.inter_port is not None:
             extra += INTER_ROUTER_LISTENER.format(host=HOST, port=self.inter_port)
         if peer_port is not None:

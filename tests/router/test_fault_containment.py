@@ -24,8 +24,10 @@ from tests.router_http.scrape import get, scrape
 pytestmark = pytest.mark.qdmesh_only("qdmesh's fault boundary, made to fail by its own test hooks "
                                      "(-T, TEST-FAULT) and counted in internalErrorCount")
 
-BUSY = 2000     # the bystander's messages while the failure happens, and as many after it
-HELD = 300      # messages the failing client holds unsettled for the bystander
+# Both within a sender's window (linkCapacity, 250): a sender has no more unsettled messages
+# in the router than that until their consumers settle some (docs/routing.md, "Flow control").
+BUSY = 240      # the bystander's messages while the failure happens, and as many after it
+HELD = 200      # messages the failing client holds unsettled for the bystander
 
 
 def _router(router_factory: RouterFactory, hooks: bool = True) -> Router:

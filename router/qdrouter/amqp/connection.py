@@ -56,6 +56,9 @@ class AmqpConnection:
         "next_tick_ms",
         "on_closed",
         "on_opened",
+        "out_blocked",
+        "out_queued",
+        "outbound",
         "peer",
         "pn_connection",
         "policy",
@@ -92,6 +95,12 @@ class AmqpConnection:
         # Links of this connection by proton pointer, so a dropped socket can detach them all.
         self.links: Dict[Any, Any] = {}
         self.want_write = False
+        # Output handed to proton and not yet written, and whether that has blocked this
+        # connection's consumers (amqp/outbound.py, which sets ``outbound`` to itself once
+        # it counts anything here).
+        self.out_queued = 0
+        self.out_blocked = False
+        self.outbound: Any = None
         # When proton next needs a tick (ms, its clock; 0: at the next turn). AmqpServer._tick.
         self.next_tick_ms = 0
         # The selector events the server registered this socket for (0: none); see
@@ -227,6 +236,8 @@ class AmqpConnection:
     def write(self) -> None:
         """Send what the transport has to say; remembers whether the socket pushed back."""
         self.want_write = write_socket(self.transport, self.fileno) == QD_WOULD_BLOCK
+        if self.out_queued and not self.want_write:
+            self.outbound.drained(self)  # all it had is written: may unblock its consumers
 
     def finished(self) -> bool:
         """True once the peer can hear nothing more from us or we from it. After the socket's
@@ -264,6 +275,8 @@ class AmqpConnection:
             return
         self.closed = True
         self.close_socket()
+        if self.outbound is not None:
+            self.outbound.closed(self)
         lib.pn_transport_unbind(self.transport)
         lib.pn_decref(self.transport)
         # pn_connection_free is both of these (python-qpid-proton's cffi module lacks it).

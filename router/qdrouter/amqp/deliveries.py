@@ -12,12 +12,14 @@ from ..core.address_table import MULTICAST, UNAVAILABLE, AddressTable
 from ..core.forwarder import Forwarder
 from ..core.links import CONTROL, DATA, ENDPOINT, CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED
+from .consumer_flow import ConsumerFlow
 from .credit_return import CreditReturn
 from .dispositions import copy_disposition, count_outcome, disposition_handler
 from .inbound import annotated, inspect, stripped
 from .local_multicast import local_multicast
 from .mesh_handoff import mesh_handoff
 from .message_sections import MessageFormatError
+from .outbound import OutboundLimits
 from .proton_ffi import ffi, lib
 from .proton_shim import (
     ON_PYPY,
@@ -46,7 +48,7 @@ _PLAIN_HEAD = b"\x00Ss"
 __all__ = ["DeliveryAdaptor", "copy_disposition"]
 
 
-class DeliveryAdaptor(CreditReturn):
+class DeliveryAdaptor(CreditReturn, ConsumerFlow):
     """Implements the core's DeliveryIO over proton, and feeds it arriving messages."""
 
     def __init__(self, router_id: str, table: AddressTable) -> None:
@@ -88,6 +90,9 @@ class DeliveryAdaptor(CreditReturn):
         # copy of a bytes object: it may move), about 200 instructions per message.
         self._arena = bytearray(1024 * 1024)
         self.arena_used = 0
+        # Bounds on output queued toward each connection (amqp/outbound.py): made before
+        # the flusher, which counts what it sends.
+        self.outbound = OutboundLimits(self.resume_consumer, self.flush_now, self.forwarder.consumer_blocked)
         self.flush_pending = sends_flusher(self)
         self._handoff = mesh_handoff(self)
         # Policy: producer links whose messages need a look (size limit or user-id check),
@@ -141,6 +146,7 @@ class DeliveryAdaptor(CreditReturn):
         # whether a message must wait is a test of the consumer's credit.
         nobody = CoreLink(0, "", False, None, None, None)
         nobody.credit = 1
+        endpoint = ENDPOINT
         waiting_event = self.waiting.on_event
 
         def on_delivery(delivery: Any, link_key: Any, key: Any) -> None:
@@ -284,12 +290,20 @@ class DeliveryAdaptor(CreditReturn):
             address_counters = address.counters
             address_counters.deliveries_ingress += 1
             address_counters.deliveries_egress += 1
+            pending_append((out, payload, message))
+            if message is not None and link.kind is endpoint and not link.via_edge:
+                # Unsettled from a client: its credit comes back with its outcome
+                # (Forwarder._deliver says why).
+                out.outstanding += 1
+                message.credit_held = True
+                link.credit -= 1
+                return
+            # Pre-settled (or from another router): its credit comes straight back, the
+            # message has left the router.
             if message is None:
                 counters.presettled += 1
             else:
                 out.outstanding += 1
-            pending_append((out, payload, message))
-            # The producer's credit comes straight back: its message has left the router.
             link.owed_credit += 1
             if not link.credit_queued:
                 link.credit_queued = True
@@ -313,11 +327,7 @@ class DeliveryAdaptor(CreditReturn):
                 lib.pn_link_advance(handle)
                 lib.pn_delivery_settle(delivery)
                 return
-            size = lib.pn_delivery_pending(delivery)
-            if size > len(self._buffer):
-                self._grow(size)
-            count = lib.pn_link_recv(handle, self._pointer, size)
-            raw = self._bytes[0:count] if count > 0 else b""
+            raw = self._recv(handle, lib.pn_delivery_pending(delivery))
             lib.pn_link_advance(handle)
         link.counters.delivered += 1
         if lib.pn_delivery_settled(delivery):
@@ -359,6 +369,7 @@ class DeliveryAdaptor(CreditReturn):
         if message is None:
             return
         message.delivery = None
+        self.forwarder.settled_upstream(message)
         out_link = message.out_link
         out_key = message.out_key
         if out_link is not None and out_key is not None:
@@ -368,26 +379,6 @@ class DeliveryAdaptor(CreditReturn):
                 lib.pn_delivery_settle(delivery_of(out_key))
                 self.dirty.add(out_link.connection)
             message.out_key = None
-
-    def on_flow(self, link: CoreLink) -> None:
-        if link.incoming:
-            return
-        handle = link.handle
-        self.forwarder.consumer_credit(link, lib.pn_link_credit(handle))
-        if link.credit > 0 and link.address is not None and self.waiting.by_address:
-            self.waiting.resume(link.address)
-        if link.credit > 0 and lib.pn_link_get_drain(handle):
-            # Drained means "nothing more to send": the sends just decided must go first.
-            self.flush_pending()
-            lib.pn_link_drained(handle)
-            link.credit = lib.pn_link_credit(handle)
-        self.dirty.add(link.connection)
-
-    def drop_outgoing(self, link: CoreLink) -> None:
-        """An outgoing link is going (its deliveries with it): forget its deliveries."""
-        outgoing = self.outgoing
-        for key in link.unsettled:
-            outgoing.pop(key, None)
 
     # ---- DeliveryIO --------------------------------------------------------------------
     def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
@@ -412,15 +403,15 @@ class DeliveryAdaptor(CreditReturn):
         lib.pn_delivery_settle(delivery)
         count_outcome(in_link, outcome)
         self.dirty.add(in_link.connection)
+        if message.credit_held:
+            self.forwarder.settled_upstream(message)
 
     def read_message(self, link: CoreLink, delivery: Any, size: int, advance: bool = True) -> bytes:
         """An incoming message's bytes that proton holds (complete: the delivery is consumed)."""
-        if size > len(self._buffer):
-            self._grow(size)
-        count = lib.pn_link_recv(link.handle, self._pointer, size)
+        raw = self._recv(link.handle, size)
         if advance:
             lib.pn_link_advance(link.handle)
-        return self._bytes[0:count] if count > 0 else b""
+        return raw
 
     def reject_delivery(self, link: CoreLink, delivery: Any, condition: str, reason: str) -> None:
         """Refuse a message that was read but not routed (policy), with an error."""
@@ -444,10 +435,16 @@ class DeliveryAdaptor(CreditReturn):
         self.finish_incoming(message, REJECTED)
         self.forwarder._release_credit(message.in_link)
 
-    def _grow(self, size: int) -> None:
-        self._buffer = bytearray(max(size, 2 * len(self._buffer)))
-        self._pointer = ffi.from_buffer(self._buffer)
-        self._bytes = ffi.buffer(self._pointer)
+    def _recv(self, handle: Any, size: int) -> bytes:
+        """Up to ``size`` bytes of ``handle``'s current delivery. A message larger than the
+        read buffer is read through a buffer of its own, freed with it: grown to fit, the
+        shared buffer would keep the largest message's size for the router's lifetime."""
+        if size <= len(self._buffer):
+            count = lib.pn_link_recv(handle, self._pointer, size)
+            return self._bytes[0:count] if count > 0 else b""
+        pointer = ffi.new("char[]", size)
+        count = lib.pn_link_recv(handle, pointer, size)
+        return ffi.buffer(pointer, count)[:] if count > 0 else b""
 
 
 def _no_handler(delivery: Any, link_key: Any, key: Any) -> None:

@@ -76,7 +76,9 @@ def mesh_handoff(adaptor: DeliveryAdaptor) -> Callable[[InFlight, str], bool]:
             out.outstanding += 1
             pending_append((out, payload, message))
         # The other router's credit comes back (the caller writes it out when half is
-        # owed): its message has left this router. (Forwarder._forward takes a credit and
+        # owed): its message has left this router. Even unsettled: as in qdrouterd, credit
+        # on inter-router links is not tied to settlement (many addresses share the link;
+        # each producer is bounded at its own router). (Forwarder._forward takes a credit and
         # _release_credit gives it back: the link's own count is unchanged.)
         in_link = message.in_link
         in_link.owed_credit += 1

@@ -3,10 +3,11 @@ events, and the outcomes owed to producers, done in one batch (hot path)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.outcomes import ACCEPTED, RELEASED
 from .dispositions import count_outcome
+from .outbound import FRAME_OVERHEAD
 from .proton_shim import finish, send, send_settled
 
 if TYPE_CHECKING:
@@ -29,6 +30,10 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
     finish_incoming = adaptor.finish_incoming
     outcomes = adaptor.pending_outcomes
     accepted = ACCEPTED
+    settled_upstream = adaptor.forwarder.settled_upstream
+    credit_dirty_append = adaptor.forwarder.credit_dirty.append
+    account = adaptor.outbound.account
+    overhead = FRAME_OVERHEAD
 
     def flush_sends() -> None:
         nonlocal tag_count
@@ -40,7 +45,10 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
             # proton calls. Interleaved, 1->4 multicast raised four per message.
             pending.sort(key=_link_identity)
         count = tag_count
-        last_link = None
+        last_link: Any = None
+        # Bytes handed to proton for last_link's connection since its run began: counted
+        # against the connection's output limit once per run (amqp/outbound.py).
+        run_bytes = 0
         for link, payload, message in pending:
             handle = link.handle
             if handle is None:
@@ -48,18 +56,25 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
                 if message is not None:
                     finish_incoming(message, RELEASED)
                 continue
+            if link is not last_link:
+                if run_bytes:
+                    account(last_link.connection, run_bytes)
+                    run_bytes = 0
+                dirty_add(link.connection)
+                last_link = link
+            size = len(payload)
+            run_bytes += size + overhead
             if message is None:
-                send_settled(handle, payload, len(payload))
+                send_settled(handle, payload, size)
             else:
                 count += 1
-                key = send(handle, count, payload, len(payload))
+                key = send(handle, count, payload, size)
                 message.out_link = link
                 message.out_key = key
                 link.unsettled[key] = message
                 outgoing[key] = message
-            if link is not last_link:
-                dirty_add(link.connection)
-                last_link = link
+        if run_bytes:
+            account(last_link.connection, run_bytes)
         tag_count = count
         pending.clear()
         # Every payload taken from the fast path's arena (PyPy) has been sent: proton copied it.
@@ -80,6 +95,19 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
             if in_link is not last_link:
                 dirty_add(in_link.connection)
                 last_link = in_link
+            if message.credit_held:
+                # The credit it held comes back (ProducerCredit.settled_upstream, inline for
+                # the common case: an address that still has consumers here).
+                address = in_link.address
+                if address is not None and address.consumers and in_link.handle is not None:
+                    message.credit_held = False
+                    in_link.owed_credit += 1
+                    in_link.credit += 1
+                    if not in_link.credit_queued:
+                        in_link.credit_queued = True
+                        credit_dirty_append(in_link)
+                else:
+                    settled_upstream(message)
         outcomes.clear()
 
     return flush_sends

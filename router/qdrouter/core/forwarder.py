@@ -12,9 +12,10 @@ import time
 from typing import Any, Callable, Dict, List, Protocol, Set
 
 from .address_table import BALANCED, CLOSEST, MULTICAST, UNAVAILABLE, Address, AddressTable
-from .links import DATA, CoreLink, InFlight
+from .links import DATA, ENDPOINT, CoreLink, InFlight
 from .mesh_routes import MeshRoutes, is_mobile, topological_router
-from .outcomes import ACCEPTED, MODIFIED, RELEASED
+from .multicast import MulticastCopies
+from .outcomes import MODIFIED, RELEASED
 from .producer_credit import ProducerCredit
 
 # Seconds a message may wait for the mesh to offer a route (or credit) to another router.
@@ -32,7 +33,7 @@ class DeliveryIO(Protocol):
         """Give the incoming delivery ``outcome`` and settle it (no-op if already gone)."""
 
 
-class Forwarder(ProducerCredit):
+class Forwarder(ProducerCredit, MulticastCopies):
     def __init__(self, table: AddressTable, io: DeliveryIO, mesh: MeshRoutes | None = None) -> None:
         super().__init__()
         self.table = table
@@ -220,8 +221,7 @@ class Forwarder(ProducerCredit):
                 undelivered.append(message)
                 continue
             if last is not None and last.credit > 0 and trace == last_trace:
-                self._send(last, message, message.settled, address)
-                self._release_credit(message.in_link)
+                self._deliver(last, message, address)
                 continue
             message.in_link.credit += 1  # forward() takes it again
             link = self._forward(message, address, False)
@@ -246,8 +246,7 @@ class Forwarder(ProducerCredit):
             if head.via_edge and head.connection is link.connection:
                 break  # never back where it came from (an edge): it waits for another consumer
             message = queue.popleft()
-            self._send(link, message, message.settled, address)
-            self._release_credit(message.in_link)
+            self._deliver(link, message, address)
 
     def _resume_mesh_waiters(self) -> None:
         """An inter-router link got credit: messages held for other routers move on."""
@@ -287,8 +286,7 @@ class Forwarder(ProducerCredit):
             link = self._topological_link(key, message)
             if link is not None:
                 message.in_link.credit -= 1
-                self._send(link, message, message.settled, None)
-                self._release_credit(message.in_link)
+                self._deliver(link, message, None)
                 return
         if self.unknown_address is not None and (address is None or not address.routable()):
             elsewhere = self.unknown_address(key, message)
@@ -312,8 +310,7 @@ class Forwarder(ProducerCredit):
             link = self._topological_link(address.key, message) if address is not None else None
             if link is not None:
                 message.key = address.key  # type: ignore[union-attr]
-                self._send(link, message, message.settled, address)
-                self._release_credit(message.in_link)
+                self._deliver(link, message, address)
                 return link
             other = self.alias(address.key) if self.alias is not None and address is not None else None
             if other is not None and other is not address and other.routable():
@@ -355,8 +352,7 @@ class Forwarder(ProducerCredit):
             if address.remote and address not in self.waiting_for_mesh:
                 self.waiting_for_mesh[address] = time.monotonic()
             return None
-        self._send(link, message, message.settled, address)
-        self._release_credit(message.in_link)
+        self._deliver(link, message, address)
         return link
 
     def _to_handler(self, address: Address, message: InFlight) -> None:
@@ -423,42 +419,21 @@ class Forwarder(ProducerCredit):
                     best, least = link, score
         return best
 
-    def _multicast(self, address: Address, message: InFlight) -> None:
-        # Copies go out pre-settled; the sender's delivery is accepted once every copy has
-        # left the router (see docs/routing.md).
+    def _deliver(self, link: CoreLink, message: InFlight, address: Address | None) -> None:
+        """Send ``message`` on as it came (settled or not), and account for its producer's
+        credit: a pre-settled message has left the router, so its credit comes back now; an
+        unsettled one holds it until its outcome reaches the producer (settled_upstream). A
+        producer thus has at most its window (linkCapacity) of unsettled messages anywhere
+        in the router, as in qdrouterd, however slowly its consumers settle. Like qdrouterd,
+        links from other routers and edge routers get their credit back at once, unsettled
+        or not: many addresses share such a link, and each producer is bounded at the
+        router it is attached to."""
+        self._send(link, message, message.settled, address)
         in_link = message.in_link
-        echo = in_link.connection if in_link.via_edge else _UNSET
-        consumers = address.consumers
-        uplink = self.uplink
-        if uplink is not None and in_link.anonymous and echo is _UNSET and uplink is not address:
-            # An edge router: an anonymous sender's multicast goes to the interior too (its
-            # addressed senders reach it through their proxy link, bound as a consumer).
-            consumers = consumers + uplink.consumers
-        for link in consumers:
-            if link.connection is echo:
-                continue
-            if link.credit > 0:
-                self._send(link, message, True, address)
-            else:
-                message.copies_pending += 1
-                link.backlog.append(message)
-        mesh = self.mesh
-        if address.remote and mesh is not None:
-            origin = message.ingress or mesh.my_id
-            for link in mesh.multicast_links(address.remote, origin, message.trace or ()):
-                self._send(link, message, True, address)
-        if message.copies_pending == 0:
-            self._multicast_done(message)
-
-    def _copy_done(self, message: InFlight) -> None:
-        message.copies_pending -= 1
-        if message.copies_pending == 0:
-            self._multicast_done(message)
-
-    def _multicast_done(self, message: InFlight) -> None:
-        if not message.settled:
-            self.io.finish_incoming(message, ACCEPTED)
-        self._release_credit(message.in_link)
+        if message.settled or in_link.kind != ENDPOINT or in_link.via_edge:
+            self._release_credit(in_link)
+        else:
+            message.credit_held = True
 
     def _send(self, link: CoreLink, message: InFlight, presettled: bool, address: Address | None) -> None:
         link.credit -= 1

@@ -16,6 +16,7 @@ class InFlight:
 
     __slots__ = (
         "copies_pending",
+        "credit_held",
         "delivery",
         "delivery_key",
         "in_link",
@@ -48,6 +49,9 @@ class InFlight:
         self.out_key: Any = None
         # Multicast copies still waiting in consumers' backlogs.
         self.copies_pending = 0
+        # Sent on unsettled: its producer's credit comes back with its outcome, not before
+        # (core/producer_credit.py, settled_upstream).
+        self.credit_held = False
         # Set for messages that may cross the mesh: the address routed on, and the router
         # annotations read on arrival (ingress router, routers already passed through).
         self.key: str | None = None
@@ -96,6 +100,7 @@ class CoreLink:
         "address_key",
         "anonymous",
         "backlog",
+        "blocked",
         "capacity",
         "connection",
         "counters",
@@ -148,6 +153,9 @@ class CoreLink:
         self.outstanding = 0
         # Outgoing links: multicast copies waiting for credit.
         self.backlog: Deque[InFlight] = deque()
+        # Outgoing links: its connection has stopped taking output (amqp/outbound.py); its
+        # credit counts as none until it does.
+        self.blocked = False
         # Incoming links: credit to give back to the producer at the next flush.
         self.owed_credit = 0
         # Incoming links: in the forwarder's credit_dirty list (a flag, not a set: the hot

@@ -1,5 +1,6 @@
 """Credit handed back to producers: the router grants a producer credit only as its messages
-leave (or get an outcome), and while its address has somewhere to go. The forwarder owes it;
+leave (pre-settled ones) or get their outcome (unsettled ones), and while its address has
+somewhere to go. The forwarder owes it;
 the adaptor flushes it (take_credit) in batches."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 from typing import Any, List, Set
 
 from .address_table import Address
-from .links import CoreLink
+from .links import CoreLink, InFlight
 
 
 class ProducerCredit:
@@ -30,6 +31,14 @@ class ProducerCredit:
             link.owed_credit += 1
             link.credit += 1
             self.queue_credit(link)
+
+    def settled_upstream(self, message: InFlight) -> None:
+        """``message``'s producer delivery is settled (its outcome given, or the producer
+        settled first): the credit an unsettled message held while on its way (Forwarder.
+        _deliver) comes back, once."""
+        if message.credit_held:
+            message.credit_held = False
+            self._release_credit(message.in_link)
 
     def _open_window(self, link: CoreLink) -> None:
         grant = link.capacity - link.credit
