@@ -133,11 +133,29 @@ def test_messages_wait_for_credit_and_producer_credit_is_bounded() -> None:
     receiver = consumer(forwarder, "c", "q", 0)
     link = producer(forwarder, "q")
     granted = link.owed_credit
-    for index in range(granted):
-        send(forwarder, link, b"%d" % index)
+    messages = [send(forwarder, link, b"%d" % index) for index in range(granted)]
     assert io.sent == []
     assert link.credit == 0
     assert len(receiver.address.undelivered) == granted
+    forwarder.consumer_credit(receiver, 3)
+    assert [sent[1] for sent in io.sent] == [b"0", b"1", b"2"]
+    # Sent on but unsettled: each still holds its producer's credit until its outcome, so a
+    # producer never has more than its window in the router.
+    assert link.credit == 0
+    for message in messages[:3]:
+        forwarder.settled_upstream(message)
+    assert link.credit == 3
+    forwarder.settled_upstream(messages[0])  # a second settlement returns nothing more
+    assert link.credit == 3
+
+
+def test_presettled_messages_return_credit_as_they_leave() -> None:
+    forwarder, io = make()
+    receiver = consumer(forwarder, "c", "q", 0)
+    link = producer(forwarder, "q")
+    for index in range(link.owed_credit):
+        send(forwarder, link, b"%d" % index, settled=True)
+    assert link.credit == 0
     forwarder.consumer_credit(receiver, 3)
     assert [sent[1] for sent in io.sent] == [b"0", b"1", b"2"]
     assert link.credit == 3
