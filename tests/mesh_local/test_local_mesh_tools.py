@@ -1,5 +1,5 @@
 """A mesh from `qdmesh local` with its metrics listeners and console (--metrics-port,
---console-port), and what the tools say about it: the points a new user met first (issue 33)."""
+--console-port), and what the tools say about it."""
 
 from __future__ import annotations
 
