@@ -23,7 +23,7 @@ DOCS = sorted([REPO / "README.md", *(REPO / "docs").rglob("*.md"), *(REPO / "cha
 
 _INLINE_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _REFERENCE_LINK = re.compile(r"^\s*\[[^\]]+\]:\s*(\S+)", re.M)
-_FENCE = re.compile(r"^(```|~~~).*?^\1\s*$", re.M | re.S)
+_FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1\s*$", re.M | re.S)
 
 
 def _prose(text: str) -> str:
@@ -78,7 +78,7 @@ def _console_scripts() -> Dict[str, str]:
 
 SCRIPTS = _console_scripts()
 SUBCOMMANDS = {"qdmesh": ("local", "console")}
-_SHELL_BLOCK = re.compile(r"^```(?:sh|bash|shell|console)?[ \t]*\n(.*?)^```\s*$", re.M | re.S)
+_SHELL_BLOCK = re.compile(r"^[ \t]*```(?:sh|bash|shell|console)?[ \t]*\n(.*?)^[ \t]*```\s*$", re.M | re.S)
 _REPO_SCRIPT = re.compile(r"^(?:\./)?((?:scripts|images|tests|charts|kubectl|bench|\.ci|docs)/[\w./-]+)$")
 
 
