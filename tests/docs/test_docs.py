@@ -37,7 +37,7 @@ def _slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _anchors(path: Path) -> frozenset:
     headings = re.findall(r"^#{1,6}\s+(.+?)\s*#*\s*$", _FENCE.sub("", path.read_text()), re.M)
     return frozenset(_slug(h) for h in headings)
@@ -137,7 +137,7 @@ def _options(args: List[str]) -> List[str]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _help(command: str, subcommand: str | None) -> str:
     module, _, function = SCRIPTS[command].partition(":")
     code = (f"import sys; sys.argv[0] = {command!r}; from {module} import {function} as main; "

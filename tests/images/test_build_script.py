@@ -21,8 +21,8 @@ def build_sh(*args: str) -> subprocess.CompletedProcess:
 def test_help_names_every_option_and_target() -> None:
     result = build_sh("--help")
     assert result.returncode == 0
-    for word in ("--base", "--engine", "--no-save", "--push", "router", "router-pypy", "operator", "e2e-broker",
-                 "debootstrap"):
+    for word in ("--base", "--engine", "--no-save", "--push", "router", "router-pypy", "operator",
+                 "e2e-broker", "debootstrap"):
         assert word in result.stdout, word
 
 

@@ -41,5 +41,6 @@ def test_missing_tools_are_named_with_where_to_get_them(tmp_path: Path) -> None:
     done = run(path=str(tmp_path))
     assert done.returncode == 1
     first = done.stderr.splitlines()[0]
-    assert first == "quickstart: not installed (or not on PATH): docker kind kubectl helm python3. Get them from"
+    assert first == ("quickstart: not installed (or not on PATH): docker kind kubectl helm python3. "
+                     "Get them from")
     assert "https://kind.sigs.k8s.io/" in done.stderr and "Traceback" not in done.stderr

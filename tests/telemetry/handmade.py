@@ -124,5 +124,5 @@ def leaving_producer_rows() -> List[Row]:
     rows: List[Row] = []
     for t, ingress in ((0, 0), (10, 40), (20, 100), (30, 100)):
         rows += [router("leaves", "L1", t, 100 + t), address("leaves", "L1", t, "M0feed", ingress, ingress)]
-    rows += [producer_link("leaves", "L1", 0, "4", "feed", 0), producer_link("leaves", "L1", 10, "4", "feed", 40)]
+    rows += [producer_link("leaves", "L1", t, "4", "feed", sent) for t, sent in ((0, 0), (10, 40))]
     return rows
