@@ -241,7 +241,8 @@ def test_no_file_speaks_of_how_it_was_made() -> None:
 
 @pytest.mark.parametrize("line", [
     "measured in session 12 (bench/HISTORY.md)", "as issue 31 saw", "fixed in #42 (#42)",
-    "commit `e1f3b0c`", "as built at `e1f3b0c`", "Checked here with buildah", "on these VMs", "a new user's machine",
+    "commit `e1f3b0c`", "as built at `e1f3b0c`", "Checked here with buildah", "on these VMs",
+    "a new user's machine",
 ])
 def test_the_history_check_catches(line: str) -> None:
     assert list(history_lines(line))
