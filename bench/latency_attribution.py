@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where a router's slowest messages at a fixed rate lost their time (issue 31).
+"""Where a router's slowest messages at a fixed rate lost their time.
 
 Runs 1->1 unsettled at ``--rate`` through routers of several kinds, interleaved, ``--repeat``
 times: the C router ("C") and qdmesh from one or more checkouts (``--q NAME=ROUTER_DIR``, with

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """One interior router with many edge routers on loopback, a process each, routing between
-any two (issue 32's "200 edge routers"): how long they take to attach, what they cost the
+any two (200 edge routers and more): how long they take to attach, what they cost the
 interior router, and unsettled messages between random pairs of edges, every one accepted.
 
     python bench/many_edges.py --edges 200 --pairs 20          # qdmesh (add --kind C: the C router)

@@ -4,13 +4,16 @@
 # VERSION is the Python package version (pyproject.toml); images are tagged
 # qdmesh/router:VERSION and qdmesh/operator:VERSION, never latest.
 #
-# Usage: images/build.sh [--base IMAGE] [--engine docker|buildah] [--no-save] [router|router-pypy|operator|e2e-broker]...
+# Usage: images/build.sh [--base IMAGE] [--engine docker|buildah] [--no-save] [--push PREFIX]
+#                        [router|router-pypy|operator|e2e-broker]...
 # (router-pypy: the router on PyPy, qdmesh/router-pypy:VERSION, from the router's Containerfile;
 #  e2e-broker: RabbitMQ for the end-to-end tests, qdmesh/e2e-broker:VERSION; neither is built by default.)
 #   --base IMAGE   Debian bookworm image with python3 to build from (default: python:3.11-slim-bookworm
 #                  if it is present locally or can be pulled, otherwise qdmesh/base:bookworm made
 #                  here with debootstrap from Debian's packages).
 #   --engine       docker (default when the docker CLI exists; the daemon is started if needed) or buildah.
+#   --push PREFIX  also tag each image PREFIX/NAME:VERSION (e.g. registry.example.com/qdmesh/router:0.1.0)
+#                  and push it (log in to the registry first); prints the chart values that use them.
 # Environment: QDMESH_IMAGE_CACHE (default ~/.cache/qdmesh-images) keeps the debootstrap root
 # filesystem between runs; DEBIAN_MIRROR (default http://deb.debian.org/debian).
 set -euo pipefail
@@ -20,14 +23,17 @@ repo=$PWD
 base=""
 engine=""
 save=yes
+push=""
 targets=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --base) base=$2; shift 2 ;;
         --engine) engine=$2; shift 2 ;;
         --no-save) save=""; shift ;;
+        --push) push=${2:-}; push=${push%/}; shift $(( $# > 1 ? 2 : 1 ))
+                [ -n "$push" ] || { echo "build.sh: --push needs REGISTRY/PREFIX" >&2; exit 2; } ;;
         router|router-pypy|operator|e2e-broker) targets+=("$1"); shift ;;
-        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) echo "build.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -59,6 +65,7 @@ case "$engine" in
         }
         run_in() { docker run --rm --network none --entrypoint "$2" "$1" "${@:3}"; }
         save_image() { docker save -o "$2" "$1"; }
+        push_image() { docker tag "$1" "$2" && docker push -q "$2" >/dev/null; }  # push_image TAG REMOTE
         ;;
     buildah)
         image_exists() { buildah inspect --type image "$1" >/dev/null 2>&1; }
@@ -79,6 +86,7 @@ case "$engine" in
             return $rc
         }
         save_image() { buildah push -q "$1" "docker-archive:$2:$1"; }
+        push_image() { buildah tag "$1" "$2" && buildah push -q "$2" "docker://$2"; }
         ;;
     "") log "neither docker nor buildah found (apt-get install docker.io, or buildah)"; exit 1 ;;
     *) log "unknown --engine: $engine (docker or buildah)"; exit 2 ;;
@@ -159,4 +167,13 @@ for target in "${targets[@]}"; do
         save_image "$tag" "$archive"
         log "saved $archive ($(du -m "$archive" | cut -f1) MiB)"
     fi
+    if [ -n "$push" ]; then
+        remote=$push/$target:$version
+        push_image "$tag" "$remote" || { log "pushing $remote failed (logged in to the registry?)"; exit 1; }
+        log "pushed $remote"
+    fi
 done
+if [ -n "$push" ]; then
+    log "install the chart with these images (add --set imagePullSecrets[0].name=SECRET for a private registry):"
+    echo "helm install qdmesh charts/qdmesh -n qdmesh-system --create-namespace --set image.repository=$push/operator --set routerImage=$push/router:$version"
+fi

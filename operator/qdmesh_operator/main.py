@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 import signal
@@ -17,6 +18,17 @@ from .leader import LeaderElector, LeaseSettings
 log = logging.getLogger("qdmesh.operator")
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+# The operator extra's modules (pyproject.toml, [project.optional-dependencies] operator).
+OPERATOR_EXTRA = ("kopf", "kubernetes", "jinja2", "yaml", "cryptography")
+
+
+def missing_extra() -> str | None:
+    """One line naming the operator extra's modules that are not installed, or None."""
+    missing = [name for name in OPERATOR_EXTRA if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    return (f"qdmesh-operator: needs the qdmesh package's [operator] extra ({', '.join(missing)} "
+            f"not installed): in a clone of qdmesh, pip install '.[operator]'")
 
 
 def parse_args(argv: List[str] | None) -> argparse.Namespace:
@@ -136,6 +148,10 @@ def become_leader(settings: LeaseSettings, health_port: int) -> LeaderElector | 
 
 def main(argv: List[str] | None = None) -> int:
     args = parse_args(argv)
+    problem = missing_extra()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
     # Settings are read when the handlers module is imported (the drift timer's interval).
     for flag, env in (("health_port", "QDMESH_HEALTH_PORT"), ("metrics_port", "QDMESH_METRICS_PORT"),
                       ("drift_interval", "QDMESH_DRIFT_INTERVAL")):

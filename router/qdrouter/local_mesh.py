@@ -10,10 +10,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from dataclasses import dataclass
@@ -27,6 +30,19 @@ TOPOLOGIES = ("auto", "full", "line", "ring", "chords")
 MAX_ROUTERS = 128  # upstream's limit for one mesh; also keeps a typo from forking 10,000 routers
 STOP_GRACE = 5.0
 _ID_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def tool_command(tool: str) -> str:
+    """The command that runs one of qdmesh's tools (qdstat, qdmanage) from any shell: the
+    script installed beside this interpreter by its full path (a virtualenv's bin/ need not be
+    on PATH), else the one on PATH, else this interpreter with the tool's module."""
+    beside = Path(sysconfig.get_path("scripts")) / tool
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return shlex.quote(str(beside))
+    found = shutil.which(tool)
+    if found:
+        return shlex.quote(found)
+    return f"{shlex.quote(sys.executable)} -m qdrouter.tools.{tool}"
 
 
 class MeshError(Exception):
@@ -371,8 +387,9 @@ def run_local(args: argparse.Namespace) -> int:
               f"configs and logs in {workdir} ...", flush=True)
         wait_converged(procs, args.timeout)
         width = max(len(s.router_id) for s in specs)
+        qdstat = tool_command("qdstat")
         for s in specs:
-            print(f"  {s.router_id:<{width}}  amqp://{s.address}   watch: qdstat -b {s.address} -n",
+            print(f"  {s.router_id:<{width}}  amqp://{s.address}   watch: {qdstat} -b {s.address} -n",
                   flush=True)
             if s.metrics_port is not None:
                 print(f"  {'':<{width}}  metrics: http://{HOST}:{s.metrics_port}/metrics", flush=True)

@@ -9,7 +9,7 @@ At 1 MB, a router forwarding at full speed keeps its credit windows' worth of me
 across many minor collections: each collection copies them to the old generation, where
 they die, and the major collector then runs all the time (about 7% of the router's time in
 major steps and 6% in minor ones, measured with PYPYLOG). A 32 MB nursery lets them die
-young (no major steps at all in the same run); bench/HISTORY.md (session 10) has the
+young (no major steps at all in the same run); bench/HISTORY.md has the
 throughput figures.
 
 So ``qdrouterd`` on PyPy re-executes itself once, with the same command line (interpreter

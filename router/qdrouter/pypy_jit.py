@@ -4,7 +4,7 @@ PyPy's JIT records the event loop's hot path as one trace: the loop, the deliver
 (amqp/deliveries.py) and what it calls, inlined, up to ``trace_limit`` operations (6,000
 by default). The router's trace for a routed message is close to that. Past the limit,
 PyPy cuts the trace into segments it optimizes one by one, and each message then costs
-5-8% more instructions (callgrind, bench/HISTORY.md, session 16): the check that lets a
+5-8% more instructions (callgrind, bench/HISTORY.md): the check that lets a
 message wait unread for credit (amqp/waiting_producers.py) was enough to tip it over.
 12,000 gives the trace room.
 

@@ -1,4 +1,4 @@
-"""CPython's cyclic garbage collector and the router's start-up objects (issue 31).
+"""CPython's cyclic garbage collector and the router's start-up objects.
 
 By the time the router serves its first connection, CPython holds about 24,000 objects the
 collector tracks (modules, classes, functions, the management schema, the configuration), all

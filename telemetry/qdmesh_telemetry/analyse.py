@@ -9,6 +9,7 @@ the analysis job over collected snapshots.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import sys
 from pathlib import Path
@@ -62,6 +63,11 @@ def parse_args(argv: List[str] | None) -> argparse.Namespace:
 
 def main(argv: List[str] | None = None) -> int:
     args = parse_args(argv)
+    if importlib.util.find_spec("pyspark") is None:
+        # pyspark comes with the telemetry extra (pyproject.toml); Spark also needs Java 17+.
+        print("qdmesh-analyse: needs the qdmesh package's [telemetry] extra (pyspark not installed): "
+              "in a clone of qdmesh, pip install '.[telemetry]'", file=sys.stderr)
+        return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     local_inputs = [p for p in args.input if "://" not in p]
     missing = [p for p in local_inputs if not Path(p).exists()]

@@ -234,6 +234,16 @@ def test_values_the_schema_cannot_phrase_are_refused_by_the_chart(setting: str, 
     assert says in result.stderr, result.stderr
 
 
+def test_image_pull_secrets_reach_the_operator_and_the_sample_mesh(schema_store: SchemaStore) -> None:
+    docs = render([], "--set", "imagePullSecrets[0].name=regcred", "--set", "sampleMesh.enabled=true")
+    [deployment] = by_kind(docs, "Deployment")
+    assert deployment["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
+    [mesh] = by_kind(docs, "RouterMesh")
+    assert mesh["spec"]["pod"] == {"imagePullSecrets": [{"name": "regcred"}]}
+    result = kubeconform(schema_store, docs)  # the RouterMesh against its CRD's schema
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_a_pinned_router_image_on_a_registry_with_a_port_is_accepted() -> None:
     docs = render([], "--set", "routerImage=registry:5000/qdmesh/router:1.0")
     assert env_of(by_kind(docs, "Deployment")[0])["QDMESH_ROUTER_IMAGE"] == "registry:5000/qdmesh/router:1.0"

@@ -1,4 +1,4 @@
-"""Edge routers on the real cluster (issue 32): a RouterMesh of 3 interior routers with an edge
+"""Edge routers on the real cluster: a RouterMesh of 3 interior routers with an edge
 group of 3 (a Deployment) and a per-node group (a DaemonSet).  Clients on two different edge
 routers exchange unsettled messages through the interior; the interior router one of them is
 connected to is deleted mid-traffic, the edges fail over and every message gets an outcome;

@@ -1,4 +1,4 @@
-"""Nodes lost and drained (issue 34), on a cluster where at least two nodes take pods (kind;
+"""Nodes lost and drained, on a cluster where at least two nodes take pods (kind;
 skipped on the single-node local cluster).  One RouterMesh of 4 spread over the nodes (2 + 2 on
 two workers) with a per-node edge group, in this order:
 

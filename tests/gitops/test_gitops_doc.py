@@ -30,6 +30,15 @@ def test_the_doc_shows_both_tools_for_chart_and_meshes() -> None:
         assert "ServerSideApply=true" in app["spec"]["syncPolicy"]["syncOptions"], app["metadata"]["name"]
 
 
+def test_flux_depends_on_names_a_kustomization_of_the_page() -> None:
+    # Flux's Kustomization.spec.dependsOn may name only Kustomizations.
+    kustomizations = {doc["metadata"]["name"] for doc in manifests() if doc["kind"] == "Kustomization"}
+    depends = [dep["name"] for doc in manifests() if doc["kind"] == "Kustomization"
+               for dep in doc["spec"].get("dependsOn", [])]
+    assert depends, "the meshes' Kustomization waits for the chart's"
+    assert set(depends) <= kustomizations, (depends, kustomizations)
+
+
 def _chart_values() -> List[Dict[str, Any]]:
     found = []
     for doc in manifests():

@@ -21,8 +21,8 @@ def build_sh(*args: str) -> subprocess.CompletedProcess:
 def test_help_names_every_option_and_target() -> None:
     result = build_sh("--help")
     assert result.returncode == 0
-    for word in ("--base", "--engine", "--no-save", "router", "router-pypy", "operator", "e2e-broker",
-                 "debootstrap"):
+    for word in ("--base", "--engine", "--no-save", "--push", "router", "router-pypy", "operator",
+                 "e2e-broker", "debootstrap"):
         assert word in result.stdout, word
 
 
@@ -30,6 +30,8 @@ def test_help_names_every_option_and_target() -> None:
     (["--bogus"], "build.sh: unknown argument: --bogus (see --help)"),
     (["broker"], "build.sh: unknown argument: broker (see --help)"),
     (["--engine", "rkt", "router"], "build.sh: unknown --engine: rkt (docker or buildah)"),
+    (["--push"], "build.sh: --push needs REGISTRY/PREFIX"),
+    (["--push", "", "router"], "build.sh: --push needs REGISTRY/PREFIX"),
 ])
 def test_mistakes_are_one_line_and_exit_2(args: List[str], says: str) -> None:
     result = build_sh(*args)

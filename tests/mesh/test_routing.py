@@ -114,7 +114,7 @@ def test_balanced_weighs_remote_consumers_by_cost(mesh_factory: MeshFactory, net
 
 
 @pytest.mark.c_router_bug("on a mesh with redundant paths qdrouterd delivers each multicast message to a "
-                          "receiver two or three times (B got 60 of 30, A 90 of 30; issue 31 saw the same on"
+                          "receiver two or three times (B got 60 of 30, A 90 of 30; the same on"
                           " a ring of four)")
 @pytest.mark.parametrize("origin", ["A", "C"])
 def test_multicast_one_copy_per_consumer_over_redundant_paths(mesh_factory: MeshFactory, net: Net,

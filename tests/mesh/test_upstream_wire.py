@@ -1,6 +1,6 @@
 """A qdmesh router and a peer that speaks the routing protocol exactly as qdrouterd does.
 
-No qdrouterd can be installed on these machines (no Debian package, nothing on PyPI), so the
+This test needs no qdrouterd (it runs where the C router is not built), so the
 peer "U" is a FAKE: this test's own AMQP client on the router's inter-router listener. It
 attaches the links a connecting qdrouterd attaches (capabilities qd.router and
 qd.router-data) and sends control bodies with upstream's field names and AMQP types:

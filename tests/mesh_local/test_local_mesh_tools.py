@@ -1,11 +1,12 @@
 """A mesh from `qdmesh local` with its metrics listeners and console (--metrics-port,
---console-port), and what the tools say about it: the points a new user met first (issue 33)."""
+--console-port), and what the tools say about it."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -114,3 +115,15 @@ def test_busy_console_port_is_an_error_that_stops_the_routers(tmp_path: Path) ->
         assert command.proc.stderr is not None
         assert "cannot serve the console on 127.0.0.1:" in command.proc.stderr.read()
     assert router_pids(str(tmp_path)) == []
+
+
+def test_the_printed_watch_command_runs_without_the_venv_on_path(mesh: MeshCommand) -> None:
+    # What a user copies from the output, in a shell where the virtualenv is not activated.
+    line = next(line for line in mesh.seen if "watch:" in line and line.split()[0] == "R2")
+    command = shlex.split(line.split("watch:", 1)[1])
+    assert command[-3:] == ["-b", mesh.addresses()["R2"], "-n"], command
+    assert os.path.isabs(command[0]), command  # a full path, not a bare name PATH may lack
+    env = dict(os.environ, PATH="/usr/bin:/bin")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=30, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "R1" in done.stdout and "R2" in done.stdout, done.stdout

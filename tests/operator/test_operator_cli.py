@@ -52,3 +52,24 @@ def test_namespaces_repeat_and_log_level_from_environment(monkeypatch: pytest.Mo
     monkeypatch.setenv("QDMESH_LOG_LEVEL", "DEBUG")
     args = parse_args(["-n", "a", "-n", "b"])
     assert args.namespace == ["a", "b"] and args.log_level == "debug" and not args.all_namespaces
+
+
+def _run_without(module: str, *args: str) -> subprocess.CompletedProcess:
+    """The command as a user without `module` installed runs it."""
+    code = (f"import runpy, sys; sys.modules[{module!r}] = None; sys.argv[1:] = {list(args)!r}; "
+            "runpy.run_module('qdmesh_operator.main', run_name='__main__')")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("module", ["kopf", "kubernetes"])
+def test_without_the_operator_extra_one_line_names_it(module: str) -> None:
+    done = _run_without(module)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().count("\n") == 0, done.stderr
+    assert f"{module} not installed" in done.stderr and "pip install '.[operator]'" in done.stderr
+
+
+def test_help_needs_no_extra() -> None:
+    done = _run_without("kopf", "--help")
+    assert done.returncode == 0 and "--namespace" in done.stdout

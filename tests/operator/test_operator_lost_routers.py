@@ -1,4 +1,4 @@
-"""Routers lost after they ran (issue 34): with their node (stopped: NotReady/unreachable), with
+"""Routers lost after they ran: with their node (stopped: NotReady/unreachable), with
 their pod (not Ready) or with their management (no answer).  The RouterMesh's status says so
 (readyRouters, each router's ready and node, status.lostRouters, Ready=False with reason
 RoutersLost, Degraded=True naming the routers) and Events name the routers lost, once, and

@@ -7,8 +7,8 @@ the same tests run against the reference implementation (docs/routing.md, "Diffe
 qdrouterd"):
 
 - ``for_c_router(config)`` is what the C router is given instead of the config a test wrote:
-  ``workerThreads: 1`` in the router section (qdrouterd starts four by default; this machine
-  has two cores and routers of several tests at once), every host on 127.0.0.1 (the tests
+  ``workerThreads: 1`` in the router section (qdrouterd starts four by default; a CI host
+  may have two cores and routers of several tests at once), every host on 127.0.0.1 (the tests
   connect there), no attribute the C router's schema lacks (``QDMESH_ONLY_ATTRIBUTES``), and
   ``groups``/``openProperties`` maps in the JSON layout its parser reads (``_json_line``).
 - Three markers sort the tests that do not pass against the C router, each with its reason:

@@ -40,7 +40,7 @@ def test_autolink_and_link_route_states_follow_their_container(router_factory: R
     assert value(samples, "qdmesh_link_routes", status="inactive") == 0
     assert value(samples, "qdmesh_connections", role="route-container") == 1
     broker.stop(check=True)
-    broker.exit_expected = True  # stopped here, checked here: the fixture only reaps it
+    broker.exit_expected = True  # stopped and checked by this test: the fixture only reaps it
     deadline = time.monotonic() + 15
     while value(samples, "qdmesh_link_routes", status="inactive") != 1:
         assert time.monotonic() < deadline, f"link route still active without its container: {samples}"

@@ -47,6 +47,8 @@ EXPECTED = {
     # snapshot is a baseline); J1's link appears in its third snapshot with 7 (new: all 7
     # count), then 10 10 10.
     ("joins", "feed"): 9 + 30 + 10,
+    # leaves: a producer's link closes between two snapshots (leaving_producer_rows).
+    ("leaves", "feed"): 100,
 }
 MALFORMED = 5
 
@@ -99,7 +101,7 @@ def write_edge_cases(directory: Path) -> Path:
     """The rows above as collector-style files (one partition directory per mesh), the
     malformed lines in a file of their own, and a half-written file that must be ignored."""
     by_mesh: Dict[str, List[Row]] = {}
-    for r in edge_case_rows():
+    for r in edge_case_rows() + leaving_producer_rows():
         by_mesh.setdefault(r["mesh"], []).append(r)
     for mesh, rows in by_mesh.items():
         target = directory / f"mesh={mesh}" / "date=2026-09-21" / "hour=14"
@@ -109,3 +111,18 @@ def write_edge_cases(directory: Path) -> Path:
     (bad / "resets-2.jsonl").write_text("\n".join(malformed_lines()) + "\n")
     (bad / ".resets-3.jsonl.tmp").write_text('{"mesh": "resets", "router": "R1", "ent')
     return directory
+
+
+def address(mesh: str, name: str, t: float, key: str, ingress: int, egress: int) -> Row:
+    return row(mesh, name, "router.address", t, identity=key, key=key, deliveriesIngress=ingress,
+               deliveriesEgress=egress, deliveriesTransit=0)
+
+
+def leaving_producer_rows() -> List[Row]:
+    """L1: a producer on `feed` sends 40 by t=10, 60 more, then closes before t=20; a consumer
+    stays. The link is gone from t=20 on; the address counted all 100."""
+    rows: List[Row] = []
+    for t, ingress in ((0, 0), (10, 40), (20, 100), (30, 100)):
+        rows += [router("leaves", "L1", t, 100 + t), address("leaves", "L1", t, "M0feed", ingress, ingress)]
+    rows += [producer_link("leaves", "L1", t, "4", "feed", sent) for t, sent in ((0, 0), (10, 40))]
+    return rows

@@ -66,7 +66,7 @@ def test_rates_are_deliveries_over_the_snapshot_interval(analysis: AnalysisResul
     rows = snapshot_rows(recording.snapshots)
     times = sorted({r["ts"] for r in rows if r["router"] == "A"})
     series = [r for r in analysis.tables["series"] if r["address"] == "closest/tel.east"]
-    # Round 2 saw 40 east deliveries enter at A, round 3 20 more, round 4 none.
+    # The second round of traffic sent 40 east deliveries in at A, the third 20 more, the fourth none.
     by_bucket = {r["bucket"]: r["in_rate"] for r in series}
     expected = {2: 40 / (times[1] - times[0]), 3: 20 / (times[2] - times[1])}
     for round_number, rate in expected.items():

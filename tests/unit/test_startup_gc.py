@@ -1,4 +1,4 @@
-"""The start-up freeze of CPython's collector (qdrouter/startup_gc.py, issue 31)."""
+"""The start-up freeze of CPython's collector (qdrouter/startup_gc.py)."""
 
 from __future__ import annotations
 

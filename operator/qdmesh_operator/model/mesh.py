@@ -18,6 +18,7 @@ EXPOSE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer")
 TLS_MODES = ("Managed", "Disabled", "Secret", "CertManager")
 RESERVED_PORTS = (contract.INTER_ROUTER_PORT, contract.HTTP_PORT, contract.MANAGEMENT_PORT)
 MAX_MESH_NAME = 40  # pod names M-NN and Service M-routers stay within DNS label limits
+_SECRET_NAME = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?"  # a Secret's name: a DNS subdomain
 
 
 @dataclass
@@ -113,6 +114,12 @@ class PodSettings:
     labels: Dict[str, str] = field(default_factory=dict)
     annotations: Dict[str, str] = field(default_factory=dict)
     priority_class: str | None = None
+    # Secrets (kubernetes.io/dockerconfigjson) for pulling spec.image from a private registry.
+    image_pull_secrets: List[str] = field(default_factory=list)
+
+    def pull_secrets(self) -> List[Dict[str, str]]:
+        """The pod spec's imagePullSecrets."""
+        return [{"name": name} for name in self.image_pull_secrets]
 
 
 @dataclass
@@ -222,7 +229,9 @@ def parse_pod_settings(pod: Fields, mesh_name: str) -> PodSettings:
         resources=pod.mapping("resources"), affinity=pod.mapping("affinity"),
         tolerations=pod.raw_list("tolerations"), node_selector=pod.string_map("nodeSelector"),
         topology_spread=pod.raw_list("topologySpreadConstraints"), labels=pod.string_map("labels"),
-        annotations=pod.string_map("annotations"), priority_class=pod.text("priorityClassName"))
+        annotations=pod.string_map("annotations"), priority_class=pod.text("priorityClassName"),
+        image_pull_secrets=[item.need_text("name", pattern=_SECRET_NAME)
+                            for item in pod.objects("imagePullSecrets", max_items=16)])
     for key in contract.labels(mesh_name):
         if key in settings.labels:
             raise SpecError(f"{pod.at('labels')}.{key}", "is set by the operator and cannot be overridden")

@@ -85,7 +85,8 @@ def _pod_template(mesh: MeshSpec, group: EdgeGroupSpec, cert_revision: str | Non
     for key, value in (("affinity", pod.affinity), ("tolerations", pod.tolerations),
                        ("nodeSelector", pod.node_selector),
                        ("topologySpreadConstraints", pod.topology_spread),
-                       ("priorityClassName", pod.priority_class)):
+                       ("priorityClassName", pod.priority_class),
+                       ("imagePullSecrets", pod.pull_secrets())):
         if value:
             pod_spec[key] = value
     annotations = {**pod.annotations, RESTART_HASH_ANNOTATION: mesh.restart_hash()}

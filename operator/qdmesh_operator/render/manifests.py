@@ -146,7 +146,8 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, partition: int = 
     for key, value in (("affinity", mesh.pod.affinity), ("tolerations", mesh.pod.tolerations),
                        ("nodeSelector", mesh.pod.node_selector),
                        ("topologySpreadConstraints", mesh.pod.topology_spread),
-                       ("priorityClassName", mesh.pod.priority_class)):
+                       ("priorityClassName", mesh.pod.priority_class),
+                       ("imagePullSecrets", mesh.pod.pull_secrets())):
         if value:
             pod_spec[key] = value
     annotations = {**mesh.pod.annotations, RESTART_HASH_ANNOTATION: mesh.restart_hash()}
@@ -162,6 +163,14 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, partition: int = 
                      "template": {"metadata": {"labels": {**mesh.pod.labels, **contract.labels(mesh.name)},
                                                "annotations": annotations},
                                   "spec": pod_spec}}}
+
+
+def _console_pod_spec(mesh: MeshSpec, container: Dict[str, Any]) -> Dict[str, Any]:
+    """The console runs the routers' image, so it pulls with their secrets."""
+    spec: Dict[str, Any] = {"containers": [container], "enableServiceLinks": False}
+    if mesh.pod.image_pull_secrets:
+        spec["imagePullSecrets"] = mesh.pod.pull_secrets()
+    return spec
 
 
 def console_objects(mesh: MeshSpec, owner: Dict[str, Any] | None) -> List[Dict[str, Any]]:
@@ -190,7 +199,7 @@ def console_objects(mesh: MeshSpec, owner: Dict[str, Any] | None) -> List[Dict[s
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
                   "spec": {"replicas": 1, "selector": {"matchLabels": contract.console_selector(mesh.name)},
                            "template": {"metadata": {"labels": dict(labels)},
-                                        "spec": {"containers": [container], "enableServiceLinks": False}}}}
+                                        "spec": _console_pod_spec(mesh, container)}}}
     service = {"apiVersion": "v1", "kind": "Service", "metadata": dict(meta),
                "spec": {"type": "ClusterIP", "selector": contract.console_selector(mesh.name),
                         "ports": [{"name": "http", "port": contract.CONSOLE_PORT, "targetPort": "http",

@@ -1,4 +1,4 @@
-"""An off-by-default trace of the event loop, for attributing latency (issue 31).
+"""An off-by-default trace of the event loop, for attributing latency.
 
 With ``QDROUTER_LOOP_TRACE=FILE`` in its environment the router records, for every loop turn
 that did something, when it started and ended (CLOCK_MONOTONIC ns, the clock qdm-send stamps

@@ -2,7 +2,7 @@
  *
  * Every call from Python into proton through cffi releases and re-takes the GIL and saves
  * errno; at about twenty calls per routed message that was a fifth of the router's CPU
- * (callgrind, bench/HISTORY.md "Session 12"). These functions make the same proton calls
+ * (callgrind, bench/HISTORY.md). These functions make the same proton calls
  * as the router's Python code did, in the same order, a message's worth at a time.
  *
  * Proton is the instance python-qpid-proton loaded (its cffi module exports every pn_*

@@ -3,8 +3,8 @@ functions in Python when it was not built.
 
 Each function stands for several proton calls. Compiled, each costs one cffi call, and the
 event loop takes up to BATCH events per call; the fallback (proton_shim_fallback.py) makes
-the proton calls one by one through cproton_ffi, as the router did before the shim (more
-CPU per message: bench/HISTORY.md, "Session 12"). Set QDROUTER_PROTON_SHIM=off to use the
+the proton calls one by one through cproton_ffi (more
+CPU per message: bench/HISTORY.md). Set QDROUTER_PROTON_SHIM=off to use the
 fallback even when the shim is built (the tests run both).
 """
 

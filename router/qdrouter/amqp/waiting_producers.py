@@ -11,7 +11,7 @@ and the address's own queue goes first.
 
 On a busy 1->1 link about one message in ten finds its consumer without credit. Where most
 do (a receiver that grants 20 credit at a time), leaving them unread cut the router's
-instructions per message by 7.6% on PyPy and 20% on CPython (bench/HISTORY.md, session 16).
+instructions per message by 7.6% on PyPy and 20% on CPython (bench/HISTORY.md).
 
 A link waits while it is in ``by_address``, with ``CoreLink.read_on_arrival`` cleared. It stops
 waiting when one of the address's consumers gets credit or leaves, when its routes change

@@ -4,7 +4,7 @@
 #   ${QDMESH_K8S_CACHE:-/var/cache/qdmesh/k8s}/<k8s version>/bin/
 #     etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy,
 #     kubectl, coredns, pause
-# No registry ships these binaries and these machines cannot download release builds, so they
+# No registry ships these binaries and a machine without internet access cannot download release builds, so they
 # are compiled from the Go module proxy (see docs/e2e.md). A warm run only checks the stamps.
 set -euo pipefail
 

@@ -151,7 +151,7 @@ check_schedulable() {
 
 setup_network() {
     if ! ip link show "$NODE_BRIDGE" >/dev/null 2>&1; then
-        # No dummy netdev on these machines: a bridge without ports carries the node address.
+        # A VM may have no dummy netdev: a bridge without ports carries the node address.
         ip link add "$NODE_BRIDGE" type bridge
     fi
     # (grep on a captured string: with pipefail, `ip ... | grep -q` fails when grep quits early.)

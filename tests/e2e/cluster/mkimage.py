@@ -1,7 +1,8 @@
 """Write a single-layer container image archive (Docker ``save`` format) from local files.
 
-These machines cannot pull images and have no Docker engine, so the cluster's own images (the
-pause sandbox, CoreDNS, a busybox test image) are made from binaries built or installed here::
+A machine without registry access cannot pull images, and may have no Docker engine, so the
+cluster's own images (the pause sandbox, CoreDNS, a busybox test image) are made from binaries
+built or installed here::
 
     python3 mkimage.py OUT.tar NAME:TAG --file /path/to/pause=/pause --entrypoint /pause
     python3 mkimage.py OUT.tar NAME:TAG --busybox /bin/busybox --entrypoint /bin/sh
