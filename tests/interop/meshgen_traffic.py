@@ -14,6 +14,7 @@ import json
 import random
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Sequence, Tuple
@@ -246,19 +247,26 @@ def kill_restart(net: Net, mesh: GenMesh, producer: str, consumer: str, victim: 
 def run_checks(net: Net, mesh: GenMesh, plan: Plan) -> Results:
     """Every check of ``plan`` on ``mesh`` (already started), keyed by a name that is the
     same in both meshes of a seed."""
-    results: Results = {"converged": {"ready": int(wait_ready(net, mesh))}}
     (cp, cc), (bp, bc), (rc, rs) = plan.closest, plan.balanced, plan.request
-    results[f"closest {cp}->{cc}"] = anycast(net, mesh, cp, cc, f"closest/gen-{cp}-{cc}")
-    results[f"balanced {bp}->{bc}"] = anycast(net, mesh, bp, bc, f"balanced/gen-{bp}-{bc}")
-    results[f"multicast {plan.multicast_from}->{','.join(plan.multicast_to)}"] = multicast(
-        net, mesh, plan.multicast_from, plan.multicast_to, f"multicast/gen-{plan.multicast_from}")
-    results[f"request {rc}->{rs}"] = request_response(net, mesh, rc, rs, f"closest/svc-{rs}")
     asked, about = plan.management
-    results[f"management {asked}->{about}"] = management(mesh, asked, about)
+    checks: Dict[str, Callable[[], Counts]] = {
+        "converged": lambda: {"ready": int(wait_ready(net, mesh))},
+        f"closest {cp}->{cc}": lambda: anycast(net, mesh, cp, cc, f"closest/gen-{cp}-{cc}"),
+        f"balanced {bp}->{bc}": lambda: anycast(net, mesh, bp, bc, f"balanced/gen-{bp}-{bc}"),
+        f"multicast {plan.multicast_from}->{','.join(plan.multicast_to)}": lambda: multicast(
+            net, mesh, plan.multicast_from, plan.multicast_to, f"multicast/gen-{plan.multicast_from}"),
+        f"request {rc}->{rs}": lambda: request_response(net, mesh, rc, rs, f"closest/svc-{rs}"),
+        f"management {asked}->{about}": lambda: management(mesh, asked, about),
+    }
     if plan.kill is not None:
         kp, kc, victim = plan.kill
-        results[f"kill {victim} under {kp}->{kc}"] = kill_restart(net, mesh, kp, kc, victim,
-                                                                  f"closest/kill-{kp}-{kc}")
+        checks[f"kill {victim} under {kp}->{kc}"] = lambda: kill_restart(net, mesh, kp, kc, victim,
+                                                                         f"closest/kill-{kp}-{kc}")
+    results: Results = {}
+    for name, check in checks.items():
+        started = time.monotonic()
+        results[name] = check()
+        results[name]["seconds"] = round(time.monotonic() - started, 1)  # shown, not compared
     return results
 
 
@@ -300,26 +308,30 @@ class SeedRun:
         return not self.worse and not self.stop_errors
 
 
+def _run_mesh(mesh: GenMesh, plan: Plan) -> Results:
+    mesh.start()
+    net = Net()
+    try:
+        return run_checks(net, mesh, plan)
+    finally:
+        net.close()
+
+
 def run_seed(workdir: Path, seed: int, kill: bool = False, **generate_args: Any) -> SeedRun:
-    """Generate ``seed``'s mesh, run it and its all-C twin side by side (both started, then
-    the checks on one and on the other), stop both whatever happens, and compare."""
+    """Generate ``seed``'s mesh; start it and its all-C twin and run the checks on both at once
+    (a thread and a client event loop each); stop both whatever happens, and compare."""
     started = time.monotonic()
     spec = generate(seed, **generate_args)
     plan = plan_for(spec, kill)
     meshes = build_pair(workdir, spec)
-    results: Dict[str, Results] = {}
     stop_errors: List[str] = []
-    try:
-        for mesh in meshes.values():
-            mesh.start()
-        for kind, mesh in meshes.items():
-            net = Net()
-            try:
-                results[kind] = run_checks(net, mesh, plan)
-            finally:
-                net.close()
-    finally:
-        for kind, mesh in meshes.items():
-            stop_errors += [f"{kind} {error}" for error in mesh.stop()]
+    with ThreadPoolExecutor(len(meshes)) as pool:
+        futures = {kind: pool.submit(_run_mesh, mesh, plan) for kind, mesh in meshes.items()}
+        try:
+            results = {kind: future.result() for kind, future in futures.items()}
+        finally:
+            wait(list(futures.values()))
+            for kind, errors in zip(meshes, pool.map(GenMesh.stop, meshes.values())):
+                stop_errors += [f"{kind} {error}" for error in errors]
     return SeedRun(spec, plan, results, compare(results["mixed"], results["all-c"]), stop_errors,
                    time.monotonic() - started)
