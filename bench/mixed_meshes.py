@@ -10,13 +10,15 @@ random ids, costs and hello settings, edge routers of both kinds) runs its traff
 each check's counts mixed/all-C, verdict) goes to stdout and to --out. ``--kill`` kills an
 interior router under traffic in every other seed (the even ones). A seed whose mixed mesh did
 worse than the all-C one is listed with the command that runs it alone. Every router started
-is stopped (try/finally), whatever happens. Exits 1 if any seed did worse.
+is stopped (try/finally), whatever happens; SIGINT or SIGTERM ends the run after the seed under
+way (the clients' waits would swallow an interrupt). Exits 1 if any seed did worse.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -84,7 +86,18 @@ def main(argv: List[str] | None = None) -> int:
     lines = [HEADER]
     print(HEADER, flush=True)
     failures: Dict[int, str] = {}
+    stopping: List[int] = []
+
+    def stop_after_this_seed(signum: int, frame: object) -> None:
+        stopping.append(signum)
+        print("# stopping after the seed under way", file=sys.stderr, flush=True)
+    signal.signal(signal.SIGINT, stop_after_this_seed)
+    signal.signal(signal.SIGTERM, stop_after_this_seed)
+    done = 0
     for seed in range(args.seed, args.seed + args.count):
+        if stopping:
+            break
+        done += 1
         workdir = Path(tempfile.mkdtemp(prefix=f"mixed-mesh-{seed}-"))
         kill = args.kill and seed % 2 == 0
         command = (f"python bench/mixed_meshes.py --seed {seed} --min-interiors {args.min_interiors} "
@@ -104,7 +117,7 @@ def main(argv: List[str] | None = None) -> int:
         else:
             failures[seed] = (f"{command}  # {run.spec.describe()}; " + "; ".join(run.worse + run.stop_errors)
                               + f" (logs in {workdir})")
-    summary = (f"\n{args.count - len(failures)} of {args.count} seeds no worse than the all-C mesh "
+    summary = (f"\n{done - len(failures)} of {done} seeds no worse than the all-C mesh "
                f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n")
     summary += "".join(f"- seed {seed}: {text}\n" for seed, text in failures.items())
     print(summary)

@@ -10,6 +10,7 @@ counts what happened instead of raising: a mesh that never got ready shows as ``
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import time
@@ -25,7 +26,7 @@ from qdrouter.tools.management_client import ManagementClient
 from tests.interop.meshgen import GenMesh, MeshSpec, build_pair, generate
 from tests.interop.mixed_topology import ADDRESS_TYPE, query, remote_count
 from tests.interop.peers import upstream_tool
-from tests.mesh.meshproc import NODE_TYPE
+from tests.mesh.meshproc import NODE_TYPE, shortest_paths
 from tests.router.amqpclient import Net, ReceiverLink, SenderLink, msg
 
 Counts = Dict[str, object]
@@ -56,11 +57,25 @@ def plan_for(spec: MeshSpec, kill: bool = False) -> Plan:
     receivers = tuple(sorted(rng.sample(names, rng.randint(2, min(4, len(names))))))
     killed = None
     if kill:
-        victim = rng.choice(interiors)
-        alive = [n for n in names if spec.interior_of(n) != victim]
-        producer, consumer = pair(alive)
-        killed = (producer, consumer, victim)
+        killed = _kill_plan(rng, spec)
     return Plan(pair(names), pair(names), rng.choice(names), receivers, pair(names), pair(interiors), killed)
+
+
+def _kill_plan(rng: random.Random, spec: MeshSpec) -> Tuple[str, str, str]:
+    """(producer, consumer, victim): where some pair's cheapest path crosses a third interior
+    router, that router is the victim, so that the stream has to find another path or wait."""
+    links = [(lk.connector, lk.listener, lk.cost) for lk in spec.links]
+    crossings = []
+    for a, b in itertools.permutations(spec.names, 2):
+        ia, ib = spec.interior_of(a), spec.interior_of(b)
+        if ia != ib:
+            _, hops = shortest_paths(spec.interiors, links, ia)[ib]
+            crossings += [(a, b, hop) for hop in sorted(hops) if hop != ib]
+    if crossings:
+        return rng.choice(crossings)
+    victim = rng.choice(spec.interiors)
+    producer, consumer = rng.sample([n for n in spec.names if spec.interior_of(n) != victim], 2)
+    return producer, consumer, victim
 
 
 def _safely(probe: Callable[[], bool]) -> bool:
