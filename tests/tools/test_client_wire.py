@@ -199,3 +199,22 @@ def test_url_forms(fake_agent: Make) -> None:
             assert client.host_port == agent.url
             assert client.get_mgmt_nodes() == []
     assert ManagementClient("example.org").host_port == "example.org:5672"
+
+
+def test_ctrl_c_while_waiting_for_a_reply_is_not_a_management_error(fake_agent: Make) -> None:
+    """Ctrl-C in a tool or a script (KeyboardInterrupt) must stop it, not turn into a
+    ManagementError that a caller's error handling swallows."""
+    agent = fake_agent(ok({"attributeNames": ["name"], "results": []}))
+    with ManagementClient(agent.url) as client:
+        assert client.query("listener", ["name"]) == []  # connected
+
+        def interrupted(*args: Any, **kwargs: Any) -> None:
+            raise KeyboardInterrupt
+        connection: Any = client._conn
+        waiting = connection.wait
+        connection.wait = interrupted
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                client.query("listener", ["name"])
+        finally:
+            connection.wait = waiting  # closing waits too
