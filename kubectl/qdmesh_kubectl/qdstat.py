@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import uuid
@@ -133,8 +134,20 @@ def run(args: argparse.Namespace, forwarder_factory: ForwarderFactory) -> int:
     return 1 if result.failures else 0
 
 
+def missing_extra() -> str | None:
+    """One line saying the Kubernetes client (the [kubectl] extra) is not installed, or None."""
+    if importlib.util.find_spec("kubernetes") is not None:
+        return None
+    return (f"{PROG}: needs the qdmesh package's [kubectl] extra (kubernetes not installed): "
+            "in a clone of qdmesh, pip install '.[kubectl]'")
+
+
 def main(argv: Sequence[str] | None = None, forwarder_factory: ForwarderFactory | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    problem = missing_extra()
+    if problem:
+        sys.stderr.write(problem + "\n")
+        return 1
 
     def body() -> int:
         try:

@@ -66,3 +66,16 @@ def test_every_qdstat_view_has_an_option() -> None:
     assert shown == set(VIEWS) | {"map", "edge-routers"}
     assert build_parser().parse_args(["demo", "--nodes"]).show == "nodes"
     assert build_parser().parse_args(["demo", "-n", "ns"]).namespace == "ns"
+
+
+def test_without_the_kubernetes_client_one_line_names_the_extra(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """A plugin installed without the [kubectl] extra says what to install, not a traceback."""
+    import importlib.util
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "kubernetes" else real_find_spec(name, *a))
+    assert main(["demo"]) == 1
+    err = capsys.readouterr().err
+    assert err == ("kubectl-qdstat: needs the qdmesh package's [kubectl] extra (kubernetes not "
+                   "installed): in a clone of qdmesh, pip install '.[kubectl]'\n")
