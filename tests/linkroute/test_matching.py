@@ -153,3 +153,18 @@ def test_wrong_container_id_is_no_route(edge_factory: EdgeFactory, container: Ro
     snd = net.connect(edge.url).sender("cid.q")
     net.wait(lambda: snd.remote_closed, 5, "the refusal")
     assert snd.remote_condition is not None and snd.remote_condition.name == "qd:no-route-to-dest"
+
+
+@pytest.mark.parametrize("kind", ["sender", "receiver"])
+def test_the_client_sees_the_address_it_asked_for_not_the_containers(
+        edge_factory: EdgeFactory, container: Router, net: Net, kind: str) -> None:
+    """The container answers with its own address (/queue/orders); the router undoes the route's
+    external prefixes in that answer, so a client that checks its terminus (proton's
+    BlockingConnection refuses a sender whose target differs) sees ext.orders."""
+    edge = edge_factory(both_ways("ext", connection="cont", add="/queue/", delete="ext."),
+                        {"cont": container.port}, active=2)
+    client = net.connect(edge.url)
+    link = client.sender("ext.orders") if kind == "sender" else client.receiver("ext.orders")
+    assert link.remote_opened and not link.remote_closed, link.remote_condition
+    terminus = link.link.remote_target if kind == "sender" else link.link.remote_source
+    assert terminus.address == "ext.orders"

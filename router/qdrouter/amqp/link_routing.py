@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import Any, Callable, Dict, List, Set
+from typing import Any, Callable, Dict, List, Set, Tuple
 
 from ..core.link_route_table import LinkRoute, LinkRouteTable
 from .capabilities import dynamic_node_address
@@ -22,7 +22,7 @@ ROUTE_CONTAINER = "route-container"
 
 class RoutedLink:
     __slots__ = ("connection", "delivered", "deliveries", "identity", "incoming", "key", "peer", "pn_link",
-                 "route_in")
+                 "prefixes", "route_in")
 
     def __init__(self, pn_link: Any, connection: AmqpConnection, incoming: bool, identity: int = 0) -> None:
         self.identity = identity
@@ -41,6 +41,10 @@ class RoutedLink:
         # whose row counts the route-container deliveries; None for a route only other routers
         # of the mesh have.
         self.key: str | None = None
+        # On the container's end: the route's (addExternalPrefix, delExternalPrefix), undone
+        # in the container's answer so the client sees the address it asked for (qdrouterd's
+        # strip_prefix / insert_prefix).
+        self.prefixes: Tuple[str | None, str | None] | None = None
 
 
 class LinkRouter:
@@ -121,6 +125,8 @@ class LinkRouter:
         container_side.route_in = incoming
         if route is not None:
             client.key = container_side.key = route.advert_key
+            if route.add_prefix or route.del_prefix:
+                container_side.prefixes = (route.add_prefix, route.del_prefix)
         self.routed[pn_link] = client
         self.routed[peer_link] = container_side
         self.dirty.add(container)
@@ -159,6 +165,13 @@ class LinkRouter:
         if client is not None and lib.pn_link_state(client.pn_link) & lib.PN_LOCAL_UNINIT:
             lib.pn_terminus_copy(lib.pn_link_source(client.pn_link), lib.pn_link_remote_source(pn_link))
             lib.pn_terminus_copy(lib.pn_link_target(client.pn_link), lib.pn_link_remote_target(pn_link))
+            if routed.prefixes is not None:
+                terminus = lib.pn_link_target(client.pn_link) if client.incoming else lib.pn_link_source(
+                    client.pn_link)
+                address = terminus_address(terminus)
+                if address is not None:
+                    internal = internal_address(address, *routed.prefixes)
+                    lib.pn_terminus_set_address(terminus, internal.encode())
             lib.pn_link_open(client.pn_link)
             self.dirty.add(client.connection)
             log.debug("Link route: r%d answered by the destination; r%d opened", routed.identity,
@@ -318,3 +331,12 @@ class LinkRouter:
             lib.pn_link_set_drain(receiver, False)
             if lib.pn_link_get_drain(sender) and lib.pn_link_queued(sender) == 0:
                 lib.pn_link_drained(sender)
+
+
+def internal_address(external: str, add_prefix: str | None, del_prefix: str | None) -> str:
+    """The container's address as the client knows it: addExternalPrefix taken off (when the
+    address is longer than it), delExternalPrefix put back, as qdrouterd rewrites a
+    link-routed attach's answer (terminus.c)."""
+    if add_prefix and len(external) > len(add_prefix) and external.startswith(add_prefix):
+        external = external[len(add_prefix):]
+    return (del_prefix or "") + external
