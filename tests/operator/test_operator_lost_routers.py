@@ -13,13 +13,14 @@ controller (a stopped node's Ready=Unknown, its pods' Ready=False)."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 import pytest
 
-from qdmesh_operator.apply.kube import KubeApi, NodeHealth
+from qdmesh_operator.apply.kube import KubeApi, NodeHealth, node_health_of
 from qdmesh_operator.apply.management import RouterOutcome
 from qdmesh_operator.apply.observe import Observed
 from qdmesh_operator.model.mesh import parse_mesh
@@ -75,6 +76,24 @@ def test_a_router_is_lost_only_after_it_ran_and_with_its_node_always() -> None:
     assert [(r.name, r.reason) for r in lost] == [("m-2", "PodMissing")]
 
 
+def test_a_node_is_judged_by_its_ready_condition_not_by_taints_that_lag_behind_it() -> None:
+    from kubernetes.client import V1Node, V1NodeCondition, V1NodeSpec, V1NodeStatus, V1ObjectMeta, V1Taint
+
+    def node(ready: str, *taints: str) -> Any:
+        reason = "KubeletReady" if ready == "True" else "NodeStatusUnknown"
+        return V1Node(metadata=V1ObjectMeta(name="n"),
+                      spec=V1NodeSpec(taints=[V1Taint(key=t, effect="NoSchedule") for t in taints]),
+                      status=V1NodeStatus(conditions=[V1NodeCondition(type="Ready", status=ready,
+                                                                      reason=reason)]))
+    # A new node keeps the admission plugin's not-ready taint, and a node back from a loss the
+    # lifecycle controller's unreachable taint, for a while after its kubelet posts Ready.
+    assert node_health_of(node("True", "node.kubernetes.io/not-ready")).ready
+    assert node_health_of(node("True", "node.kubernetes.io/unreachable")).ready
+    lost = node_health_of(node("Unknown", "node.kubernetes.io/unreachable"))
+    assert (lost.ready, lost.reason) == (False, "NodeStatusUnknown")
+    assert not node_health_of(V1Node(metadata=V1ObjectMeta(name="n"), status=V1NodeStatus())).ready
+
+
 def test_lost_and_back_events_are_posted_once() -> None:
     pods = {f"m-{i}": PodState(i, "r", i == 0, "a") for i in range(3)}
     observed = _observed(pods, {})
@@ -102,6 +121,26 @@ class Stage:
 
         self.core: Any = client.CoreV1Api(api)
         self.ns = namespace
+        # Each node's Ready as its kubelet (stand-in) posts it. A kubelet posts every few
+        # seconds: the real node lifecycle controller marks a node whose heartbeat is older
+        # than its grace period (40-50 s) Unknown, however long the test took to get there.
+        self._posted: Dict[str, str] = {}
+        self._stop = threading.Event()
+        self._heartbeat = threading.Thread(target=self._beat, name="kubelet-stand-in", daemon=True)
+        self._heartbeat.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(3.0):
+            for name, status in list(self._posted.items()):
+                if status == "True":
+                    try:
+                        self.node_ready(name, status)
+                    except Exception:  # the node is being deleted as the test ends
+                        pass
+
+    def close(self) -> None:
+        self._stop.set()
+        self._heartbeat.join(10)
 
     def node(self, name: str) -> None:
         # Unschedulable: the real scheduler binds nothing here; the test does (see bind).
@@ -113,6 +152,7 @@ class Stage:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         reason, message = (("KubeletReady", "kubelet is posting ready status") if status == "True" else
                            ("NodeStatusUnknown", "Kubelet stopped posting node status."))
+        self._posted[name] = status
         self.core.patch_node_status(name, {"status": {"conditions": [
             {"type": "Ready", "status": status, "reason": reason, "message": message,
              "lastHeartbeatTime": now, "lastTransitionTime": now}]}})
@@ -155,7 +195,6 @@ def test_routers_lost_with_their_node_and_back(crds: ControlPlane, mesh_factory:
         return report
 
     reconcile()  # the StatefulSet; its controller makes the pods
-    stage = Stage(api, ns)
     pods = [f"lossy-{i}" for i in range(3)]
     eventually(lambda: len(kube.pods(ns, "lossy")) == 3, 60, "the StatefulSet's 3 pods")
     apps: Any = client.AppsV1Api(api)
@@ -164,9 +203,11 @@ def test_routers_lost_with_their_node_and_back(crds: ControlPlane, mesh_factory:
         return int(apps.read_namespaced_stateful_set("lossy", ns).status.ready_replicas or 0)
     # Nodes are cluster-wide: named after the namespace, removed however the test ends.
     node_a, node_b = f"{ns}-a", f"{ns}-b"
+    stage = Stage(api, ns)
     try:
         _lose_and_get_back(reconcile, stage, kube, sts_ready, ns, pods, node_a, node_b, local)
     finally:
+        stage.close()
         for name in (node_a, node_b):
             try:
                 client.CoreV1Api(api).delete_node(name)

@@ -25,22 +25,19 @@ class NodeHealth:
     message: str = ""
 
 
-# Taints the node lifecycle controller puts on a node whose kubelet stopped reporting.
-LOST_NODE_TAINTS = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
-
-
 def node_health_of(node: Any) -> NodeHealth:
+    """The node's Ready condition, and nothing else.  Its taints are no earlier news: the node
+    lifecycle controller writes Ready=Unknown before it taints a node it lost, and the
+    ``node.kubernetes.io/not-ready`` and ``unreachable`` taints outlive a node's recovery (and
+    the admission plugin puts ``not-ready`` on every new node) until the controller gets round
+    to removing them, so judging by them calls healthy nodes lost."""
     name = str(node.metadata.name)
     conditions = (node.status.conditions if node.status else None) or []
-    taints = (node.spec.taints if node.spec else None) or []
     ready = next((c for c in conditions if c.type == "Ready"), None)
-    taint = next((t for t in taints if t.key in LOST_NODE_TAINTS), None)
     if ready is None:
         return NodeHealth(name, False, "NoReadyCondition", "the node reports no Ready condition")
     if ready.status != "True":
         return NodeHealth(name, False, str(ready.reason or f"Ready={ready.status}"), str(ready.message or ""))
-    if taint is not None:  # Ready may still say True for a moment after the taint went on
-        return NodeHealth(name, False, "Tainted", f"taint {taint.key}:{taint.effect}")
     return NodeHealth(name, True)
 
 
