@@ -11,7 +11,7 @@ from typing import Any
 
 import kopf
 
-from . import contract
+from . import contract, leader
 from .apply.kube import KubeApi
 from .config import SETTINGS, load_kube_credentials
 from .metrics import METRICS, serve
@@ -45,6 +45,14 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.finalizer = f"{contract.GROUP}/remove-from-routers"
     settings.posting.level = logging.INFO
     settings.execution.max_workers = 8
+    # Every request of kopf's own has a deadline too: an API server that stops answering
+    # (rather than refusing) must not hold a patch or a watch forever.  Watches end on the
+    # server's side after server_timeout and are reopened; the client gives up a little later.
+    settings.networking.connect_timeout = 10.0
+    settings.networking.request_timeout = 60.0
+    settings.watching.connect_timeout = 10.0
+    settings.watching.server_timeout = 300.0
+    settings.watching.client_timeout = 330.0
     load_kube_credentials()
     if SETTINGS.metrics_port:
         _state["metrics"] = await serve(SETTINGS.metrics_port)
@@ -61,16 +69,25 @@ async def run(namespace: str, mesh: str | None, why: str) -> Report | None:
     """Reconcile ``mesh`` and publish what came out of it."""
     if not mesh:
         return None
+    if not leader.may_reconcile():
+        # Past the renew deadline: the process is about to exit (leader.py); another replica
+        # may be reconciling already.
+        raise kopf.TemporaryError("not holding the Lease", delay=60)
     loop = asyncio.get_running_loop()
+    log.debug("reconciling %s/%s (%s)", namespace, mesh, why)
     try:
         report = await loop.run_in_executor(None, reconciler().reconcile, namespace, mesh, why)
     except Exception:
         METRICS.reconciled(why, "error", 0.0, 0, 0, 0)
         raise
+    finally:
+        log.debug("reconciled %s/%s (%s)", namespace, mesh, why)
     result = "ok" if not report.failures else "refused"
     METRICS.reconciled(why, result, report.seconds, report.operations, report.failures, report.repaired)
     kube = reconciler().kube
     for (plural, name), status in report.statuses.items():
+        if not leader.may_reconcile():
+            raise kopf.TemporaryError("not holding the Lease", delay=60)
         await loop.run_in_executor(None, kube.patch_status, plural, namespace, name, status)
     for event in report.events:
         kopf.event(event.target, type=event.type, reason=event.reason, message=event.message)
@@ -103,6 +120,39 @@ async def routers_came_or_went(labels: Any, namespace: Any, name: Any, status: A
         return
     seen[(namespace, name)] = ready
     await run(namespace, labels.get("qdmesh.io/mesh"), "routers")
+
+
+def _pod_state(status: Any, spec: Any) -> tuple:
+    """What of a router pod changes its mesh's status: readiness, node, and the reasons the
+    scheduler and the kubelet give for it not running."""
+    status, spec = status or {}, spec or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    ready = (conditions.get("Ready") or {}).get("status") == "True"
+    waiting = tuple(sorted(str(((c.get("state") or {}).get("waiting") or {}).get("reason") or "")
+                           for c in (status.get("containerStatuses") or [])))
+    return ready, spec.get("nodeName") or "", (conditions.get("PodScheduled") or {}).get("reason"), waiting
+
+
+@kopf.on.event("", "v1", "pods", labels={"app.kubernetes.io/managed-by": contract.MANAGER,
+                                          "qdmesh.io/mesh": kopf.PRESENT})
+async def router_pod_changed(labels: Any, namespace: Any, name: Any, status: Any, spec: Any,
+                             type: Any, **_: Any) -> None:
+    """A router's pod became ready or not (its kubelet, or the node lifecycle controller), or
+    says why it cannot run: refresh the mesh now rather than at the next drift check.  The
+    StatefulSet's ready count alone misses a pod that is back while its node is not yet, and
+    one that never ran."""
+    seen: dict = _state.setdefault("router_pods", {})
+    key = (namespace, name)
+    if type == "DELETED":
+        seen.pop(key, None)
+        return
+    state = _pod_state(status, spec)
+    known = key in seen
+    if seen.get(key) == state:
+        return
+    seen[key] = state
+    if known:  # the first sight of each pod (the operator starting) is the resume handler's
+        await run(namespace, labels.get("qdmesh.io/mesh"), "routers")
 
 
 @kopf.on.event("apps", "v1", "deployments", labels={"qdmesh.io/edge-of": kopf.PRESENT})

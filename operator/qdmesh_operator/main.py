@@ -95,9 +95,9 @@ def lease_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 def kube_api_client() -> Any:
     """A client for the API server, found as the handlers find it."""
-    from kubernetes import client
     from kubernetes import config as kube_config
 
+    from .apiclient import TimedApiClient
     from .config import load_kube_credentials
 
     try:
@@ -105,13 +105,14 @@ def kube_api_client() -> Any:
     except (kube_config.ConfigException, OSError) as e:
         raise SystemExit(f"qdmesh-operator: leader election needs the API server, and "
                          f"neither the in-cluster config nor a kubeconfig is usable: {e}") from None
-    return client.ApiClient()
+    return TimedApiClient()
 
 
 def become_leader(settings: LeaseSettings, health_port: int) -> LeaderElector | None:
     """Waits for the Lease, answering the kubelet's probes meanwhile; None when told to stop
     first. Once it holds the Lease, a thread renews it; losing it ends the process at once
     (as client-go's controllers do): another replica may be reconciling by then."""
+    from . import leader
     from .standby import standby_health
 
     elector = LeaderElector(kube_api_client(), settings)
@@ -126,10 +127,15 @@ def become_leader(settings: LeaseSettings, health_port: int) -> LeaderElector | 
             signal.signal(sig, handler)
 
     def lost() -> None:
+        # At once, from the renewal or watchdog thread: kopf's tasks and the reconciliations
+        # in worker threads stop with the process, before another replica can take over (the
+        # renew deadline is shorter than the lease duration).  The kubelet restarts the pod,
+        # which waits as a standby.
         log.error("stopping: this replica no longer holds the Lease")
         logging.shutdown()
         os._exit(1)
 
+    leader.ACTIVE = elector
     elector.keep(lost)
     return elector
 

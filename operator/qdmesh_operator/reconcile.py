@@ -96,7 +96,7 @@ class MeshReconciler:
         mesh, owner = parsed.mesh, parsed.owner
         override = overrides()
         in_cluster = override is None
-        urls = self.urls(mesh, observed.ready_pods)
+        urls = self.urls(mesh, observed.manageable)
         # The operator talks to routers this time (so it needs its certificate): some are ready,
         # and it reaches them in the cluster rather than through QDMESH_ROUTER_URLS.
         needs_management = in_cluster and (bool(urls) or observed.edges_ready)

@@ -56,10 +56,20 @@ def test_routermesh_gets_owned_objects_and_honest_status(kube: Cluster) -> None:
 
     ready = eventually(lambda: kube.condition("routermeshes", "alpha", "Ready"), what="Ready condition")
     assert ready["status"] == "False" and ready["observedGeneration"] == 1
-    reconciling = kube.condition("routermeshes", "alpha", "Reconciling")
-    assert reconciling["status"] == "True" and reconciling["reason"] == "RoutersNotReady"
-    assert reconciling["message"] == "0/3 routers ready"
+    # No node takes pods here: the scheduler says so on each pod, and the status repeats it.
+    reconciling = eventually(
+        lambda: (kube.condition("routermeshes", "alpha", "Reconciling").get("reason") == "Unschedulable"
+                 and kube.condition("routermeshes", "alpha", "Reconciling")), 60, "Unschedulable status")
+    assert reconciling["status"] == "True"
+    assert reconciling["message"].startswith("alpha-0, alpha-1, alpha-2: Unschedulable: "), reconciling
+    pod = kube.core.read_namespaced_pod("alpha-0", kube.ns)
+    scheduler_says = next(c.message for c in pod.status.conditions if c.type == "PodScheduled")
+    assert scheduler_says and scheduler_says in reconciling["message"]
     assert kube.condition("routermeshes", "alpha", "Stalled")["status"] == "False"
+    time.sleep(4)  # drift checks every 1.5 s: the Warning is posted once, not at each
+    warnings = [e for e in kube.events("alpha") if e.reason == "Unschedulable"]
+    assert len(warnings) == 1 and warnings[0].type == "Warning" and warnings[0].count in (None, 1)
+    assert warnings[0].message == reconciling["message"]
     status = kube.get("routermeshes", "alpha")["status"]
     assert status["observedGeneration"] == 1 and status["selector"] == "qdmesh.io/mesh=alpha"
     assert [r["name"] for r in status["routerStatus"]] == ["alpha-0", "alpha-1", "alpha-2"]

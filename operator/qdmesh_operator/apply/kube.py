@@ -10,7 +10,9 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from .. import contract
+from ..apiclient import TimedApiClient
 from ..rolling import PodState
+from .pod_problems import pod_problem
 
 APPLY = "application/apply-patch+yaml"
 
@@ -66,7 +68,7 @@ class KubeApi:
     """Thin synchronous wrapper; every call raises ``ApiException`` on failure."""
 
     def __init__(self, api_client: k8s.ApiClient | None = None) -> None:
-        self.api_client = api_client or k8s.ApiClient()
+        self.api_client = api_client or TimedApiClient()
         self.custom = k8s.CustomObjectsApi(self.api_client)
         self.core = k8s.CoreV1Api(self.api_client)
         self.apps = k8s.AppsV1Api(self.api_client)
@@ -135,7 +137,8 @@ class KubeApi:
             found[name] = PodState(ordinal=int(ordinal) if ordinal.isdigit() else -1,
                                    revision=str(labels.get("controller-revision-hash") or ""),
                                    ready=any(c.type == "Ready" and c.status == "True" for c in conditions),
-                                   node=str((pod.spec.node_name if pod.spec else None) or ""))
+                                   node=str((pod.spec.node_name if pod.spec else None) or ""),
+                                   problem=pod_problem(pod))
         return found
 
     def node_health(self, names: Iterable[str]) -> Dict[str, NodeHealth] | None:

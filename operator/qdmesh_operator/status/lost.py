@@ -6,7 +6,9 @@ operator carries on where the last status left off, and posts no Event twice).
 
 A router that never ran (a new mesh, a new router of a scale-up) is not lost, only not ready
 yet; during a rolling restart the router being replaced is not lost either.  A router whose
-node is not ready is lost whatever it did before: nothing on that node runs."""
+node is not ready is lost whatever it did before (nothing on that node runs), except when
+every node of the mesh turned not ready together and its management answers: then the nodes'
+status is what is wrong (Kubernetes' control plane itself was away), not the routers."""
 
 from __future__ import annotations
 
@@ -54,10 +56,12 @@ def lost_routers(mesh: MeshSpec, body: Mapping[str, Any], observed: Observed,
         node = pod.node if pod is not None else ""
         health = nodes.get(node) if node else None
         ran = rid in was_ready or rid in was_lost
-        if health is not None and not health.ready:
+        # Every node down at once and the router answering: the control plane was away.
+        answers = observed.nodes_all_down and rid in outcomes and outcomes[rid].reachable
+        if health is not None and not health.ready and not answers:
             detail = f"{health.reason}: {health.message}" if health.message else health.reason
             lost.append(LostRouter(rid, node, NODE_NOT_READY, f"its node {node} is not ready ({detail})"))
-        elif not ran or rolling:
+        elif not ran or rolling or answers:
             continue
         elif pod is None:
             lost.append(LostRouter(rid, "", POD_MISSING, "its pod is gone"))
