@@ -12,8 +12,10 @@ from typing import Any
 import kopf
 
 from . import contract, leader
+from .apply.events import EventPoster
 from .apply.kube import KubeApi
 from .config import SETTINGS, load_kube_credentials
+from .drift import DriftSchedule
 from .metrics import METRICS, serve
 from .reconcile import ROUTING_PLURALS, MeshReconciler, Report
 
@@ -43,7 +45,10 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix=contract.GROUP, key="last-handled-configuration")
     settings.persistence.finalizer = f"{contract.GROUP}/remove-from-routers"
-    settings.posting.level = logging.INFO
+    # kopf would post its own log lines ("Handler ... succeeded") as Events too, and retry
+    # them with ERROR lines into a namespace being deleted; the operator posts its own
+    # (apply/events.py), which say what happened.
+    settings.posting.enabled = False
     settings.execution.max_workers = 8
     # Every request of kopf's own has a deadline too: an API server that stops answering
     # (rather than refusing) must not hold a patch or a watch forever.  Watches end on the
@@ -60,6 +65,9 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 
 @kopf.on.cleanup()
 async def stop_metrics(**_: Any) -> None:
+    schedule = _state.pop("drift", None)
+    if schedule is not None:
+        await schedule.stop()
     runner = _state.pop("metrics", None)
     if runner is not None:
         await runner.cleanup()
@@ -89,8 +97,11 @@ async def run(namespace: str, mesh: str | None, why: str) -> Report | None:
         if not leader.may_reconcile():
             raise kopf.TemporaryError("not holding the Lease", delay=60)
         await loop.run_in_executor(None, kube.patch_status, plural, namespace, name, status)
+    if "events" not in _state:
+        _state["events"] = EventPoster(kube.core)
+    poster: EventPoster = _state["events"]
     for event in report.events:
-        kopf.event(event.target, type=event.type, reason=event.reason, message=event.message)
+        await loop.run_in_executor(None, poster.post, event)
     return report
 
 
@@ -102,12 +113,22 @@ async def mesh_changed(name: str, namespace: Any, **_: Any) -> None:
     await run(namespace, name, "change")
 
 
-@kopf.timer(G, V, contract.MESH_PLURAL, interval=SETTINGS.drift_interval,
-            initial_delay=SETTINGS.drift_interval)
-async def mesh_drift(name: str, namespace: Any, **_: Any) -> None:
+async def mesh_drift(namespace: str, name: str) -> None:
     """Compare every router with the desired state and repair what changed by hand; refresh
     the per-router status (peers, auto-link states) as routers come and go."""
     await run(namespace, name, "drift")
+
+
+@kopf.on.event(G, V, contract.MESH_PLURAL)
+async def mesh_seen(type: Any, name: str, namespace: Any, meta: Any, **_: Any) -> None:
+    """Drift checks for every RouterMesh there is (drift.py: no kopf timer, so no finalizer)."""
+    if "drift" not in _state:
+        _state["drift"] = DriftSchedule(SETTINGS.drift_interval, mesh_drift)
+    schedule: DriftSchedule = _state["drift"]
+    if type == "DELETED" or meta.get("deletionTimestamp"):
+        schedule.forget(namespace, name)
+    else:
+        schedule.watch(namespace, name)
 
 
 @kopf.on.event("apps", "v1", "statefulsets", labels={"app.kubernetes.io/managed-by": contract.MANAGER})

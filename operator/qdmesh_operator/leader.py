@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Tuple
+from typing import Any, Callable, Dict, Tuple
 
 log = logging.getLogger("qdmesh.leader")
 
@@ -48,6 +48,9 @@ class LeaseSettings:
     duration_s: float = 15.0
     renew_deadline_s: float = 10.0
     retry_s: float = 2.0
+    #: The Lease's owner reference ({apiVersion, kind, name, uid}): the garbage collector
+    #: deletes the Lease with it (the chart: the operator's Deployment).  None: no owner.
+    owner: Dict[str, Any] | None = None
 
     def problem(self) -> str | None:
         """Why these timings cannot work (client-go's checks), or None."""
@@ -156,8 +159,10 @@ class LeaderElector:
     def _create(self, started: float) -> bool:
         s = self.settings
         now = _micro()
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": s.name, "namespace": s.namespace},
+        metadata: Dict[str, Any] = {"name": s.name, "namespace": s.namespace}
+        if s.owner:
+            metadata["ownerReferences"] = [s.owner]
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata,
                 "spec": {"holderIdentity": s.identity, "leaseDurationSeconds": int(s.duration_s),
                          "acquireTime": now, "renewTime": now, "leaseTransitions": 0}}
         # 409: another replica created it first.

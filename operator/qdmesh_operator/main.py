@@ -108,6 +108,31 @@ def kube_api_client() -> Any:
     return TimedApiClient()
 
 
+def lease_owner(api_client: Any, settings: LeaseSettings) -> LeaseSettings:
+    """``settings`` with the Lease's owner reference: the Deployment $QDMESH_LEASE_OWNER
+    (``deployment/NAME``) names, in the Lease's namespace.  Without it, or when it cannot be
+    read, the Lease has no owner (it is still deleted when the leader stops cleanly)."""
+    import dataclasses
+
+    from kubernetes import client
+
+    wanted = os.environ.get("QDMESH_LEASE_OWNER", "").strip()
+    if not wanted:
+        return settings
+    kind, _, name = wanted.partition("/")
+    if kind.lower() != "deployment" or not name:
+        log.warning("QDMESH_LEASE_OWNER=%r: expected deployment/NAME; the Lease gets no owner", wanted)
+        return settings
+    try:
+        found = client.AppsV1Api(api_client).read_namespaced_deployment(name, settings.namespace)
+    except Exception as e:
+        log.warning("the Lease gets no owner: cannot read Deployment %s/%s: %s", settings.namespace, name,
+                    getattr(e, "reason", None) or e)
+        return settings
+    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "uid": found.metadata.uid}
+    return dataclasses.replace(settings, owner=owner)
+
+
 def become_leader(settings: LeaseSettings, health_port: int) -> LeaderElector | None:
     """Waits for the Lease, answering the kubelet's probes meanwhile; None when told to stop
     first. Once it holds the Lease, a thread renews it; losing it ends the process at once
@@ -115,7 +140,9 @@ def become_leader(settings: LeaseSettings, health_port: int) -> LeaderElector | 
     from . import leader
     from .standby import standby_health
 
-    elector = LeaderElector(kube_api_client(), settings)
+    api_client = kube_api_client()
+    settings = lease_owner(api_client, settings)
+    elector = LeaderElector(api_client, settings)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
