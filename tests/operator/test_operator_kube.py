@@ -277,6 +277,12 @@ def test_live_changes_drift_and_finalizers_on_real_routers(
         what="AutoLink Ready",
     )
     assert ready["message"].startswith("live on all 3 routers")
+    # Only what the operator must take off the routers carries its finalizer: a RouterMesh
+    # (and its namespace) can go with no operator running.
+    finalizer = "qdmesh.io/remove-from-routers"
+    assert finalizer in kube.get("linkroutes", "orders")["metadata"]["finalizers"]
+    assert finalizer in kube.get("autolinks", "q1")["metadata"]["finalizers"]
+    assert finalizer not in (kube.get("routermeshes", "gamma")["metadata"].get("finalizers") or [])
     status = kube.get("autolinks", "q1")["status"]
     assert [(r["name"], r["applied"], r["operStatus"]) for r in status["routers"]] == [
         (f"gamma-{i}", True, "inactive") for i in range(3)

@@ -192,3 +192,35 @@ def test_bad_election_settings_are_named(crds: ControlPlane) -> None:
     done = subprocess.run([sys.executable, "-m", "qdmesh_operator.main"], env=bad_env,
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "QDMESH_LEADER_ELECTION='sometimes'" in done.stderr
+
+
+def test_the_lease_is_owned_by_the_operators_deployment_and_goes_with_it(crds: ControlPlane) -> None:
+    """helm uninstall deletes the Deployment and the RBAC together: the last leader may not be
+    able to delete its Lease any more, the garbage collector does."""
+    from kubernetes import client
+
+    from qdmesh_operator.main import lease_owner
+
+    api, namespace = api_namespace(crds, "owned")
+    apps = client.AppsV1Api(api)
+    labels = {"app": "qdmesh-operator"}
+    deployment = apps.create_namespaced_deployment(namespace, {
+        "metadata": {"name": "qdmesh"}, "spec": {"replicas": 0, "selector": {"matchLabels": labels},
+                                                 "template": {"metadata": {"labels": labels}, "spec": {
+                                                     "containers": [{"name": "op", "image": "x:1"}]}}}})
+    os.environ["QDMESH_LEASE_OWNER"] = "deployment/qdmesh"
+    try:
+        owned = lease_owner(api, settings(namespace, "op-1"))
+    finally:
+        del os.environ["QDMESH_LEASE_OWNER"]
+    assert owned.owner == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "qdmesh",
+                           "uid": deployment.metadata.uid}
+    assert LeaderElector(api, owned).try_acquire_or_renew()
+    from kubernetes.client import CoordinationV1Api
+
+    held = CoordinationV1Api(api).read_namespaced_lease("qdmesh-operator", namespace)
+    assert [(o.kind, o.name, o.uid) for o in held.metadata.owner_references] == [
+        ("Deployment", "qdmesh", deployment.metadata.uid)]
+    apps.delete_namespaced_deployment("qdmesh", namespace)
+    # The garbage collector works through a queue: generous on a loaded machine.
+    eventually(lambda: lease_gone(api, namespace), 150, "the Lease garbage-collected with its Deployment")
