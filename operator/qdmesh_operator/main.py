@@ -129,7 +129,10 @@ def lease_owner(api_client: Any, settings: LeaseSettings) -> LeaseSettings:
         log.warning("the Lease gets no owner: cannot read Deployment %s/%s: %s", settings.namespace, name,
                     getattr(e, "reason", None) or e)
         return settings
-    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "uid": found.metadata.uid}
+    uid = found.metadata.uid if found.metadata is not None else None
+    if not uid:
+        return settings
+    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "uid": uid}
     return dataclasses.replace(settings, owner=owner)
 
 
