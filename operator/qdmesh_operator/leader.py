@@ -108,7 +108,7 @@ class LeaderElector:
     def _time_left(self, started: float) -> float:
         """Seconds a request of an attempt started at ``started`` may take: until the renew
         deadline while we hold the Lease, a renew deadline otherwise."""
-        if self._last_renewal:
+        if self.fresh():
             return self._last_renewal + self.settings.renew_deadline_s - time.monotonic()
         return self.settings.renew_deadline_s - (time.monotonic() - started)
 
