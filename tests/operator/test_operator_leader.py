@@ -123,7 +123,7 @@ def test_a_leader_cut_off_from_the_api_server_stops_within_the_renew_deadline(cr
 
 def start_operator(crds: ControlPlane, namespace: str, name: str, health_port: int,
                    log: Path, *options: str, kubeconfig: str | None = None,
-                   timings: Tuple[str, str, str] = ("3", "2", "0.5")) -> subprocess.Popen:
+                   timings: Tuple[str, str, str] = ("6", "4", "1")) -> subprocess.Popen:
     env = {**os.environ, **crds.env(), "POD_NAME": name, "POD_NAMESPACE": namespace}
     if kubeconfig:
         env["KUBECONFIG"] = kubeconfig
