@@ -58,6 +58,11 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.watching.connect_timeout = 10.0
     settings.watching.server_timeout = 300.0
     settings.watching.client_timeout = 330.0
+    # The workloads and pods it watches, chosen by the API server rather than all listed and
+    # filtered here (a cluster's pods are many).
+    managed = f"app.kubernetes.io/managed-by={contract.MANAGER}"
+    settings.watching.label_selectors["apps", "statefulsets"] = managed
+    settings.watching.label_selectors["v1", "pods"] = f"{managed},qdmesh.io/mesh"
     load_kube_credentials()
     if SETTINGS.metrics_port:
         _state["metrics"] = await serve(SETTINGS.metrics_port)
@@ -97,6 +102,11 @@ async def run(namespace: str, mesh: str | None, why: str) -> Report | None:
         if not leader.may_reconcile():
             raise kopf.TemporaryError("not holding the Lease", delay=60)
         await loop.run_in_executor(None, kube.patch_status, plural, namespace, name, status)
+    mesh_status = report.statuses.get((contract.MESH_PLURAL, mesh))
+    if mesh_status is not None:
+        nodes: dict = _state.setdefault("mesh_nodes", {})
+        routers = mesh_status.get("routerStatus") or []
+        nodes[(namespace, mesh)] = {r.get("node") for r in routers if r.get("node")}
     if "events" not in _state:
         _state["events"] = EventPoster(kube.core)
     poster: EventPoster = _state["events"]
@@ -174,6 +184,22 @@ async def router_pod_changed(labels: Any, namespace: Any, name: Any, status: Any
     seen[key] = state
     if known:  # the first sight of each pod (the operator starting) is the resume handler's
         await run(namespace, labels.get("qdmesh.io/mesh"), "routers")
+
+
+@kopf.on.event("", "v1", "nodes")
+async def node_came_or_went(name: Any, status: Any, **_: Any) -> None:
+    """A node that router pods run on turned ready or not: refresh those meshes now (the
+    pods' own readiness may have changed before, or not at all)."""
+    conditions = (status or {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    seen: dict = _state.setdefault("node_ready", {})
+    before = seen.get(name)
+    seen[name] = ready
+    if before is None or before == ready:
+        return
+    meshes = sorted(key for key, nodes in _state.get("mesh_nodes", {}).items() if name in nodes)
+    for namespace, mesh in meshes:
+        await run(namespace, mesh, "routers")
 
 
 @kopf.on.event("apps", "v1", "deployments", labels={"qdmesh.io/edge-of": kopf.PRESENT})

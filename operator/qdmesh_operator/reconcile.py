@@ -29,6 +29,7 @@ from .render.conf import RenderError
 from .render.mesh import render_mesh
 from .router_urls import overrides, router_urls
 from .status.compose import reconciled_report, refused_report
+from .status.lost import routers_to_ask
 from .status.mesh import stalled_report
 from .status.report import Event, Report
 from .status.routing import orphan_status, orphans_report
@@ -96,7 +97,7 @@ class MeshReconciler:
         mesh, owner = parsed.mesh, parsed.owner
         override = overrides()
         in_cluster = override is None
-        urls = self.urls(mesh, observed.manageable)
+        urls = self.urls(mesh, routers_to_ask(body, observed))
         # The operator talks to routers this time (so it needs its certificate): some are ready,
         # and it reaches them in the cluster rather than through QDMESH_ROUTER_URLS.
         needs_management = in_cluster and (bool(urls) or observed.edges_ready)

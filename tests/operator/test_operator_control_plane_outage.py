@@ -44,8 +44,20 @@ def test_routers_that_answer_are_not_lost_when_every_node_turns_not_ready_togeth
     answers["m-2"] = RouterOutcome("m-2", "amqp://x", error="timed out")
     lost = lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), observed, answers, "")
     assert [(r.name, r.reason) for r in lost] == [("m-2", "NodeNotReady")]
-    # With one node still ready it is a node loss: answering or not, its routers are lost.
+    # The kubelets post again one by one: while a node is still not ready, the routers on it
+    # that answer are still not lost (the last status said NodesNotReady).
     observed.nodes_all_down = False
+    observed.on_unready_nodes = ["m-1"]
+    pods["m-0"].ready = pods["m-2"].ready = True
+    away = _body(["m-0", "m-1", "m-2"])
+    away["status"]["conditions"] = [{"type": "Reconciling", "status": "True", "reason": "NodesNotReady"}]
+    recovering = {**down, "a": NodeHealth("a", True)}
+    observed.nodes = recovering
+    answers["m-2"] = RouterOutcome("m-2", "amqp://x")
+    assert lost_routers(MESH, away, observed, answers, "") == []
+    # With one node still ready it is a node loss: answering or not, its routers are lost.
+    observed.nodes = down
+    observed.on_unready_nodes = ["m-0", "m-1", "m-2"]
     assert [r.name for r in lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), observed, answers, "")] == \
         ["m-0", "m-1", "m-2"]
 
@@ -94,7 +106,7 @@ def test_control_plane_outage_is_no_router_loss(crds: ControlPlane, mesh_factory
         assert status["lostRouters"] == [], status["lostRouters"]
         assert _reason(kube, "Degraded") == "NoRouterLost"
         message = kube.condition("routermeshes", "calm", "Reconciling")["message"]
-        assert "3 of 3 routers answer management" in message, message
+        assert "3 of 3 routers on them answer management" in message, message
         assert not [e for e in kube.events("calm") if e.reason == "RoutersLost"]
 
         # The kubelets post again: nodes and pods ready. The pods' change brings the status back

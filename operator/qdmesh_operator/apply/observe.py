@@ -33,11 +33,10 @@ class Observed:
 
     #: The interior routers whose pods are ready (only they can answer management).
     ready_pods: List[str] = field(default_factory=list)
-    #: The routers to reach through management: those whose pods are ready and, while every
-    #: node the mesh runs on is not ready at once, those on them (see nodes_all_down).
-    manageable: List[str] = field(default_factory=list)
     #: Every node an interior router runs on is not ready, all at once.
     nodes_all_down: bool = False
+    #: The interior routers on nodes that are not ready.
+    on_unready_nodes: List[str] = field(default_factory=list)
     #: Whether any edge router's pod is ready.
     edges_ready: bool = False
     #: The health of each node an interior router's pod is on, by node name; None when the
@@ -72,14 +71,9 @@ def observe(kube: KubeApi, namespace: str, mesh_name: str) -> Observed:
             observed.edge_workloads[str(group)] = workload
     observed.edge_pods = kube.edge_pods(namespace, mesh_name)
     observed.ready_pods = sorted(name for name, pod in observed.pods.items() if pod.ready)
-    # Every node of the mesh not ready at once is more often Kubernetes' control plane having
-    # been away (no node could post its status, the node lifecycle controller judges them
-    # all together when it is back) than every node stopping: the routers are asked directly
-    # (their DNS names publish pods that are not ready), and one that answers is not lost.
     health = observed.nodes or {}
     on_nodes = {name: pod.node for name, pod in observed.pods.items() if pod.node in health}
     observed.nodes_all_down = bool(on_nodes) and not any(health[n].ready for n in on_nodes.values())
-    asked = set(on_nodes) if observed.nodes_all_down else set()
-    observed.manageable = sorted(set(observed.ready_pods) | asked)
+    observed.on_unready_nodes = sorted(name for name, node in on_nodes.items() if not health[node].ready)
     observed.edges_ready = any(pod.ready for pod in observed.edge_pods.values())
     return observed

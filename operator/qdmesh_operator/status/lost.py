@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Set
 from ..apply.management import RouterOutcome
 from ..apply.observe import Observed
 from ..model.mesh import MeshSpec
+from . import NODES_NOT_READY
 from .report import Event, ref
 
 NODE_NOT_READY = "NodeNotReady"
@@ -46,18 +47,42 @@ def previous_routers(body: Mapping[str, Any]) -> tuple[Set[str], Set[str]]:
     return ready, lost
 
 
+def control_plane_away(body: Mapping[str, Any], observed: Observed) -> bool:
+    """Every node of the mesh not ready at once is more often Kubernetes' control plane having
+    been away (no kubelet could post its status; the node lifecycle controller judges them all
+    together when it is back) than every node stopping.  It lasts, once seen, while any of
+    them is still not ready: the kubelets post again one by one, and the first back is no
+    reason to call the others' routers lost."""
+    if observed.nodes_all_down:
+        return True
+    conditions = (body.get("status") or {}).get("conditions") or []
+    before: Mapping[str, Any] = next((c for c in conditions if c.get("type") == "Reconciling"), {})
+    return before.get("reason") == NODES_NOT_READY and bool(observed.on_unready_nodes)
+
+
+def routers_to_ask(body: Mapping[str, Any], observed: Observed) -> List[str]:
+    """The routers whose management to reach: those whose pods are ready and, while the
+    control plane was away, those on nodes not ready (their DNS names publish pods that are
+    not ready): one that answers is not lost."""
+    asked = set(observed.ready_pods)
+    if control_plane_away(body, observed):
+        asked |= set(observed.on_unready_nodes)
+    return sorted(asked)
+
+
 def lost_routers(mesh: MeshSpec, body: Mapping[str, Any], observed: Observed,
                  outcomes: Mapping[str, RouterOutcome], rolling: str) -> List[LostRouter]:
     was_ready, was_lost = previous_routers(body)
     nodes = observed.nodes or {}
     lost: List[LostRouter] = []
+    away = control_plane_away(body, observed)
     for rid in mesh.router_ids():
         pod = observed.pods.get(rid)
         node = pod.node if pod is not None else ""
         health = nodes.get(node) if node else None
         ran = rid in was_ready or rid in was_lost
         # Every node down at once and the router answering: the control plane was away.
-        answers = observed.nodes_all_down and rid in outcomes and outcomes[rid].reachable
+        answers = away and rid in outcomes and outcomes[rid].reachable
         if health is not None and not health.ready and not answers:
             detail = f"{health.reason}: {health.message}" if health.message else health.reason
             lost.append(LostRouter(rid, node, NODE_NOT_READY, f"its node {node} is not ready ({detail})"))

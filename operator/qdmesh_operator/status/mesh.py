@@ -22,8 +22,6 @@ from .lost import LostRouter, describe
 from .pods import pods_verdict
 from .report import Event, Report, generation_of, ref
 
-NODES_NOT_READY = "NodesNotReady"
-
 
 def stalled_report(body: Mapping[str, Any], message: str, event: str | None) -> Report:
     """A RouterMesh the operator cannot go on with until its spec changes; ``event`` is the
@@ -126,13 +124,14 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied,
         verdict = status.Verdict.progressing(status.ROLLING_RESTART, applied.rolling)
     elif problems:
         verdict = pods_verdict(problems)
+    elif answering:
+        # Kept while any of those nodes is not ready (status/lost.py: control_plane_away).
+        verdict = status.Verdict.progressing(
+            status.NODES_NOT_READY, f"the mesh's nodes turned not ready together, but {len(answering)} of "
+            f"{mesh.size} routers on them answer management ({', '.join(answering)}): not counted as "
+            "lost; Kubernetes' control plane may have been away")
     elif lost:
         verdict = status.Verdict.progressing(status.ROUTERS_LOST, describe(lost, mesh.size))
-    elif answering and ready_replicas < mesh.size:
-        verdict = status.Verdict.progressing(
-            NODES_NOT_READY, f"every node of the mesh is not ready, but {len(answering)} of {mesh.size} "
-            f"routers answer management ({', '.join(answering)}): not counted as lost; Kubernetes' "
-            "control plane may have been away")
     elif ready_replicas < mesh.size:
         verdict = status.Verdict.progressing(status.ROUTERS_NOT_READY,
                                              f"{ready_replicas}/{mesh.size} routers ready")
