@@ -194,6 +194,13 @@ def test_unknown_connector_is_stalled_and_nothing_of_it_is_applied(kube: Cluster
             "are reserved",
         ),
         ("routermeshes", "RouterMesh", {"image": "qdmesh/router:latest"}, "spec.image must name a version"),
+        ("routermeshes", "RouterMesh", {"image": "registry.example:5000/qdmesh/router"},
+         "spec.image needs a tag or a digest"),
+        ("routermeshes", "RouterMesh", {"pod": {"resources": {"requests": {"cpu": "lots"}}}},
+         'spec.pod.resources.requests[cpu]: Invalid value: "lots": must be a quantity'),
+        ("routermeshes", "RouterMesh",
+         {"edgeGroups": [{"name": "e", "size": 1, "pod": {"resources": {"limits": {"memory": "big"}}}}]},
+         'spec.edgeGroups[0].pod.resources.limits[memory]: Invalid value: "big": must be a quantity'),
         (
             "routermeshes",
             "RouterMesh",
