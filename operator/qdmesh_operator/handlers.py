@@ -56,7 +56,7 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.networking.connect_timeout = 10.0
     settings.networking.request_timeout = 60.0
     settings.watching.connect_timeout = 10.0
-    settings.watching.server_timeout = 300.0
+    settings.watching.server_timeout = 300  # timeoutSeconds: the API server wants an integer
     settings.watching.client_timeout = 330.0
     # The workloads and pods it watches, chosen by the API server rather than all listed and
     # filtered here (a cluster's pods are many).

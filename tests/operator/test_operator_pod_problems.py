@@ -28,6 +28,7 @@ from qdmesh_operator.reconcile import MeshReconciler, Report
 from qdmesh_operator.status.pods import pod_events, pods_verdict
 from tests.kube.controlplane import ControlPlane
 from tests.operator.kube_operator import G, V, api_namespace, eventually
+from tests.operator.test_operator_lost_routers import Stage
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -123,15 +124,16 @@ def test_status_and_events_name_why_routers_do_not_run(crds: ControlPlane, tmp_p
     reconcile()
     core = client.CoreV1Api(api)
     eventually(lambda: core.read_namespaced_pod("why-0", ns), 60, "the StatefulSet's pod")
-    # Stand-in for the scheduler: a node of its own (unschedulable: the real scheduler leaves it
-    # alone), the pod bound to it.
+    # Stand-ins for the scheduler and the kubelet (test_operator_lost_routers.Stage): a node of
+    # its own, Ready (unschedulable: the real scheduler leaves it alone), the pod bound to it.
     node = f"{ns}-node"
-    core.create_node({"metadata": {"name": node}, "spec": {"unschedulable": True}})
+    stage = Stage(api, ns)  # and for the kubelet: the node Ready
     try:
-        core.create_namespaced_binding(ns, {"metadata": {"name": "why-0"}, "target": {
-            "apiVersion": "v1", "kind": "Node", "name": node}}, _preload_content=False)
+        stage.node(node)
+        stage.bind("why-0", node)
         _image_then_crash(core, ns, reconcile, condition, events)
     finally:
+        stage.close()
         core.delete_node(node)
 
 
@@ -144,7 +146,8 @@ def _image_then_crash(core: Any, ns: str, reconcile: Any, condition: Any, events
     assert condition(status, "Ready")["status"] == "False"
     assert status["routerStatus"][0]["message"] == \
         f"pod not ready: ImagePullBackOff: container router: {PULL}"
-    assert [(e.type, e.reason) for e in events] == [("Warning", "ImagePullBackOff")]
+    warnings = [e for e in events if e.type == "Warning"]
+    assert [e.reason for e in warnings] == ["ImagePullBackOff"]
 
     # The kubelet backs off and says so; drift checks come and go: no second Event.
     _kubelet_says(core, ns, "why-0", {"waiting": {"reason": "ImagePullBackOff",
@@ -152,7 +155,7 @@ def _image_then_crash(core: Any, ns: str, reconcile: Any, condition: Any, events
     for _ in range(3):
         status = reconcile()
     assert condition(status, "Stalled")["message"].endswith('Back-off pulling image "qdmesh/router:9.9"')
-    assert [e.reason for e in events] == ["ImagePullBackOff"]
+    assert [e.reason for e in events if e.type == "Warning"] == ["ImagePullBackOff"]
 
     # The image is found, the router crashes: a new problem, a new Event with the exit.
     _kubelet_says(core, ns, "why-0", {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 20s"}},
@@ -162,4 +165,4 @@ def _image_then_crash(core: Any, ns: str, reconcile: Any, condition: Any, events
     assert (stalled["status"], stalled["reason"]) == ("True", "CrashLoopBackOff")
     assert stalled["message"] == \
         "why-0: CrashLoopBackOff: container router: last exit: Error (exit code 1): bad config"
-    assert [e.reason for e in events] == ["ImagePullBackOff", "CrashLoopBackOff"]
+    assert [e.reason for e in events if e.type == "Warning"] == ["ImagePullBackOff", "CrashLoopBackOff"]
