@@ -102,6 +102,8 @@ async def run(namespace: str, mesh: str | None, why: str) -> Report | None:
         if not leader.may_reconcile():
             raise kopf.TemporaryError("not holding the Lease", delay=60)
         await loop.run_in_executor(None, kube.patch_status, plural, namespace, name, status)
+    if report.recheck_in is not None:
+        _recheck(namespace, mesh, report.recheck_in)
     mesh_status = report.statuses.get((contract.MESH_PLURAL, mesh))
     if mesh_status is not None:
         nodes: dict = _state.setdefault("mesh_nodes", {})
@@ -113,6 +115,26 @@ async def run(namespace: str, mesh: str | None, why: str) -> Report | None:
     for event in report.events:
         await loop.run_in_executor(None, poster.post, event)
     return report
+
+
+def _recheck(namespace: str, mesh: str, delay: float) -> None:
+    """Reconcile ``mesh`` again in ``delay`` seconds (once, however often asked meanwhile)."""
+    pending: set = _state.setdefault("rechecks", set())
+    if (namespace, mesh) in pending:
+        return
+    pending.add((namespace, mesh))
+
+    async def later() -> None:
+        await asyncio.sleep(delay + 0.1)
+        pending.discard((namespace, mesh))
+        try:
+            await run(namespace, mesh, "routers")
+        except Exception as e:  # the drift check comes anyway
+            log.warning("reconciling %s/%s again failed: %s", namespace, mesh, e)
+
+    task = asyncio.get_running_loop().create_task(later())
+    _state.setdefault("recheck_tasks", set()).add(task)
+    task.add_done_callback(_state["recheck_tasks"].discard)
 
 
 # -- RouterMesh ---------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from tests.operator.kube_operator import G, V, api_namespace, eventually
 pytestmark = pytest.mark.timeout(180)
 
 MESH = parse_mesh("m", "ns", {"size": 3, "image": "qdmesh/router:0.1.0"})
+SETTLE = 1.0  # seconds a node that turned not ready settles (reconcile.NODE_SETTLE_S)
 
 
 def _observed(pods: Dict[str, PodState], nodes: Dict[str, NodeHealth] | None) -> Observed:
@@ -65,6 +66,10 @@ def test_a_router_is_lost_only_after_it_ran_and_with_its_node_always() -> None:
     lost = lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), _observed(pods, nodes), unreachable, "")
     assert [(r.name, r.reason) for r in lost] == [("m-0", "ManagementUnreachable"), ("m-1", "NodeNotReady"),
                                                   ("m-2", "PodNotReady")]
+    # A node that turned not ready a moment ago settles first: others may follow it.
+    settling = _observed(pods, nodes)
+    settling.settling = {"b"}
+    assert lost_routers(MESH, _body([]), settling, {}, "") == []
     # A rolling restart replaces pods on purpose: only the node still counts.
     lost = lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), _observed(pods, nodes), {}, "rolling")
     assert [r.name for r in lost] == ["m-1"]
@@ -181,7 +186,8 @@ def test_routers_lost_with_their_node_and_back(crds: ControlPlane, mesh_factory:
     overrides.write_text(json.dumps({f"{ns}/{rid}": url for rid, url in urls.items()}))
     monkeypatch.setenv(OVERRIDE_ENV, str(overrides))
     kube = KubeApi(api)
-    reconciler = MeshReconciler(kube, urls=lambda mesh, ready: {r: urls[r] for r in ready})
+    reconciler = MeshReconciler(kube, urls=lambda mesh, ready: {r: urls[r] for r in ready},
+                                node_settle_s=SETTLE)
     client.CustomObjectsApi(api).create_namespaced_custom_object(G, V, ns, "routermeshes", {
         "apiVersion": f"{G}/{V}", "kind": "RouterMesh", "metadata": {"name": "lossy"},
         "spec": {"size": 3, "image": "qdmesh/router:0.1.0"}})
@@ -233,6 +239,12 @@ def _lose_and_get_back(reconcile: Any, stage: Stage, kube: KubeApi, sts_ready: A
     # node-b stops. The node lifecycle controller (stand-in) marks it Unknown first; its pods
     # still count as ready for the StatefulSet: the node alone tells the operator.
     stage.node_ready(node_b, "Unknown")
+    # First seen now: the node settles (the node lifecycle controller may be marking others).
+    settling = reconcile()
+    assert settling.statuses[("routermeshes", "lossy")]["lostRouters"] == []
+    assert settling.recheck_in is not None and 0 < settling.recheck_in <= SETTLE
+    assert not [e for e in settling.events if e.reason == "RoutersLost"]
+    time.sleep(SETTLE)
     report = reconcile()
     status = report.statuses[("routermeshes", "lossy")]
     assert status["readyRouters"] == 1

@@ -5,7 +5,7 @@ here, once, so no stage goes back to the API server to look something up."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Set, Tuple
 
 from .. import contract
 from ..rolling import PodState
@@ -37,6 +37,8 @@ class Observed:
     nodes_all_down: bool = False
     #: The interior routers on nodes that are not ready.
     on_unready_nodes: List[str] = field(default_factory=list)
+    #: Nodes not ready for less than the settle time, by the operator's clock (reconcile.py).
+    settling: Set[str] = field(default_factory=set)
     #: Whether any edge router's pod is ready.
     edges_ready: bool = False
     #: The health of each node an interior router's pod is on, by node name; None when the
