@@ -156,7 +156,8 @@ def test_unknown_connector_is_stalled_and_nothing_of_it_is_applied(kube: Cluster
         what="good LinkRoute in the ConfigMap",
     ).data["beta-0.conf"]
     assert "typo." not in conf
-    assert any(e.reason == "UnknownReference" for e in kube.events("typo"))
+    # Events are posted after the statuses are written.
+    eventually(lambda: any(e.reason == "UnknownReference" for e in kube.events("typo")), what="Event")
 
 
 @pytest.mark.parametrize(
