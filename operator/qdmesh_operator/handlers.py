@@ -11,9 +11,11 @@ from typing import Any
 
 import kopf
 
-from . import contract
+from . import contract, leader
+from .apply.events import EventPoster
 from .apply.kube import KubeApi
 from .config import SETTINGS, load_kube_credentials
+from .drift import DriftSchedule
 from .metrics import METRICS, serve
 from .reconcile import ROUTING_PLURALS, MeshReconciler, Report
 
@@ -43,8 +45,24 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix=contract.GROUP, key="last-handled-configuration")
     settings.persistence.finalizer = f"{contract.GROUP}/remove-from-routers"
-    settings.posting.level = logging.INFO
+    # kopf would post its own log lines ("Handler ... succeeded") as Events too, and retry
+    # them with ERROR lines into a namespace being deleted; the operator posts its own
+    # (apply/events.py), which say what happened.
+    settings.posting.enabled = False
     settings.execution.max_workers = 8
+    # Every request of kopf's own has a deadline too: an API server that stops answering
+    # (rather than refusing) must not hold a patch or a watch forever.  Watches end on the
+    # server's side after server_timeout and are reopened; the client gives up a little later.
+    settings.networking.connect_timeout = 10.0
+    settings.networking.request_timeout = 60.0
+    settings.watching.connect_timeout = 10.0
+    settings.watching.server_timeout = 300  # timeoutSeconds: the API server wants an integer
+    settings.watching.client_timeout = 330.0
+    # The workloads and pods it watches, chosen by the API server rather than all listed and
+    # filtered here (a cluster's pods are many).
+    managed = f"app.kubernetes.io/managed-by={contract.MANAGER}"
+    settings.watching.label_selectors["apps", "statefulsets"] = managed
+    settings.watching.label_selectors["v1", "pods"] = f"{managed},qdmesh.io/mesh"
     load_kube_credentials()
     if SETTINGS.metrics_port:
         _state["metrics"] = await serve(SETTINGS.metrics_port)
@@ -52,6 +70,9 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 
 @kopf.on.cleanup()
 async def stop_metrics(**_: Any) -> None:
+    schedule = _state.pop("drift", None)
+    if schedule is not None:
+        await schedule.stop()
     runner = _state.pop("metrics", None)
     if runner is not None:
         await runner.cleanup()
@@ -61,20 +82,59 @@ async def run(namespace: str, mesh: str | None, why: str) -> Report | None:
     """Reconcile ``mesh`` and publish what came out of it."""
     if not mesh:
         return None
+    if not leader.may_reconcile():
+        # Past the renew deadline: the process is about to exit (leader.py); another replica
+        # may be reconciling already.
+        raise kopf.TemporaryError("not holding the Lease", delay=60)
     loop = asyncio.get_running_loop()
+    log.debug("reconciling %s/%s (%s)", namespace, mesh, why)
     try:
         report = await loop.run_in_executor(None, reconciler().reconcile, namespace, mesh, why)
     except Exception:
         METRICS.reconciled(why, "error", 0.0, 0, 0, 0)
         raise
+    finally:
+        log.debug("reconciled %s/%s (%s)", namespace, mesh, why)
     result = "ok" if not report.failures else "refused"
     METRICS.reconciled(why, result, report.seconds, report.operations, report.failures, report.repaired)
     kube = reconciler().kube
     for (plural, name), status in report.statuses.items():
+        if not leader.may_reconcile():
+            raise kopf.TemporaryError("not holding the Lease", delay=60)
         await loop.run_in_executor(None, kube.patch_status, plural, namespace, name, status)
+    if report.recheck_in is not None:
+        _recheck(namespace, mesh, report.recheck_in)
+    mesh_status = report.statuses.get((contract.MESH_PLURAL, mesh))
+    if mesh_status is not None:
+        nodes: dict = _state.setdefault("mesh_nodes", {})
+        routers = mesh_status.get("routerStatus") or []
+        nodes[(namespace, mesh)] = {r.get("node") for r in routers if r.get("node")}
+    if "events" not in _state:
+        _state["events"] = EventPoster(kube.core)
+    poster: EventPoster = _state["events"]
     for event in report.events:
-        kopf.event(event.target, type=event.type, reason=event.reason, message=event.message)
+        await loop.run_in_executor(None, poster.post, event)
     return report
+
+
+def _recheck(namespace: str, mesh: str, delay: float) -> None:
+    """Reconcile ``mesh`` again in ``delay`` seconds (once, however often asked meanwhile)."""
+    pending: set = _state.setdefault("rechecks", set())
+    if (namespace, mesh) in pending:
+        return
+    pending.add((namespace, mesh))
+
+    async def later() -> None:
+        await asyncio.sleep(delay + 0.1)
+        pending.discard((namespace, mesh))
+        try:
+            await run(namespace, mesh, "routers")
+        except Exception as e:  # the drift check comes anyway
+            log.warning("reconciling %s/%s again failed: %s", namespace, mesh, e)
+
+    task = asyncio.get_running_loop().create_task(later())
+    _state.setdefault("recheck_tasks", set()).add(task)
+    task.add_done_callback(_state["recheck_tasks"].discard)
 
 
 # -- RouterMesh ---------------------------------------------------------------------------------
@@ -85,12 +145,22 @@ async def mesh_changed(name: str, namespace: Any, **_: Any) -> None:
     await run(namespace, name, "change")
 
 
-@kopf.timer(G, V, contract.MESH_PLURAL, interval=SETTINGS.drift_interval,
-            initial_delay=SETTINGS.drift_interval)
-async def mesh_drift(name: str, namespace: Any, **_: Any) -> None:
+async def mesh_drift(namespace: str, name: str) -> None:
     """Compare every router with the desired state and repair what changed by hand; refresh
     the per-router status (peers, auto-link states) as routers come and go."""
     await run(namespace, name, "drift")
+
+
+@kopf.on.event(G, V, contract.MESH_PLURAL)
+async def mesh_seen(type: Any, name: str, namespace: Any, meta: Any, **_: Any) -> None:
+    """Drift checks for every RouterMesh there is (drift.py: no kopf timer, so no finalizer)."""
+    if "drift" not in _state:
+        _state["drift"] = DriftSchedule(SETTINGS.drift_interval, mesh_drift)
+    schedule: DriftSchedule = _state["drift"]
+    if type == "DELETED" or meta.get("deletionTimestamp"):
+        schedule.forget(namespace, name)
+    else:
+        schedule.watch(namespace, name)
 
 
 @kopf.on.event("apps", "v1", "statefulsets", labels={"app.kubernetes.io/managed-by": contract.MANAGER})
@@ -103,6 +173,55 @@ async def routers_came_or_went(labels: Any, namespace: Any, name: Any, status: A
         return
     seen[(namespace, name)] = ready
     await run(namespace, labels.get("qdmesh.io/mesh"), "routers")
+
+
+def _pod_state(status: Any, spec: Any) -> tuple:
+    """What of a router pod changes its mesh's status: readiness, node, and the reasons the
+    scheduler and the kubelet give for it not running."""
+    status, spec = status or {}, spec or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    ready = (conditions.get("Ready") or {}).get("status") == "True"
+    waiting = tuple(sorted(str(((c.get("state") or {}).get("waiting") or {}).get("reason") or "")
+                           for c in (status.get("containerStatuses") or [])))
+    return ready, spec.get("nodeName") or "", (conditions.get("PodScheduled") or {}).get("reason"), waiting
+
+
+@kopf.on.event("", "v1", "pods", labels={"app.kubernetes.io/managed-by": contract.MANAGER,
+                                          "qdmesh.io/mesh": kopf.PRESENT})
+async def router_pod_changed(labels: Any, namespace: Any, name: Any, status: Any, spec: Any,
+                             type: Any, **_: Any) -> None:
+    """A router's pod became ready or not (its kubelet, or the node lifecycle controller), or
+    says why it cannot run: refresh the mesh now rather than at the next drift check.  The
+    StatefulSet's ready count alone misses a pod that is back while its node is not yet, and
+    one that never ran."""
+    seen: dict = _state.setdefault("router_pods", {})
+    key = (namespace, name)
+    if type == "DELETED":
+        seen.pop(key, None)
+        return
+    state = _pod_state(status, spec)
+    known = key in seen
+    if seen.get(key) == state:
+        return
+    seen[key] = state
+    if known:  # the first sight of each pod (the operator starting) is the resume handler's
+        await run(namespace, labels.get("qdmesh.io/mesh"), "routers")
+
+
+@kopf.on.event("", "v1", "nodes")
+async def node_came_or_went(name: Any, status: Any, **_: Any) -> None:
+    """A node that router pods run on turned ready or not: refresh those meshes now (the
+    pods' own readiness may have changed before, or not at all)."""
+    conditions = (status or {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    seen: dict = _state.setdefault("node_ready", {})
+    before = seen.get(name)
+    seen[name] = ready
+    if before is None or before == ready:
+        return
+    meshes = sorted(key for key, nodes in _state.get("mesh_nodes", {}).items() if name in nodes)
+    for namespace, mesh in meshes:
+        await run(namespace, mesh, "routers")
 
 
 @kopf.on.event("apps", "v1", "deployments", labels={"qdmesh.io/edge-of": kopf.PRESENT})

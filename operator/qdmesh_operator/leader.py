@@ -10,6 +10,12 @@ resourceVersion they read, so of two replicas racing for the Lease one wins and 
 gets a conflict. A holder that cannot renew within the renew deadline has lost: it must stop
 reconciling at once (main.py exits), since another replica may take over once the lease
 duration has passed. So has one that finds another holder's name in the Lease.
+
+The deadline is kept by the clock, not by the API server's answers: every Lease request is
+given the time left before the deadline as its timeout (an API server that hangs, rather than
+refuses, would otherwise hold the renewal forever), and a watchdog thread calls ``on_lost`` the
+moment the deadline passes, whatever the renewal thread is waiting for.  ``may_reconcile``
+tells the handlers whether this replica still holds a Lease it renewed within the deadline.
 """
 
 from __future__ import annotations
@@ -19,9 +25,18 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Tuple
+from typing import Any, Callable, Dict, Tuple
 
 log = logging.getLogger("qdmesh.leader")
+
+#: The elector of this process once it leads (main.py sets it); None without leader election.
+ACTIVE: LeaderElector | None = None
+
+
+def may_reconcile() -> bool:
+    """False once this replica's Lease is past its renew deadline (it is about to exit): no
+    reconciliation starts and no status is written then.  True without leader election."""
+    return ACTIVE is None or ACTIVE.fresh()
 
 
 @dataclass(frozen=True)
@@ -33,6 +48,9 @@ class LeaseSettings:
     duration_s: float = 15.0
     renew_deadline_s: float = 10.0
     retry_s: float = 2.0
+    #: The Lease's owner reference ({apiVersion, kind, name, uid}): the garbage collector
+    #: deletes the Lease with it (the chart: the operator's Deployment).  None: no owner.
+    owner: Dict[str, Any] | None = None
 
     def problem(self) -> str | None:
         """Why these timings cannot work (client-go's checks), or None."""
@@ -65,18 +83,20 @@ class LeaderElector:
         self._last_renewal = 0.0
         self._stop_renewing = threading.Event()
         self._renewer: threading.Thread | None = None
+        self._watchdog: threading.Thread | None = None
 
     # -- one attempt -----------------------------------------------------------------------
-    def _call(self, what: str, method: Callable[..., Any], *args: Any,
-              expected: Tuple[int, ...] = ()) -> Tuple[Any, int]:
+    def _call(self, what: str, method: Callable[..., Any], *args: Any, timeout: float,
+              expected: Tuple[int, ...] = (), **kwargs: Any) -> Tuple[Any, int]:
         """``method(*args)`` and 0, or None and the HTTP status it failed with (-1: the API
-        server could not be reached). Failures other than ``expected`` are logged; none
-        escapes, so the renewal thread never dies of one (it must judge the deadline)."""
+        server could not be reached or did not answer within ``timeout`` seconds). Failures
+        other than ``expected`` are logged; none escapes, so the renewal thread never dies of
+        one (it must judge the deadline)."""
         from kubernetes.client.rest import ApiException
 
         s = self.settings
         try:
-            return method(*args), 0
+            return method(*args, _request_timeout=max(timeout, 0.1), **kwargs), 0
         except ApiException as e:
             if e.status not in expected:
                 log.warning("%s Lease %s/%s failed: %s %s", what, s.namespace, s.name, e.status, e.reason)
@@ -85,13 +105,21 @@ class LeaderElector:
             log.warning("%s Lease %s/%s failed: %s", what, s.namespace, s.name, e)
             return None, -1
 
+    def _time_left(self, started: float) -> float:
+        """Seconds a request of an attempt started at ``started`` may take: until the renew
+        deadline while we hold the Lease, a renew deadline otherwise."""
+        if self.fresh():
+            return self._last_renewal + self.settings.renew_deadline_s - time.monotonic()
+        return self.settings.renew_deadline_s - (time.monotonic() - started)
+
     def try_acquire_or_renew(self) -> bool:
         """One attempt to hold the Lease; True when we hold it after it."""
         s = self.settings
+        started = time.monotonic()
         lease, status = self._call("reading", self.api.read_namespaced_lease, s.name, s.namespace,
-                                   expected=(404,))
+                                   timeout=self._time_left(started), expected=(404,))
         if status == 404:
-            return self._create()
+            return self._create(started)
         if status:
             return False
         spec = lease.spec
@@ -113,28 +141,37 @@ class LeaderElector:
         spec.lease_duration_seconds = int(s.duration_s)
         # 409: another replica wrote first.
         _, status = self._call("updating", self.api.replace_namespaced_lease, s.name, s.namespace, lease,
-                               expected=(409,))
+                               timeout=self._time_left(started), expected=(409,))
         if status:
             return False
         if holder != s.identity:
             log.info("became the leader (Lease %s/%s, identity %s)", s.namespace, s.name, s.identity)
-        self._last_renewal = time.monotonic()
+        # From when the attempt started: the others count the lease duration from when they
+        # see the new renewTime, which is later, so this deadline always passes first.
+        self._last_renewal = started
         return True
 
-    def _create(self) -> bool:
+    def fresh(self) -> bool:
+        """Whether we renewed the Lease within the renew deadline."""
+        return bool(self._last_renewal) and \
+            time.monotonic() - self._last_renewal < self.settings.renew_deadline_s
+
+    def _create(self, started: float) -> bool:
         s = self.settings
         now = _micro()
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": s.name, "namespace": s.namespace},
+        metadata: Dict[str, Any] = {"name": s.name, "namespace": s.namespace}
+        if s.owner:
+            metadata["ownerReferences"] = [s.owner]
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata,
                 "spec": {"holderIdentity": s.identity, "leaseDurationSeconds": int(s.duration_s),
                          "acquireTime": now, "renewTime": now, "leaseTransitions": 0}}
         # 409: another replica created it first.
         _, status = self._call("creating", self.api.create_namespaced_lease, s.namespace, body,
-                               expected=(409,))
+                               timeout=self._time_left(started), expected=(409,))
         if status:
             return False
         log.info("became the leader (created Lease %s/%s, identity %s)", s.namespace, s.name, s.identity)
-        self._last_renewal = time.monotonic()
+        self._last_renewal = started
         return True
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -150,7 +187,15 @@ class LeaderElector:
 
     def keep(self, on_lost: Callable[[], None]) -> None:
         """Renews the Lease every retry period in a thread until release(); calls ``on_lost``
-        once if no renewal succeeds within the renew deadline."""
+        once, from whichever thread notices first: the renewal thread when another replica's
+        name is in the Lease, the watchdog the moment the renew deadline passes without a
+        renewal (even while a request to an API server that does not answer is under way)."""
+        once = threading.Lock()
+
+        def lose(why: str, *args: Any) -> None:
+            if once.acquire(blocking=False) and not self._stop_renewing.is_set():
+                log.error(why, *args)
+                on_lost()
 
         def renew() -> None:
             s = self.settings
@@ -160,33 +205,42 @@ class LeaderElector:
                 holder = self._observed[0] if self._observed else ""
                 if holder and holder != s.identity:
                     # Another replica holds it now: stop at once, not at the deadline.
-                    log.error("lost Lease %s/%s to %s", s.namespace, s.name, holder)
-                elif time.monotonic() - self._last_renewal >= s.renew_deadline_s:
-                    log.error("lost Lease %s/%s: not renewed for %gs",
-                              s.namespace, s.name, s.renew_deadline_s)
-                else:
-                    continue
-                on_lost()
-                return
+                    lose("lost Lease %s/%s to %s", s.namespace, s.name, holder)
+                    return
+
+        def watch() -> None:
+            s = self.settings
+            tick = min(0.1, s.retry_s / 4)
+            while not self._stop_renewing.wait(tick):
+                if not self.fresh():
+                    lose("lost Lease %s/%s: not renewed for %gs (renew deadline)",
+                         s.namespace, s.name, s.renew_deadline_s)
+                    return
 
         self._renewer = threading.Thread(target=renew, name="lease-renewal", daemon=True)
+        self._watchdog = threading.Thread(target=watch, name="lease-watchdog", daemon=True)
         self._renewer.start()
+        self._watchdog.start()
 
     def release(self) -> None:
-        """Stops renewing, and gives the Lease up if we hold it, so that a standby takes over
-        at once."""
+        """Stops renewing, and deletes the Lease if we hold it (only the version we read: one
+        another replica took meanwhile stays), so that a standby takes over at once and an
+        uninstalled operator leaves no Lease behind."""
+        from kubernetes import client
+
         self._stop_renewing.set()
-        if self._renewer is not None:
-            self._renewer.join(self.settings.retry_s + 5)
+        for thread in (self._renewer, self._watchdog):
+            if thread is not None:
+                thread.join(self.settings.renew_deadline_s + 1)
         s = self.settings
-        lease, status = self._call("reading", self.api.read_namespaced_lease, s.name, s.namespace)
+        timeout = s.renew_deadline_s
+        lease, status = self._call("reading", self.api.read_namespaced_lease, s.name, s.namespace,
+                                   timeout=timeout, expected=(404,))
         if status or (lease.spec.holder_identity or "") != s.identity:
             return
-        lease.spec.holder_identity = None
-        lease.spec.lease_duration_seconds = 1
-        lease.spec.renew_time = _micro()
-        if isinstance(lease.spec.acquire_time, datetime.datetime):
-            lease.spec.acquire_time = _micro(lease.spec.acquire_time)
-        _, status = self._call("releasing", self.api.replace_namespaced_lease, s.name, s.namespace, lease)
+        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(
+            resource_version=lease.metadata.resource_version))
+        _, status = self._call("deleting", self.api.delete_namespaced_lease, s.name, s.namespace,
+                               timeout=timeout, expected=(404, 409), body=options)
         if not status:
-            log.info("released Lease %s/%s", s.namespace, s.name)
+            log.info("released Lease %s/%s (deleted it)", s.namespace, s.name)

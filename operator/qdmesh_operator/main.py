@@ -107,9 +107,9 @@ def lease_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 def kube_api_client() -> Any:
     """A client for the API server, found as the handlers find it."""
-    from kubernetes import client
     from kubernetes import config as kube_config
 
+    from .apiclient import TimedApiClient
     from .config import load_kube_credentials
 
     try:
@@ -117,16 +117,47 @@ def kube_api_client() -> Any:
     except (kube_config.ConfigException, OSError) as e:
         raise SystemExit(f"qdmesh-operator: leader election needs the API server, and "
                          f"neither the in-cluster config nor a kubeconfig is usable: {e}") from None
-    return client.ApiClient()
+    return TimedApiClient()
+
+
+def lease_owner(api_client: Any, settings: LeaseSettings) -> LeaseSettings:
+    """``settings`` with the Lease's owner reference: the Deployment $QDMESH_LEASE_OWNER
+    (``deployment/NAME``) names, in the Lease's namespace.  Without it, or when it cannot be
+    read, the Lease has no owner (it is still deleted when the leader stops cleanly)."""
+    import dataclasses
+
+    from kubernetes import client
+
+    wanted = os.environ.get("QDMESH_LEASE_OWNER", "").strip()
+    if not wanted:
+        return settings
+    kind, _, name = wanted.partition("/")
+    if kind.lower() != "deployment" or not name:
+        log.warning("QDMESH_LEASE_OWNER=%r: expected deployment/NAME; the Lease gets no owner", wanted)
+        return settings
+    try:
+        found = client.AppsV1Api(api_client).read_namespaced_deployment(name, settings.namespace)
+    except Exception as e:
+        log.warning("the Lease gets no owner: cannot read Deployment %s/%s: %s", settings.namespace, name,
+                    getattr(e, "reason", None) or e)
+        return settings
+    uid = found.metadata.uid if found.metadata is not None else None
+    if not uid:
+        return settings
+    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "uid": uid}
+    return dataclasses.replace(settings, owner=owner)
 
 
 def become_leader(settings: LeaseSettings, health_port: int) -> LeaderElector | None:
     """Waits for the Lease, answering the kubelet's probes meanwhile; None when told to stop
     first. Once it holds the Lease, a thread renews it; losing it ends the process at once
     (as client-go's controllers do): another replica may be reconciling by then."""
+    from . import leader
     from .standby import standby_health
 
-    elector = LeaderElector(kube_api_client(), settings)
+    api_client = kube_api_client()
+    settings = lease_owner(api_client, settings)
+    elector = LeaderElector(api_client, settings)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -138,10 +169,15 @@ def become_leader(settings: LeaseSettings, health_port: int) -> LeaderElector | 
             signal.signal(sig, handler)
 
     def lost() -> None:
+        # At once, from the renewal or watchdog thread: kopf's tasks and the reconciliations
+        # in worker threads stop with the process, before another replica can take over (the
+        # renew deadline is shorter than the lease duration).  The kubelet restarts the pod,
+        # which waits as a standby.
         log.error("stopping: this replica no longer holds the Lease")
         logging.shutdown()
         os._exit(1)
 
+    leader.ACTIVE = elector
     elector.keep(lost)
     return elector
 

@@ -29,6 +29,7 @@ from .render.conf import RenderError
 from .render.mesh import render_mesh
 from .router_urls import overrides, router_urls
 from .status.compose import reconciled_report, refused_report
+from .status.lost import routers_to_ask
 from .status.mesh import stalled_report
 from .status.report import Event, Report
 from .status.routing import orphan_status, orphans_report
@@ -36,6 +37,11 @@ from .tls.certs import CertificateError
 from .tls.resolve import resolve_certificates
 
 __all__ = ["ROUTING_PLURALS", "Event", "MeshReconciler", "Report", "mesh_converged", "reconcile_all"]
+
+#: Seconds a node that turned not ready settles before its routers are called lost: the node
+#: lifecycle controller marks every node it finds stale in one pass (a few seconds; every 5 s
+#: by default), and a control plane back from an outage finds them all stale at once.
+NODE_SETTLE_S = 10.0
 
 _locks: Dict[Tuple[str, str], threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -48,8 +54,12 @@ def mesh_lock(namespace: str, name: str) -> threading.Lock:
 
 class MeshReconciler:
     def __init__(self, kube: KubeApi, pool: ClientPool | None = None,
-                 urls: Callable[[MeshSpec, Sequence[str]], Dict[str, str]] = router_urls) -> None:
+                 urls: Callable[[MeshSpec, Sequence[str]], Dict[str, str]] = router_urls,
+                 node_settle_s: float = NODE_SETTLE_S) -> None:
         self.kube = kube
+        self.node_settle_s = node_settle_s
+        self._unready_since: Dict[str, float] = {}
+        self._nodes_guard = threading.Lock()
         self.pool = pool or ClientPool()
         self.credentials = ManagementCredentials()
         self._last: Dict[Tuple[str, str], Tuple[float, Report]] = {}
@@ -81,6 +91,7 @@ class MeshReconciler:
         body = observed.body
         if body is None:
             return orphans_report(observed.routing)
+        recheck = self._settle(observed)
         # The handler writes a reconciliation's status after this mesh's lock is released, so
         # the next one may read the status before that; what it decides from the last status
         # (lost routers, conditions' transition times, Events posted once) takes the newest.
@@ -96,7 +107,7 @@ class MeshReconciler:
         mesh, owner = parsed.mesh, parsed.owner
         override = overrides()
         in_cluster = override is None
-        urls = self.urls(mesh, observed.ready_pods)
+        urls = self.urls(mesh, routers_to_ask(body, observed))
         # The operator talks to routers this time (so it needs its certificate): some are ready,
         # and it reaches them in the cluster rather than through QDMESH_ROUTER_URLS.
         needs_management = in_cluster and (bool(urls) or observed.edges_ready)
@@ -122,7 +133,24 @@ class MeshReconciler:
         except KubeRefused as e:
             return refused_report(body, e, certificates)
         # status: every status to write and every Event to post
-        return reconciled_report(body, parsed, observed, state, certificates, applied, why)
+        report = reconciled_report(body, parsed, observed, state, certificates, applied, why)
+        report.recheck_in = recheck
+        return report
+
+    def _settle(self, observed: Any) -> float | None:
+        """Marks the nodes that turned not ready within the settle time (by this process's
+        clock, first seen here); returns when to look again, or None."""
+        now = time.monotonic()
+        with self._nodes_guard:
+            for name, health in (observed.nodes or {}).items():
+                if health.ready:
+                    self._unready_since.pop(name, None)
+                else:
+                    self._unready_since.setdefault(name, now)
+            left = {name: self._unready_since[name] + self.node_settle_s - now
+                    for name in (observed.nodes or {}) if name in self._unready_since}
+        observed.settling = {name for name, seconds in left.items() if seconds > 0}
+        return max((left[n] for n in observed.settling), default=None)
 
 
 def reconcile_all(reconciler: MeshReconciler, namespace: str, mesh_name: str | None) -> Report | None:

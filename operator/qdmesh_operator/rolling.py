@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence, Tuple
 
+from .apply.pod_problems import PodProblem
+
 TEMPLATE_HASH = "qdmesh.io/template-hash"
 HELD = "rolling restart held"
 
@@ -24,6 +26,8 @@ class PodState:
     ready: bool
     #: The node the pod was scheduled to ("" while Pending).
     node: str = ""
+    #: What keeps the pod from running (image, scheduling, crash loop), if anything.
+    problem: PodProblem | None = None
 
 
 def template_hash(stateful_set: Mapping[str, Any]) -> str:

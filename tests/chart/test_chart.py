@@ -151,7 +151,13 @@ def test_leader_election_has_its_lease_rights_and_lets_replicas_run() -> None:
     assert pod_name["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
     [role] = [r for r in by_kind(docs, "Role") if r["metadata"]["name"] == "qd-qdmesh-leader-election"]
     assert role["metadata"]["namespace"] == "messaging"
-    assert rules_of(role) == {"coordination.k8s.io/leases": {"get", "create", "update"}}
+    # Delete: a stopped leader deletes its Lease; its Deployment owns the Lease, so the garbage
+    # collector deletes it on helm uninstall even when the last leader could not.
+    assert rules_of(role) == {"coordination.k8s.io/leases": {"get", "create", "update", "delete"},
+                              "apps/deployments": {"get"}}
+    owner_rules = [r for r in role["rules"] if "deployments" in r["resources"]]
+    assert [r.get("resourceNames") for r in owner_rules] == [["qd-qdmesh"]]
+    assert env_of(deployment)["QDMESH_LEASE_OWNER"] == "deployment/qd-qdmesh"
     [binding] = [b for b in by_kind(docs, "RoleBinding")
                  if b["roleRef"]["name"] == "qd-qdmesh-leader-election"]
     assert binding["subjects"][0] == {"kind": "ServiceAccount", "name": "qd-qdmesh", "namespace": "messaging"}

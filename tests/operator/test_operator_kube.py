@@ -56,10 +56,20 @@ def test_routermesh_gets_owned_objects_and_honest_status(kube: Cluster) -> None:
 
     ready = eventually(lambda: kube.condition("routermeshes", "alpha", "Ready"), what="Ready condition")
     assert ready["status"] == "False" and ready["observedGeneration"] == 1
-    reconciling = kube.condition("routermeshes", "alpha", "Reconciling")
-    assert reconciling["status"] == "True" and reconciling["reason"] == "RoutersNotReady"
-    assert reconciling["message"] == "0/3 routers ready"
+    # No node takes pods here: the scheduler says so on each pod, and the status repeats it.
+    reconciling = eventually(
+        lambda: (kube.condition("routermeshes", "alpha", "Reconciling").get("reason") == "Unschedulable"
+                 and kube.condition("routermeshes", "alpha", "Reconciling")), 60, "Unschedulable status")
+    assert reconciling["status"] == "True"
+    assert reconciling["message"].startswith("alpha-0, alpha-1, alpha-2: Unschedulable: "), reconciling
+    pod = kube.core.read_namespaced_pod("alpha-0", kube.ns)
+    scheduler_says = next(c.message for c in pod.status.conditions if c.type == "PodScheduled")
+    assert scheduler_says and scheduler_says in reconciling["message"]
     assert kube.condition("routermeshes", "alpha", "Stalled")["status"] == "False"
+    time.sleep(4)  # drift checks every 1.5 s: the Warning is posted once, not at each
+    warnings = [e for e in kube.events("alpha") if e.reason == "Unschedulable"]
+    assert len(warnings) == 1 and warnings[0].type == "Warning" and warnings[0].count in (None, 1)
+    assert warnings[0].message == reconciling["message"]
     status = kube.get("routermeshes", "alpha")["status"]
     assert status["observedGeneration"] == 1 and status["selector"] == "qdmesh.io/mesh=alpha"
     assert [r["name"] for r in status["routerStatus"]] == ["alpha-0", "alpha-1", "alpha-2"]
@@ -146,7 +156,8 @@ def test_unknown_connector_is_stalled_and_nothing_of_it_is_applied(kube: Cluster
         what="good LinkRoute in the ConfigMap",
     ).data["beta-0.conf"]
     assert "typo." not in conf
-    assert any(e.reason == "UnknownReference" for e in kube.events("typo"))
+    # Events are posted after the statuses are written.
+    eventually(lambda: any(e.reason == "UnknownReference" for e in kube.events("typo")), what="Event")
 
 
 @pytest.mark.parametrize(
@@ -184,6 +195,13 @@ def test_unknown_connector_is_stalled_and_nothing_of_it_is_applied(kube: Cluster
             "are reserved",
         ),
         ("routermeshes", "RouterMesh", {"image": "qdmesh/router:latest"}, "spec.image must name a version"),
+        ("routermeshes", "RouterMesh", {"image": "registry.example:5000/qdmesh/router"},
+         "spec.image needs a tag or a digest"),
+        ("routermeshes", "RouterMesh", {"pod": {"resources": {"requests": {"cpu": "lots"}}}},
+         'spec.pod.resources.requests[cpu]: Invalid value: "lots": must be a quantity'),
+        ("routermeshes", "RouterMesh",
+         {"edgeGroups": [{"name": "e", "size": 1, "pod": {"resources": {"limits": {"memory": "big"}}}}]},
+         'spec.edgeGroups[0].pod.resources.limits[memory]: Invalid value: "big": must be a quantity'),
         (
             "routermeshes",
             "RouterMesh",
@@ -267,6 +285,12 @@ def test_live_changes_drift_and_finalizers_on_real_routers(
         what="AutoLink Ready",
     )
     assert ready["message"].startswith("live on all 3 routers")
+    # Only what the operator must take off the routers carries its finalizer: a RouterMesh
+    # (and its namespace) can go with no operator running.
+    finalizer = "qdmesh.io/remove-from-routers"
+    assert finalizer in kube.get("linkroutes", "orders")["metadata"]["finalizers"]
+    assert finalizer in kube.get("autolinks", "q1")["metadata"]["finalizers"]
+    assert finalizer not in (kube.get("routermeshes", "gamma")["metadata"].get("finalizers") or [])
     status = kube.get("autolinks", "q1")["status"]
     assert [(r["name"], r["applied"], r["operStatus"]) for r in status["routers"]] == [
         (f"gamma-{i}", True, "inactive") for i in range(3)

@@ -14,7 +14,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -37,6 +37,16 @@ def lease(api: Any, namespace: str) -> Any:
     return client.CoordinationV1Api(api).read_namespaced_lease("qdmesh-operator", namespace).spec
 
 
+def lease_gone(api: Any, namespace: str) -> bool:
+    from kubernetes import client
+
+    try:
+        lease(api, namespace)
+    except client.ApiException as e:
+        return e.status == 404
+    return False
+
+
 def test_one_replica_holds_the_lease_and_a_released_one_passes_at_once(crds: ControlPlane) -> None:
     api, namespace = api_namespace(crds, "lease")
     a = LeaderElector(api, settings(namespace, "replica-a"))
@@ -48,10 +58,10 @@ def test_one_replica_holds_the_lease_and_a_released_one_passes_at_once(crds: Con
     spec = lease(api, namespace)
     assert (spec.holder_identity, spec.lease_transitions, spec.lease_duration_seconds) == ("replica-a", 0, 3)
     a.release()
-    assert not lease(api, namespace).holder_identity
+    assert lease_gone(api, namespace), "a released Lease is deleted"
     assert b.try_acquire_or_renew(), "a released Lease is free at once"
     spec = lease(api, namespace)
-    assert (spec.holder_identity, spec.lease_transitions) == ("replica-b", 1)
+    assert (spec.holder_identity, spec.lease_transitions) == ("replica-b", 0)
     assert not a.try_acquire_or_renew()
 
 
@@ -112,12 +122,16 @@ def test_a_leader_cut_off_from_the_api_server_stops_within_the_renew_deadline(cr
 
 
 def start_operator(crds: ControlPlane, namespace: str, name: str, health_port: int,
-                   log: Path) -> subprocess.Popen:
+                   log: Path, *options: str, kubeconfig: str | None = None,
+                   timings: Tuple[str, str, str] = ("6", "4", "1")) -> subprocess.Popen:
     env = {**os.environ, **crds.env(), "POD_NAME": name, "POD_NAMESPACE": namespace}
+    if kubeconfig:
+        env["KUBECONFIG"] = kubeconfig
+    duration, deadline, retry = timings
     return subprocess.Popen(
         [sys.executable, "-m", "qdmesh_operator.main", "-n", namespace, "--health-port", str(health_port),
-         "--metrics-port", "0", "--leader-election", "--lease-duration", "3", "--lease-renew-deadline", "2",
-         "--lease-retry-period", "0.5"],
+         "--metrics-port", "0", "--leader-election", "--lease-duration", duration,
+         "--lease-renew-deadline", deadline, "--lease-retry-period", retry, *options],
         env=env, stdout=subprocess.DEVNULL, stderr=open(log, "ab"))
 
 
@@ -153,7 +167,7 @@ def test_two_operator_processes_one_reconciles_and_the_standby_takes_over(
 
         procs["op-2"].send_signal(signal.SIGTERM)
         assert procs["op-2"].wait(30) == 0
-        assert not lease(api, namespace).holder_identity, "a stopped leader releases its Lease"
+        assert lease_gone(api, namespace), "a stopped leader deletes its Lease"
     finally:
         for proc in procs.values():
             if proc.poll() is None:
@@ -178,3 +192,35 @@ def test_bad_election_settings_are_named(crds: ControlPlane) -> None:
     done = subprocess.run([sys.executable, "-m", "qdmesh_operator.main"], env=bad_env,
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "QDMESH_LEADER_ELECTION='sometimes'" in done.stderr
+
+
+def test_the_lease_is_owned_by_the_operators_deployment_and_goes_with_it(crds: ControlPlane) -> None:
+    """helm uninstall deletes the Deployment and the RBAC together: the last leader may not be
+    able to delete its Lease any more, the garbage collector does."""
+    from kubernetes import client
+
+    from qdmesh_operator.main import lease_owner
+
+    api, namespace = api_namespace(crds, "owned")
+    apps = client.AppsV1Api(api)
+    labels = {"app": "qdmesh-operator"}
+    deployment = apps.create_namespaced_deployment(namespace, {
+        "metadata": {"name": "qdmesh"}, "spec": {"replicas": 0, "selector": {"matchLabels": labels},
+                                                 "template": {"metadata": {"labels": labels}, "spec": {
+                                                     "containers": [{"name": "op", "image": "x:1"}]}}}})
+    os.environ["QDMESH_LEASE_OWNER"] = "deployment/qdmesh"
+    try:
+        owned = lease_owner(api, settings(namespace, "op-1"))
+    finally:
+        del os.environ["QDMESH_LEASE_OWNER"]
+    assert owned.owner == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "qdmesh",
+                           "uid": deployment.metadata.uid}
+    assert LeaderElector(api, owned).try_acquire_or_renew()
+    from kubernetes.client import CoordinationV1Api
+
+    held = CoordinationV1Api(api).read_namespaced_lease("qdmesh-operator", namespace)
+    assert [(o.kind, o.name, o.uid) for o in held.metadata.owner_references] == [
+        ("Deployment", "qdmesh", deployment.metadata.uid)]
+    apps.delete_namespaced_deployment("qdmesh", namespace)
+    # The garbage collector works through a queue: generous on a loaded machine.
+    eventually(lambda: lease_gone(api, namespace), 150, "the Lease garbage-collected with its Deployment")

@@ -13,13 +13,14 @@ controller (a stopped node's Ready=Unknown, its pods' Ready=False)."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 import pytest
 
-from qdmesh_operator.apply.kube import KubeApi, NodeHealth
+from qdmesh_operator.apply.kube import KubeApi, NodeHealth, node_health_of
 from qdmesh_operator.apply.management import RouterOutcome
 from qdmesh_operator.apply.observe import Observed
 from qdmesh_operator.model.mesh import parse_mesh
@@ -34,6 +35,7 @@ from tests.operator.kube_operator import G, V, api_namespace, eventually
 pytestmark = pytest.mark.timeout(180)
 
 MESH = parse_mesh("m", "ns", {"size": 3, "image": "qdmesh/router:0.1.0"})
+SETTLE = 1.0  # seconds a node that turned not ready settles (reconcile.NODE_SETTLE_S)
 
 
 def _observed(pods: Dict[str, PodState], nodes: Dict[str, NodeHealth] | None) -> Observed:
@@ -64,6 +66,10 @@ def test_a_router_is_lost_only_after_it_ran_and_with_its_node_always() -> None:
     lost = lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), _observed(pods, nodes), unreachable, "")
     assert [(r.name, r.reason) for r in lost] == [("m-0", "ManagementUnreachable"), ("m-1", "NodeNotReady"),
                                                   ("m-2", "PodNotReady")]
+    # A node that turned not ready a moment ago settles first: others may follow it.
+    settling = _observed(pods, nodes)
+    settling.settling = {"b"}
+    assert lost_routers(MESH, _body([]), settling, {}, "") == []
     # A rolling restart replaces pods on purpose: only the node still counts.
     lost = lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), _observed(pods, nodes), {}, "rolling")
     assert [r.name for r in lost] == ["m-1"]
@@ -73,6 +79,24 @@ def test_a_router_is_lost_only_after_it_ran_and_with_its_node_always() -> None:
     # A router the last status said was lost stays lost until its pod is back.
     lost = lost_routers(MESH, _body([], ["m-2"]), _observed({}, {}), {}, "")
     assert [(r.name, r.reason) for r in lost] == [("m-2", "PodMissing")]
+
+
+def test_a_node_is_judged_by_its_ready_condition_not_by_taints_that_lag_behind_it() -> None:
+    from kubernetes.client import V1Node, V1NodeCondition, V1NodeSpec, V1NodeStatus, V1ObjectMeta, V1Taint
+
+    def node(ready: str, *taints: str) -> Any:
+        reason = "KubeletReady" if ready == "True" else "NodeStatusUnknown"
+        return V1Node(metadata=V1ObjectMeta(name="n"),
+                      spec=V1NodeSpec(taints=[V1Taint(key=t, effect="NoSchedule") for t in taints]),
+                      status=V1NodeStatus(conditions=[V1NodeCondition(type="Ready", status=ready,
+                                                                      reason=reason)]))
+    # A new node keeps the admission plugin's not-ready taint, and a node back from a loss the
+    # lifecycle controller's unreachable taint, for a while after its kubelet posts Ready.
+    assert node_health_of(node("True", "node.kubernetes.io/not-ready")).ready
+    assert node_health_of(node("True", "node.kubernetes.io/unreachable")).ready
+    lost = node_health_of(node("Unknown", "node.kubernetes.io/unreachable"))
+    assert (lost.ready, lost.reason) == (False, "NodeStatusUnknown")
+    assert not node_health_of(V1Node(metadata=V1ObjectMeta(name="n"), status=V1NodeStatus())).ready
 
 
 def test_lost_and_back_events_are_posted_once() -> None:
@@ -102,6 +126,26 @@ class Stage:
 
         self.core: Any = client.CoreV1Api(api)
         self.ns = namespace
+        # Each node's Ready as its kubelet (stand-in) posts it. A kubelet posts every few
+        # seconds: the real node lifecycle controller marks a node whose heartbeat is older
+        # than its grace period (40-50 s) Unknown, however long the test took to get there.
+        self._posted: Dict[str, str] = {}
+        self._stop = threading.Event()
+        self._heartbeat = threading.Thread(target=self._beat, name="kubelet-stand-in", daemon=True)
+        self._heartbeat.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(3.0):
+            for name, status in list(self._posted.items()):
+                if status == "True":
+                    try:
+                        self.node_ready(name, status)
+                    except Exception:  # the node is being deleted as the test ends
+                        pass
+
+    def close(self) -> None:
+        self._stop.set()
+        self._heartbeat.join(10)
 
     def node(self, name: str) -> None:
         # Unschedulable: the real scheduler binds nothing here; the test does (see bind).
@@ -113,6 +157,7 @@ class Stage:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         reason, message = (("KubeletReady", "kubelet is posting ready status") if status == "True" else
                            ("NodeStatusUnknown", "Kubelet stopped posting node status."))
+        self._posted[name] = status
         self.core.patch_node_status(name, {"status": {"conditions": [
             {"type": "Ready", "status": status, "reason": reason, "message": message,
              "lastHeartbeatTime": now, "lastTransitionTime": now}]}})
@@ -141,7 +186,8 @@ def test_routers_lost_with_their_node_and_back(crds: ControlPlane, mesh_factory:
     overrides.write_text(json.dumps({f"{ns}/{rid}": url for rid, url in urls.items()}))
     monkeypatch.setenv(OVERRIDE_ENV, str(overrides))
     kube = KubeApi(api)
-    reconciler = MeshReconciler(kube, urls=lambda mesh, ready: {r: urls[r] for r in ready})
+    reconciler = MeshReconciler(kube, urls=lambda mesh, ready: {r: urls[r] for r in ready},
+                                node_settle_s=SETTLE)
     client.CustomObjectsApi(api).create_namespaced_custom_object(G, V, ns, "routermeshes", {
         "apiVersion": f"{G}/{V}", "kind": "RouterMesh", "metadata": {"name": "lossy"},
         "spec": {"size": 3, "image": "qdmesh/router:0.1.0"}})
@@ -155,7 +201,6 @@ def test_routers_lost_with_their_node_and_back(crds: ControlPlane, mesh_factory:
         return report
 
     reconcile()  # the StatefulSet; its controller makes the pods
-    stage = Stage(api, ns)
     pods = [f"lossy-{i}" for i in range(3)]
     eventually(lambda: len(kube.pods(ns, "lossy")) == 3, 60, "the StatefulSet's 3 pods")
     apps: Any = client.AppsV1Api(api)
@@ -164,9 +209,11 @@ def test_routers_lost_with_their_node_and_back(crds: ControlPlane, mesh_factory:
         return int(apps.read_namespaced_stateful_set("lossy", ns).status.ready_replicas or 0)
     # Nodes are cluster-wide: named after the namespace, removed however the test ends.
     node_a, node_b = f"{ns}-a", f"{ns}-b"
+    stage = Stage(api, ns)
     try:
         _lose_and_get_back(reconcile, stage, kube, sts_ready, ns, pods, node_a, node_b, local)
     finally:
+        stage.close()
         for name in (node_a, node_b):
             try:
                 client.CoreV1Api(api).delete_node(name)
@@ -192,6 +239,12 @@ def _lose_and_get_back(reconcile: Any, stage: Stage, kube: KubeApi, sts_ready: A
     # node-b stops. The node lifecycle controller (stand-in) marks it Unknown first; its pods
     # still count as ready for the StatefulSet: the node alone tells the operator.
     stage.node_ready(node_b, "Unknown")
+    # First seen now: the node settles (the node lifecycle controller may be marking others).
+    settling = reconcile()
+    assert settling.statuses[("routermeshes", "lossy")]["lostRouters"] == []
+    assert settling.recheck_in is not None and 0 < settling.recheck_in <= SETTLE
+    assert not [e for e in settling.events if e.reason == "RoutersLost"]
+    time.sleep(SETTLE)
     report = reconcile()
     status = report.statuses[("routermeshes", "lossy")]
     assert status["readyRouters"] == 1

@@ -10,7 +10,9 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from .. import contract
+from ..apiclient import TimedApiClient
 from ..rolling import PodState
+from .pod_problems import pod_problem
 
 APPLY = "application/apply-patch+yaml"
 
@@ -25,22 +27,19 @@ class NodeHealth:
     message: str = ""
 
 
-# Taints the node lifecycle controller puts on a node whose kubelet stopped reporting.
-LOST_NODE_TAINTS = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
-
-
 def node_health_of(node: Any) -> NodeHealth:
+    """The node's Ready condition, and nothing else.  Its taints are no earlier news: the node
+    lifecycle controller writes Ready=Unknown before it taints a node it lost, and the
+    ``node.kubernetes.io/not-ready`` and ``unreachable`` taints outlive a node's recovery (and
+    the admission plugin puts ``not-ready`` on every new node) until the controller gets round
+    to removing them, so judging by them calls healthy nodes lost."""
     name = str(node.metadata.name)
     conditions = (node.status.conditions if node.status else None) or []
-    taints = (node.spec.taints if node.spec else None) or []
     ready = next((c for c in conditions if c.type == "Ready"), None)
-    taint = next((t for t in taints if t.key in LOST_NODE_TAINTS), None)
     if ready is None:
         return NodeHealth(name, False, "NoReadyCondition", "the node reports no Ready condition")
     if ready.status != "True":
         return NodeHealth(name, False, str(ready.reason or f"Ready={ready.status}"), str(ready.message or ""))
-    if taint is not None:  # Ready may still say True for a moment after the taint went on
-        return NodeHealth(name, False, "Tainted", f"taint {taint.key}:{taint.effect}")
     return NodeHealth(name, True)
 
 
@@ -69,7 +68,7 @@ class KubeApi:
     """Thin synchronous wrapper; every call raises ``ApiException`` on failure."""
 
     def __init__(self, api_client: k8s.ApiClient | None = None) -> None:
-        self.api_client = api_client or k8s.ApiClient()
+        self.api_client = api_client or TimedApiClient()
         self.custom = k8s.CustomObjectsApi(self.api_client)
         self.core = k8s.CoreV1Api(self.api_client)
         self.apps = k8s.AppsV1Api(self.api_client)
@@ -138,7 +137,8 @@ class KubeApi:
             found[name] = PodState(ordinal=int(ordinal) if ordinal.isdigit() else -1,
                                    revision=str(labels.get("controller-revision-hash") or ""),
                                    ready=any(c.type == "Ready" and c.status == "True" for c in conditions),
-                                   node=str((pod.spec.node_name if pod.spec else None) or ""))
+                                   node=str((pod.spec.node_name if pod.spec else None) or ""),
+                                   problem=pod_problem(pod))
         return found
 
     def node_health(self, names: Iterable[str]) -> Dict[str, NodeHealth] | None:

@@ -5,7 +5,7 @@ here, once, so no stage goes back to the API server to look something up."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Set, Tuple
 
 from .. import contract
 from ..rolling import PodState
@@ -33,6 +33,12 @@ class Observed:
 
     #: The interior routers whose pods are ready (only they can answer management).
     ready_pods: List[str] = field(default_factory=list)
+    #: Every node an interior router runs on is not ready, all at once.
+    nodes_all_down: bool = False
+    #: The interior routers on nodes that are not ready.
+    on_unready_nodes: List[str] = field(default_factory=list)
+    #: Nodes not ready for less than the settle time, by the operator's clock (reconcile.py).
+    settling: Set[str] = field(default_factory=set)
     #: Whether any edge router's pod is ready.
     edges_ready: bool = False
     #: The health of each node an interior router's pod is on, by node name; None when the
@@ -67,5 +73,9 @@ def observe(kube: KubeApi, namespace: str, mesh_name: str) -> Observed:
             observed.edge_workloads[str(group)] = workload
     observed.edge_pods = kube.edge_pods(namespace, mesh_name)
     observed.ready_pods = sorted(name for name, pod in observed.pods.items() if pod.ready)
+    health = observed.nodes or {}
+    on_nodes = {name: pod.node for name, pod in observed.pods.items() if pod.node in health}
+    observed.nodes_all_down = bool(on_nodes) and not any(health[n].ready for n in on_nodes.values())
+    observed.on_unready_nodes = sorted(name for name, node in on_nodes.items() if not health[node].ready)
     observed.edges_ready = any(pod.ready for pod in observed.edge_pods.values())
     return observed

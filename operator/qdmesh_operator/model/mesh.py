@@ -11,6 +11,7 @@ from .. import contract
 from . import topology
 from .errors import SpecError
 from .fields import Fields, exactly_one
+from .values import check_image, check_resources
 
 NAME_PATTERN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DISTRIBUTIONS = ("multicast", "closest", "balanced", "unavailable")
@@ -186,9 +187,7 @@ def parse_mesh(name: str, namespace: str, spec: Mapping[str, Any]) -> MeshSpec:
     f = Fields(spec, "spec")
     mesh = MeshSpec(name=name, namespace=namespace)
     mesh.size = f.need_integer("size", default=3, minimum=1, maximum=64)
-    mesh.image = f.text("image", max_length=512) or contract.default_router_image()
-    if mesh.image.endswith(":latest"):
-        raise SpecError("spec.image", "must name a version, not the 'latest' tag")
+    mesh.image = check_image("spec.image", f.text("image", max_length=512) or contract.default_router_image())
     topo = f.sub("topology")
     mesh.topology = topo.choice("type", (topology.FULL_MESH, topology.REDUNDANT),
                                 default=topology.FULL_MESH) or topology.FULL_MESH
@@ -213,7 +212,7 @@ def parse_mesh(name: str, namespace: str, spec: Mapping[str, Any]) -> MeshSpec:
     mesh.console = ConsoleSettings(
         enabled=bool(console.boolean("enabled", False)),
         interval=console.need_integer("intervalSeconds", default=2, minimum=1, maximum=60),
-        resources=console.mapping("resources"))
+        resources=check_resources(console.at("resources"), console.mapping("resources")))
     mesh.edge_groups = parse_edge_groups(f, name)
     exposed = {x.name for x in mesh.listeners if x.expose != "ClusterIP"}
     for i, group in enumerate(mesh.edge_groups):
@@ -226,7 +225,8 @@ def parse_mesh(name: str, namespace: str, spec: Mapping[str, Any]) -> MeshSpec:
 def parse_pod_settings(pod: Fields, mesh_name: str) -> PodSettings:
     """spec.pod, and each edge group's pod: the same settings for every router pod."""
     settings = PodSettings(
-        resources=pod.mapping("resources"), affinity=pod.mapping("affinity"),
+        resources=check_resources(pod.at("resources"), pod.mapping("resources")),
+        affinity=pod.mapping("affinity"),
         tolerations=pod.raw_list("tolerations"), node_selector=pod.string_map("nodeSelector"),
         topology_spread=pod.raw_list("topologySpreadConstraints"), labels=pod.string_map("labels"),
         annotations=pod.string_map("annotations"), priority_class=pod.text("priorityClassName"),

@@ -27,6 +27,8 @@ UNKNOWN_REFERENCE = "UnknownReference"
 APPLY_FAILED = "ApplyFailed"
 EDGES_NOT_READY = "EdgesNotReady"
 ROUTERS_LOST = "RoutersLost"
+#: Every node of the mesh not ready, its routers answering: Kubernetes' control plane was away.
+NODES_NOT_READY = "NodesNotReady"
 
 
 @dataclass

@@ -15,7 +15,8 @@ from ..model.inputs import ParsedMesh
 from ..tls.resolve import Certificates
 from . import mesh as mesh_status
 from .edges import edge_status
-from .lost import lost_events, lost_routers
+from .lost import control_plane_away, lost_events, lost_routers, recovering
+from .pods import pod_events
 from .report import Event, Report, ref
 from .routing import routing_statuses
 
@@ -32,8 +33,14 @@ def reconciled_report(body: Mapping[str, Any], parsed: ParsedMesh, observed: Obs
     lost = lost_routers(parsed.mesh, body, observed, applied.outcomes, applied.rolling)
     report.events.extend(lost_events(body, lost, observed, parsed.mesh.size))
     nodes = {name: pod.node for name, pod in observed.pods.items() if pod.node}
+    problems = {name: pod.problem for name, pod in observed.pods.items()
+                if pod.problem is not None and not pod.ready and name in parsed.mesh.router_ids()}
+    report.events.extend(pod_events(body, problems))
+    away = control_plane_away(body, observed)
+    answering = [rid for rid in recovering(observed)
+                 if away and rid in applied.outcomes and applied.outcomes[rid].reachable]
     report.statuses[(contract.MESH_PLURAL, parsed.mesh.name)] = mesh_status.mesh_status(
-        body, state, applied, edge_status(state, observed, applied), lost, nodes)
+        body, state, applied, edge_status(state, observed, applied), lost, nodes, problems, answering)
     routing_statuses(report, state, observed.routing, parsed.invalid, applied.outcomes)
     mesh_status.management_events(report, body, every_router, why)
     return report

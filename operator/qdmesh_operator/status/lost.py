@@ -6,7 +6,11 @@ operator carries on where the last status left off, and posts no Event twice).
 
 A router that never ran (a new mesh, a new router of a scale-up) is not lost, only not ready
 yet; during a rolling restart the router being replaced is not lost either.  A router whose
-node is not ready is lost whatever it did before: nothing on that node runs."""
+node is not ready is lost whatever it did before (nothing on that node runs), except when
+every node of the mesh turned not ready together and its management answers: then the nodes'
+status is what is wrong (Kubernetes' control plane itself was away), not the routers.  Since
+the node lifecycle controller marks nodes one after another, a node that turned not ready a
+moment ago (``Observed.settling``) is judged only once the others had time to follow."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Set
 from ..apply.management import RouterOutcome
 from ..apply.observe import Observed
 from ..model.mesh import MeshSpec
+from . import NODES_NOT_READY
 from .report import Event, ref
 
 NODE_NOT_READY = "NodeNotReady"
@@ -44,20 +49,56 @@ def previous_routers(body: Mapping[str, Any]) -> tuple[Set[str], Set[str]]:
     return ready, lost
 
 
+def control_plane_away(body: Mapping[str, Any], observed: Observed) -> bool:
+    """Every node of the mesh not ready at once is more often Kubernetes' control plane having
+    been away (no kubelet could post its status; the node lifecycle controller judges them all
+    together when it is back) than every node stopping.  It lasts, once seen (the last
+    status's NodesNotReady), while any of those nodes or router pods is still not ready: the
+    kubelets post again one by one, nodes and pods, and the first back is no reason to call
+    the others' routers lost."""
+    if observed.nodes_all_down:
+        return True
+    conditions = (body.get("status") or {}).get("conditions") or []
+    before: Mapping[str, Any] = next((c for c in conditions if c.get("type") == "Reconciling"), {})
+    return before.get("reason") == NODES_NOT_READY and bool(recovering(observed))
+
+
+def recovering(observed: Observed) -> List[str]:
+    """The routers on nodes not ready or whose pods are not ready (and that have a node)."""
+    waiting = set(observed.on_unready_nodes)
+    waiting |= {name for name, pod in observed.pods.items() if pod.node and not pod.ready}
+    return sorted(waiting)
+
+
+def routers_to_ask(body: Mapping[str, Any], observed: Observed) -> List[str]:
+    """The routers whose management to reach: those whose pods are ready and, while the
+    control plane was away, those on nodes not ready (their DNS names publish pods that are
+    not ready): one that answers is not lost."""
+    asked = set(observed.ready_pods)
+    if control_plane_away(body, observed):
+        asked |= set(recovering(observed))
+    return sorted(asked)
+
+
 def lost_routers(mesh: MeshSpec, body: Mapping[str, Any], observed: Observed,
                  outcomes: Mapping[str, RouterOutcome], rolling: str) -> List[LostRouter]:
     was_ready, was_lost = previous_routers(body)
     nodes = observed.nodes or {}
     lost: List[LostRouter] = []
+    away = control_plane_away(body, observed)
     for rid in mesh.router_ids():
         pod = observed.pods.get(rid)
         node = pod.node if pod is not None else ""
         health = nodes.get(node) if node else None
         ran = rid in was_ready or rid in was_lost
-        if health is not None and not health.ready:
+        # Every node down at once and the router answering: the control plane was away.
+        answers = away and rid in outcomes and outcomes[rid].reachable
+        if node in observed.settling and not observed.nodes_all_down:
+            continue  # judged once the node lifecycle controller's pass over the nodes is done
+        if health is not None and not health.ready and not answers:
             detail = f"{health.reason}: {health.message}" if health.message else health.reason
             lost.append(LostRouter(rid, node, NODE_NOT_READY, f"its node {node} is not ready ({detail})"))
-        elif not ran or rolling:
+        elif not ran or rolling or answers:
             continue
         elif pod is None:
             lost.append(LostRouter(rid, "", POD_MISSING, "its pod is gone"))

@@ -13,11 +13,13 @@ from ..apply.converged import mesh_converged
 from ..apply.kube import KubeRefused
 from ..apply.management import RouterOutcome
 from ..apply.mesh import Applied
+from ..apply.pod_problems import PodProblem
 from ..model.desired import MeshState
 from ..plan import CREATE
 from ..rolling import HELD
 from .edges import EdgeStatus
 from .lost import LostRouter, describe
+from .pods import pods_verdict
 from .report import Event, Report, generation_of, ref
 
 
@@ -27,9 +29,17 @@ def stalled_report(body: Mapping[str, Any], message: str, event: str | None) -> 
     report = Report()
     report.statuses[(contract.MESH_PLURAL, body["metadata"]["name"])] = status.status_of(
         status.Verdict.stalled(status.INVALID_SPEC, message), generation_of(body), body.get("status"))
-    if event is not None:
+    if event is not None and is_news(body, status.INVALID_SPEC, message):
         report.events.append(Event(ref(body), "Warning", status.INVALID_SPEC, event))
     return report
+
+
+def is_news(body: Mapping[str, Any], reason: str, message: str) -> bool:
+    """Whether the last status's Ready condition said something else: a verdict that stands
+    (a bad spec, a refused write) is announced once, not at every drift check."""
+    previous = (body.get("status") or {}).get("conditions") or []
+    ready = next((c for c in previous if c.get("type") == status.READY), None)
+    return ready is None or (ready.get("reason"), ready.get("message")) != (reason, message[:32000])
 
 
 def refused_report(body: Mapping[str, Any], refused: KubeRefused) -> Report:
@@ -46,7 +56,8 @@ def refused_report(body: Mapping[str, Any], refused: KubeRefused) -> Report:
     report = Report()
     report.statuses[(contract.MESH_PLURAL, body["metadata"]["name"])] = status.status_of(
         verdict, generation_of(body), body.get("status"))
-    report.events.append(Event(ref(body), "Warning", verdict.reason, verdict.message))
+    if verdict.state != "stalled" or is_news(body, verdict.reason, verdict.message):
+        report.events.append(Event(ref(body), "Warning", verdict.reason, verdict.message))
     return report
 
 
@@ -58,11 +69,13 @@ def _api_reason(e: ApiException) -> str:
 
 
 def router_entry(rid: str, outcome: RouterOutcome | None, node: str = "",
-                 lost: LostRouter | None = None) -> Dict[str, Any]:
+                 lost: LostRouter | None = None, problem: PodProblem | None = None) -> Dict[str, Any]:
     entry: Dict[str, Any] = {"name": rid, "ready": bool(outcome and outcome.in_sync and lost is None)}
     if node:
         entry["node"] = node
-    if lost is not None:
+    if problem is not None and outcome is None:
+        entry["message"] = f"pod not ready: {problem.describe()}"[:1000]
+    elif lost is not None:
         # What management answered last is no news about a router whose node or pod is gone.
         entry["message"] = f"lost: {lost.message}"
     elif outcome is None:
@@ -80,8 +93,13 @@ def router_entry(rid: str, outcome: RouterOutcome | None, node: str = "",
 
 def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied,
                 edges: EdgeStatus | None = None, lost: Sequence[LostRouter] = (),
-                nodes: Mapping[str, str] | None = None) -> Dict[str, Any]:
-    """``lost``: routers lost since they ran (status/lost.py); ``nodes``: router -> its node."""
+                nodes: Mapping[str, str] | None = None,
+                problems: Mapping[str, PodProblem] | None = None,
+                answering: Sequence[str] = ()) -> Dict[str, Any]:
+    """``lost``: routers lost since they ran (status/lost.py); ``nodes``: router -> its node;
+    ``problems``: what keeps each router whose pod is not ready from running (pods.py);
+    ``answering``: routers that answer management although every node of the mesh is not ready."""
+    problems = problems or {}
     mesh, outcomes, sts = state.mesh, applied.outcomes, applied.stateful_set_status
     generation = generation_of(body)
     lost_by_name = {r.name: r for r in lost}
@@ -93,14 +111,25 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied,
     mesh_failures = [r.error for o in outcomes.values() for r in o.failures
                      if r.op.name not in routing_names]
     unreachable = [o.error for o in outcomes.values() if not o.reachable]
-    routers = [router_entry(rid, outcomes.get(rid), (nodes or {}).get(rid, ""), lost_by_name.get(rid))
+    routers = [router_entry(rid, outcomes.get(rid), (nodes or {}).get(rid, ""), lost_by_name.get(rid),
+                            problems.get(rid))
                for rid in mesh.router_ids()]
     edges = edges or EdgeStatus()
     mesh_failures += edges.failures
     if mesh_failures:
         verdict = status.Verdict.stalled(status.APPLY_FAILED, "; ".join(str(m) for m in mesh_failures[:3]))
+    elif any(p.stalled for p in problems.values()):
+        verdict = pods_verdict(problems)
     elif applied.rolling:
         verdict = status.Verdict.progressing(status.ROLLING_RESTART, applied.rolling)
+    elif problems:
+        verdict = pods_verdict(problems)
+    elif answering:
+        # Kept while any of those nodes is not ready (status/lost.py: control_plane_away).
+        verdict = status.Verdict.progressing(
+            status.NODES_NOT_READY, f"the mesh's nodes turned not ready together, but {len(answering)} of "
+            f"{mesh.size} routers on them answer management ({', '.join(answering)}): not counted as "
+            "lost; Kubernetes' control plane may have been away")
     elif lost:
         verdict = status.Verdict.progressing(status.ROUTERS_LOST, describe(lost, mesh.size))
     elif ready_replicas < mesh.size:

@@ -30,6 +30,8 @@ class Report:
     repaired: int = 0
     mesh_found: bool = True
     seconds: float = 0.0
+    #: Reconcile again after this many seconds (a node that turned not ready is settling).
+    recheck_in: float | None = None
 
 
 def ref(body: Mapping[str, Any]) -> Dict[str, Any]:
