@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence, Tuple
 
-from .apply.pod_problems import PodProblem
+from .pod_problems import PodProblem
 
 TEMPLATE_HASH = "qdmesh.io/template-hash"
 HELD = "rolling restart held"

@@ -1,4 +1,4 @@
-"""Routers that do not become ready, and why, as their pods say (apply/pod_problems.py,
+"""Routers that do not become ready, and why, as their pods say (pod_problems.py,
 status/pods.py): an image that cannot be pulled, a crash loop with how its last run ended, a
 pod nobody can schedule.  The RouterMesh's status names the reason and the pods' own message;
 ``Stalled`` when waiting will not help; a Warning Event once per problem, not at each drift
@@ -23,7 +23,7 @@ from kubernetes.client import (
 )
 
 from qdmesh_operator.apply.kube import KubeApi
-from qdmesh_operator.apply.pod_problems import PodProblem, pod_problem
+from qdmesh_operator.pod_problems import PodProblem, pod_problem
 from qdmesh_operator.reconcile import MeshReconciler, Report
 from qdmesh_operator.status.pods import pod_events, pods_verdict
 from tests.kube.controlplane import ControlPlane

@@ -80,3 +80,24 @@ def test_a_write_refused_for_good_is_announced_once() -> None:
     assert [(e.type, e.reason) for e in first.events] == [("Warning", "ApplyFailed")]
     again = refused_report(_body(first.statuses[("routermeshes", "m")]), KubeRefused("StatefulSet", error))
     assert again.events == []
+
+
+@pytest.mark.parametrize("value, ok", [
+    ("500m", True), ("2", True), (2, True), (0.5, True), ("256Mi", True), ("1Gi", True),
+    ("1e3", True), ("1.5", True), (".5", True), ("100k", True), ("lots", False), ("1 Gi", False),
+    ("1GB", False), ("", False), ("Mi", False), (True, False), (None, False), ("1Gix", False),
+])
+def test_quantity_syntax_is_kubernetes(value: Any, ok: bool) -> None:
+    """The model's check agrees with the Kubernetes client's parser on each of these, but
+    for a space inside ("1 Gi"), which the client's parser skips and the API server refuses."""
+    from kubernetes.utils import parse_quantity
+
+    from qdmesh_operator.model.values import is_quantity
+    assert is_quantity(value) is ok
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool) and " " not in str(value):
+        try:
+            parse_quantity(value)
+            parsed = True
+        except (ValueError, ArithmeticError):
+            parsed = False
+        assert parsed is ok

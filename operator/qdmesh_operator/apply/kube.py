@@ -11,8 +11,8 @@ from kubernetes.client.rest import ApiException
 
 from .. import contract
 from ..apiclient import TimedApiClient
+from ..pod_problems import pod_problem
 from ..rolling import PodState
-from .pod_problems import pod_problem
 
 APPLY = "application/apply-patch+yaml"
 

@@ -11,6 +11,10 @@ from typing import Any, Dict, Mapping
 
 from .errors import SpecError
 
+# Kubernetes' quantity syntax (apimachinery resource.Quantity): a decimal number, then a binary
+# (Ki..Ei) or decimal (n, u, m, k, M..E) suffix or a decimal exponent. Checked here rather than
+# with the Kubernetes client's parser: the model stays free of the client (.importlinter).
+_QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?")
 # A reference is [registry[:port]/]path[:tag][@digest]; the tag is after the last '/'.
 _TAGGED = re.compile(r":[\w][\w.-]{0,127}$")
 _DIGEST = re.compile(r"@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}$")
@@ -28,8 +32,6 @@ def check_image(path: str, image: str) -> str:
 
 def check_resources(path: str, resources: Mapping[str, Any]) -> Dict[str, Any]:
     """``resources`` (requests, limits) with every quantity checked; the first bad one named."""
-    from kubernetes.utils import parse_quantity
-
     for part in ("requests", "limits"):
         values = resources.get(part)
         if values is None:
@@ -37,11 +39,14 @@ def check_resources(path: str, resources: Mapping[str, Any]) -> Dict[str, Any]:
         if not isinstance(values, Mapping):
             raise SpecError(f"{path}.{part}", f"must be an object, not {type(values).__name__}")
         for name, value in values.items():
-            try:
-                if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-                    raise ValueError(value)
-                parse_quantity(value)
-            except (ValueError, ArithmeticError):
+            if not is_quantity(value):
                 raise SpecError(f"{path}.{part}.{name}", f"{value!r} is not a quantity "
-                                "(for example 500m or 2 for cpu, 256Mi or 1Gi for memory)") from None
+                                "(for example 500m or 2 for cpu, 256Mi or 1Gi for memory)")
     return dict(resources)
+
+
+def is_quantity(value: Any) -> bool:
+    """Whether Kubernetes would take ``value`` as a resource quantity."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return False
+    return _QUANTITY.fullmatch(str(value).strip() if isinstance(value, str) else repr(value)) is not None

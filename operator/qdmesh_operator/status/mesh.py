@@ -13,9 +13,9 @@ from ..apply.converged import mesh_converged
 from ..apply.kube import KubeRefused
 from ..apply.management import RouterOutcome
 from ..apply.mesh import Applied
-from ..apply.pod_problems import PodProblem
 from ..model.desired import MeshState
 from ..plan import CREATE
+from ..pod_problems import PodProblem
 from ..rolling import HELD
 from .edges import EdgeStatus
 from .lost import LostRouter, describe

@@ -1,4 +1,4 @@
-"""What the router pods that are not ready say about why (apply/pod_problems.py), in the
+"""What the router pods that are not ready say about why (pod_problems.py), in the
 RouterMesh's conditions and in Warning Events.  Pure.
 
 Waiting does not cure an image that cannot be pulled, a crash loop or a configuration the
@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import Any, Dict, List, Mapping
 
 from .. import status
-from ..apply.pod_problems import PodProblem
+from ..pod_problems import PodProblem
 from .report import Event, ref
 
 
