@@ -12,8 +12,8 @@ from typing import Any, Dict, Mapping
 from .errors import SpecError
 
 # Kubernetes' quantity syntax (apimachinery resource.Quantity): a decimal number, then a binary
-# (Ki..Ei) or decimal (n, u, m, k, M..E) suffix or a decimal exponent. Checked here rather than
-# with the Kubernetes client's parser: the model stays free of the client (.importlinter).
+# (Ki..Ei) or decimal (n, u, m, k, M..E) suffix or a decimal exponent. A pattern, not the
+# Kubernetes client's parser: the model stays free of the client (.importlinter).
 _QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?")
 # A reference is [registry[:port]/]path[:tag][@digest]; the tag is after the last '/'.
 _TAGGED = re.compile(r":[\w][\w.-]{0,127}$")
