@@ -197,6 +197,7 @@ def test_commands_are_read_as_a_shell_reads_them(block: str, expected: List[List
 
 HISTORY = re.compile("|".join([
     r"\bsessions? [0-9]+",                                   # numbered rounds of work
+    r"\b(?:an? )?(?:earlier|previous) (?:work )?session\b",
     r"\b(?:development |work )?rounds? [0-9]+\b",
     r"\b(?:issues?|PR|pull request|ticket)s? #?[0-9]+",      # issue numbers
     r"\(#[0-9]+\)",
@@ -239,18 +240,20 @@ def test_no_file_speaks_of_how_it_was_made() -> None:
                        "in bench/), not here:\n" + "\n".join(found))
 
 
-@pytest.mark.parametrize("line", [
-    "measured in session 12 (bench/HISTORY.md)", "as issue 31 saw", "fixed in #42 (#42)",
-    "commit `e1f3b0c`", "as built at `e1f3b0c`", "Checked here with buildah", "on these VMs",
-    "a new user's machine",
+# Written in parts, so that a plain grep of the tree for such wording finds only real cases.
+@pytest.mark.parametrize("parts", [
+    ("measured in sess", "ion 12 (bench/HISTORY.md)"), ("as iss", "ue 31 saw"), ("fixed in #4", "2 (#42)"),
+    ("commit `e1f", "3b0c`"), ("as built at `e1f", "3b0c`"), ("Checked ", "here with buildah"),
+    ("on these ", "VMs"), ("a new ", "user's machine"), ("as in qdrouterd (an earlier sess", "ion)"),
 ])
-def test_the_history_check_catches(line: str) -> None:
-    assert list(history_lines(line))
+def test_the_history_check_catches(parts: Tuple[str, str]) -> None:
+    assert list(history_lines("".join(parts)))
 
 
 @pytest.mark.parametrize("line", [
     "a session's incoming window", "sessions of one connection", "color: #333", "round-robin over 3 links",
-    "rounds of 200,000 messages", "the second round of traffic",
+    "rounds of 200,000 messages", "the second round of traffic", "the session's last frame",
+    "this session's incoming window",
 ])
 def test_the_history_check_leaves_the_product_alone(line: str) -> None:
     assert not list(history_lines(line))
