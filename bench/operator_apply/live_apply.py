@@ -83,7 +83,7 @@ def apply_one_by_one(mesh: Mesh, size: int, rounds: int) -> Dict[str, Any]:
     targets = urls(mesh)
     pool = ClientPool()  # the operator keeps its management connections open between changes
     checkers = {rid: ManagementClient(url, timeout=5) for rid, url in targets.items()}
-    sync_mesh(local_state(spec, []), targets, pool)  # connections up, broker connector created
+    sync_mesh(local_state(spec, []), targets, pool=pool)  # connections up, broker connector created
     routing: List[RoutingSpec] = []
     timings: Dict[str, List[float]] = {"LinkRoute": [], "AutoLink": []}
     for i in range(rounds):
@@ -110,7 +110,7 @@ def apply_one_by_one(mesh: Mesh, size: int, rounds: int) -> Dict[str, Any]:
                 )
                 entity_type, name = AUTO_LINK, f"qdmesh/autoLink/al{i}"
             start = time.monotonic()
-            outcomes = sync_mesh(local_state(spec, routing), targets, pool)
+            outcomes = sync_mesh(local_state(spec, routing), targets, pool=pool)
             assert all(o.in_sync for o in outcomes.values()), [o.error for o in outcomes.values()]
             if not live_everywhere(checkers, entity_type, name):
                 raise AssertionError(f"{name} not live on every router after its reconciliation")
@@ -148,11 +148,11 @@ def reconcile_many(mesh: Mesh, size: int, count: int) -> Dict[str, Any]:
     pool = ClientPool()
     before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.monotonic()
-    outcomes = sync_mesh(local_state(spec, routing), urls(mesh), pool)
+    outcomes = sync_mesh(local_state(spec, routing), urls(mesh), pool=pool)
     first = time.monotonic() - start
     assert all(o.in_sync for o in outcomes.values())
     start = time.monotonic()
-    outcomes = sync_mesh(local_state(spec, routing), urls(mesh), pool)
+    outcomes = sync_mesh(local_state(spec, routing), urls(mesh), pool=pool)
     steady = time.monotonic() - start
     assert all(o.results == [] for o in outcomes.values())
     after = resource.getrusage(resource.RUSAGE_SELF)

@@ -30,6 +30,9 @@ EDGE_VHOST = "qdmesh-edge-routers"
 CONSOLE_PORT = 8080  # the web console (spec.console), on its own pod
 
 MANAGER = "qdmesh-operator"
+#: The reason (status conditions and Events) for routers whose management the operator cannot
+#: reach: the apply stage posts it, the status stage reports it.
+ROUTER_UNREACHABLE = "RouterUnreachable"
 CONFIG_DIR = "/etc/qdrouterd"
 
 

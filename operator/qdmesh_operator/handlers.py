@@ -12,12 +12,12 @@ from typing import Any
 import kopf
 
 from . import contract, leader
-from .apply.events import EventPoster
-from .apply.kube import KubeApi
 from .config import SETTINGS, load_kube_credentials
 from .drift import DriftSchedule
+from .kube.api import KubeApi
 from .metrics import METRICS, serve
 from .reconcile import ROUTING_PLURALS, MeshReconciler, Report
+from .status.events import EventPoster
 
 log = logging.getLogger("qdmesh.operator")
 G, V = contract.GROUP, contract.VERSION
@@ -47,7 +47,7 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.finalizer = f"{contract.GROUP}/remove-from-routers"
     # kopf would post its own log lines ("Handler ... succeeded") as Events too, and retry
     # them with ERROR lines into a namespace being deleted; the operator posts its own
-    # (apply/events.py), which say what happened.
+    # (status/events.py), which say what happened.
     settings.posting.enabled = False
     settings.execution.max_workers = 8
     # Every request of kopf's own has a deadline too: an API server that stops answering

@@ -109,8 +109,8 @@ def kube_api_client() -> Any:
     """A client for the API server, found as the handlers find it."""
     from kubernetes import config as kube_config
 
-    from .apiclient import TimedApiClient
     from .config import load_kube_credentials
+    from .kube.apiclient import TimedApiClient
 
     try:
         load_kube_credentials()

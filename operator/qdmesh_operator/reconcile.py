@@ -14,29 +14,15 @@ import threading
 import time
 from typing import Any, Callable, Dict, Mapping, Sequence, Tuple
 
-from . import contract
-from .apply.converged import mesh_converged
-from .apply.credentials import ManagementCredentials
-from .apply.kube import KubeApi, KubeRefused
-from .apply.management import ClientPool
-from .apply.mesh import apply_mesh
-from .apply.observe import ROUTING_PLURALS, observe
-from .model.desired import mesh_state
-from .model.errors import SpecError
-from .model.inputs import parse_inputs
-from .model.mesh import MeshSpec
-from .render.conf import RenderError
-from .render.mesh import render_mesh
-from .router_urls import overrides, router_urls
-from .status.compose import reconciled_report, refused_report
-from .status.lost import routers_to_ask
-from .status.mesh import stalled_report
-from .status.report import Event, Report
-from .status.routing import orphan_status, orphans_report
-from .tls.certs import CertificateError
-from .tls.resolve import resolve_certificates
+from . import apply, contract, desired, model, observe, render, status, tls
+from .kube import KubeApi, KubeRefused
 
 __all__ = ["ROUTING_PLURALS", "Event", "MeshReconciler", "Report", "mesh_converged", "reconcile_all"]
+
+ROUTING_PLURALS = observe.ROUTING_PLURALS
+Event = status.Event
+Report = status.Report
+mesh_converged = apply.mesh_converged
 
 #: Seconds a node that turned not ready settles before its routers are called lost: the node
 #: lifecycle controller marks every node it finds stale in one pass (a few seconds; every 5 s
@@ -53,15 +39,15 @@ def mesh_lock(namespace: str, name: str) -> threading.Lock:
 
 
 class MeshReconciler:
-    def __init__(self, kube: KubeApi, pool: ClientPool | None = None,
-                 urls: Callable[[MeshSpec, Sequence[str]], Dict[str, str]] = router_urls,
+    def __init__(self, kube: KubeApi, pool: apply.ClientPool | None = None,
+                 urls: Callable[[model.MeshSpec, Sequence[str]], Dict[str, str]] = apply.router_urls,
                  node_settle_s: float = NODE_SETTLE_S) -> None:
         self.kube = kube
         self.node_settle_s = node_settle_s
         self._unready_since: Dict[str, float] = {}
         self._nodes_guard = threading.Lock()
-        self.pool = pool or ClientPool()
-        self.credentials = ManagementCredentials()
+        self.pool = pool or apply.ClientPool()
+        self.credentials = tls.ManagementCredentials()
         self._last: Dict[Tuple[str, str], Tuple[float, Report]] = {}
         self.urls = urls
 
@@ -83,14 +69,14 @@ class MeshReconciler:
 
     def orphan_status(self, kind: str, body: Mapping[str, Any]) -> Dict[str, Any]:
         """Status of a routing resource whose mesh does not exist."""
-        return orphan_status(body)
+        return status.orphan_status(body)
 
     def _reconcile(self, namespace: str, mesh_name: str, why: str) -> Report:
         # observe: everything the later stages decide from, read once
-        observed = observe(self.kube, namespace, mesh_name)
+        observed = observe.observe(self.kube, namespace, mesh_name)
         body = observed.body
         if body is None:
-            return orphans_report(observed.routing)
+            return status.orphans_report(observed.routing)
         recheck = self._settle(observed)
         # The handler writes a reconciliation's status after this mesh's lock is released, so
         # the next one may read the status before that; what it decides from the last status
@@ -101,39 +87,43 @@ class MeshReconciler:
             body = {**body, "status": newest}
         # model: typed specs; a bad RouterMesh stops here, naming the field
         try:
-            parsed = parse_inputs(body, observed.routing)
-        except SpecError as e:
-            return stalled_report(body, str(e), event=str(e))
+            parsed = model.parse_inputs(body, observed.routing)
+        except model.SpecError as e:
+            return status.stalled_report(body, str(e), event=str(e))
         mesh, owner = parsed.mesh, parsed.owner
-        override = overrides()
+        override = apply.overrides()
         in_cluster = override is None
-        urls = self.urls(mesh, routers_to_ask(body, observed))
+        urls = self.urls(mesh, status.routers_to_ask(body, observed))
         # The operator talks to routers this time (so it needs its certificate): some are ready,
         # and it reaches them in the cluster rather than through QDMESH_ROUTER_URLS.
         needs_management = in_cluster and (bool(urls) or observed.edges_ready)
         # tls: the mesh's certificates, made or renewed, and the operator's own for management
         try:
-            certificates = resolve_certificates(self.kube.core, mesh, owner, observed.stateful_set,
-                                                observed.edge_workloads, self.credentials, needs_management)
-        except CertificateError as e:
-            return stalled_report(body, f"spec.interRouter.tls: {e}", event=str(e))
+            certificates = tls.resolve_certificates(
+                self.kube.core, mesh, owner=owner, live_stateful_set=observed.stateful_set,
+                live_edge_workloads=observed.edge_workloads, credentials=self.credentials,
+                needs_management=needs_management)
+        except tls.CertificateError as e:
+            return status.stalled_report(body, f"spec.interRouter.tls: {e}", event=str(e))
         except KubeRefused as e:
-            return refused_report(body, e)
+            return status.refused_report(body, e)
         # desired: every router's entities
-        state = mesh_state(mesh, parsed.routing, manage_inter_router=in_cluster)
+        state = desired.mesh_state(mesh, parsed.routing, manage_inter_router=in_cluster)
         # render: configs and Kubernetes objects
         try:
-            rendered = render_mesh(state, owner, certificates)
-        except RenderError as e:
-            return stalled_report(body, str(e), event=None)
+            rendered = render.render_mesh(state, owner, certificates)
+        except render.RenderError as e:
+            return status.stalled_report(body, str(e), event=None)
         # apply: Kubernetes objects, then live entities on each router, then the StatefulSet
         try:
-            applied = apply_mesh(self.kube, self.pool, rendered, state, observed, urls, certificates,
-                                 override)
+            applied = apply.apply_mesh(self.kube, pool=self.pool, rendered=rendered, state=state,
+                                       observed=observed, urls=urls, certificates=certificates,
+                                       override=override)
         except KubeRefused as e:
-            return refused_report(body, e, certificates)
+            return status.refused_report(body, e, certificates)
         # status: every status to write and every Event to post
-        report = reconciled_report(body, parsed, observed, state, certificates, applied, why)
+        report = status.reconciled_report(body, parsed=parsed, observed=observed, state=state,
+                                          certificates=certificates, applied=applied, why=why)
         report.recheck_in = recheck
         return report
 

@@ -35,7 +35,7 @@ def template_hash(stateful_set: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def next_partition(size: int, new_hash: str, live: Mapping[str, Any] | None, pods: Sequence[PodState],
+def next_partition(size: int, new_hash: str, *, live: Mapping[str, Any] | None, pods: Sequence[PodState],
                    converged: bool) -> Tuple[int, str]:
     """(partition to apply, what is happening in words; empty when nothing rolls)."""
     if live is None:

@@ -15,8 +15,8 @@ from typing import Any, Dict, List
 
 import pytest
 
-from qdmesh_operator import status
 from qdmesh_operator.status import Verdict
+from qdmesh_operator.status import kstatus as status
 from tests.kube.controlplane import ControlPlane
 from tests.prerequisites import require
 

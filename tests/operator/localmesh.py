@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Sequence
 
 from qdmesh_operator.apply.management import RouterOutcome, sync_mesh
-from qdmesh_operator.model.desired import MeshState, mesh_state
+from qdmesh_operator.desired.state import MeshState, mesh_state
 from qdmesh_operator.model.mesh import MeshSpec
 from qdmesh_operator.model.routing import RoutingSpec
 from qdrouter.tools.management_client import ManagementClient

@@ -54,21 +54,21 @@ def test_ca_rotation_steps_each_wait_for_the_routers(cluster: Tuple[Any, str], t
     core = client.CoreV1Api(api)
     mesh = parse_mesh("delta", ns, {"size": 2})
     owner = None
-    first = ensure_managed_tls(core, mesh, owner)
+    first = ensure_managed_tls(core, mesh, owner=owner)
     old_ca = _data(api, ns, "delta-inter-router-ca")
     expires = certs.load_cert(old_ca["ca.crt"], "ca").not_valid_after_utc
     early = expires - ROTATE_BEFORE - dt.timedelta(days=1)
     # Years later (the routers' certificate lives one year, so it is renewed on the way, by
     # the same CA) the CA is not rotated yet.
-    first = ensure_managed_tls(core, mesh, owner, now=early, running=first.revision)
+    first = ensure_managed_tls(core, mesh, owner=owner, now=early, running=first.revision)
     assert [e[1] for e in first.events] == ["CertificateRenewed"], first.events
     assert _data(api, ns, "delta-inter-router-ca") == old_ca
-    assert ensure_managed_tls(core, mesh, owner, now=early, running=first.revision).events == []
+    assert ensure_managed_tls(core, mesh, owner=owner, now=early, running=first.revision).events == []
     old_tls = _data(api, ns, "delta-inter-router-tls")
 
     # Step 1: a new CA, trusted next to the old one; the routers' certificate is unchanged.
     due = expires - ROTATE_BEFORE + dt.timedelta(days=1)
-    step1 = ensure_managed_tls(core, mesh, owner, now=due, running=first.revision)
+    step1 = ensure_managed_tls(core, mesh, owner=owner, now=due, running=first.revision)
     assert [e[1] for e in step1.events] == ["CARotationStarted"], step1.events
     ca1, tls1 = _data(api, ns, "delta-inter-router-ca"), _data(api, ns, "delta-inter-router-tls")
     assert ca1["ca.crt"] == old_ca["ca.crt"] and ca1["next-ca.crt"] and ca1["next-ca.key"]
@@ -78,11 +78,11 @@ def test_ca_rotation_steps_each_wait_for_the_routers(cluster: Tuple[Any, str], t
 
     # Nothing moves while the routers have not all restarted with step 1.
     for running in (None, first.revision):
-        assert ensure_managed_tls(core, mesh, owner, now=due, running=running).events == []
+        assert ensure_managed_tls(core, mesh, owner=owner, now=due, running=running).events == []
     assert _data(api, ns, "delta-inter-router-ca") == ca1
 
     # Step 2: the new CA signs a new certificate; the old CA stays trusted.
-    step2 = ensure_managed_tls(core, mesh, owner, now=due, running=step1.revision)
+    step2 = ensure_managed_tls(core, mesh, owner=owner, now=due, running=step1.revision)
     assert [e[1] for e in step2.events] == ["CARotated", "CertificateRenewed"], step2.events
     assert "new CA signs it" in step2.events[1][2]
     ca2, tls2 = _data(api, ns, "delta-inter-router-ca"), _data(api, ns, "delta-inter-router-tls")
@@ -103,14 +103,14 @@ def test_ca_rotation_steps_each_wait_for_the_routers(cluster: Tuple[Any, str], t
 
     # Step 3: once every router presents the new certificate, the old CA is dropped, without
     # a new revision (no restart).
-    assert ensure_managed_tls(core, mesh, owner, now=due, running=step1.revision).events == []
-    step3 = ensure_managed_tls(core, mesh, owner, now=due, running=step2.revision)
+    assert ensure_managed_tls(core, mesh, owner=owner, now=due, running=step1.revision).events == []
+    step3 = ensure_managed_tls(core, mesh, owner=owner, now=due, running=step2.revision)
     assert [e[1] for e in step3.events] == ["CARetired"], step3.events
     assert step3.revision == step2.revision
     ca3, tls3 = _data(api, ns, "delta-inter-router-ca"), _data(api, ns, "delta-inter-router-tls")
     assert sorted(ca3) == ["ca.crt", "ca.key"] and ca3["ca.crt"] == ca2["ca.crt"]
     assert tls3["tls.crt"] == tls2["tls.crt"] and _pems(tls3["ca.crt"]) == [ca2["ca.crt"]]
-    assert ensure_managed_tls(core, mesh, owner, now=due, running=step3.revision).events == []
+    assert ensure_managed_tls(core, mesh, owner=owner, now=due, running=step3.revision).events == []
 
 
 def _sts(partition: int = 0, current: str = "r2", ready: int = 3,
@@ -139,7 +139,7 @@ def _steps() -> List[Tuple[certs.KeyPair, bytes]]:
     due = certs.utcnow()  # real time: the routers check validity against their clock
     made = due - certs.CA_LIFETIME + ROTATE_BEFORE - dt.timedelta(days=1)
     start = CaSet(certs.new_ca("demo inter-router CA", made))
-    leaf = certs.issue_leaf(start.signing, "demo inter-router", ["localhost"])
+    leaf = certs.issue_leaf(start.signing, "demo inter-router", dns_names=["localhost"])
     out = [(leaf, start.trust_bundle())]
     cas = start
     for _ in range(3):
@@ -147,7 +147,7 @@ def _steps() -> List[Tuple[certs.KeyPair, bytes]]:
         assert event is not None
         if cas.signing != start.signing and certs.renewal_reason(leaf.cert_pem, cas.signing.cert_pem,
                                                                   ["localhost"], due):
-            leaf = certs.issue_leaf(cas.signing, "demo inter-router", ["localhost"])
+            leaf = certs.issue_leaf(cas.signing, "demo inter-router", dns_names=["localhost"])
         out.append((leaf, cas.trust_bundle()))
     return out
 

@@ -14,7 +14,7 @@ from typing import Any, Dict, List
 import pytest
 
 from qdmesh_operator import contract
-from qdmesh_operator.model.desired import mesh_state
+from qdmesh_operator.desired.state import mesh_state
 from qdmesh_operator.model.errors import SpecError
 from qdmesh_operator.model.mesh import parse_mesh
 from qdmesh_operator.render import manifests
@@ -28,7 +28,7 @@ OWNER = {"metadata": {"name": "demo", "uid": "0b7c6a52-1111-2222-3333-4444555566
 def objects(console: Dict[str, Any] | None) -> List[Dict[str, Any]]:
     spec = dict(MESH_SPEC) if console is None else {**MESH_SPEC, "console": console}
     m = parse_mesh("demo", "messaging", spec)
-    return manifests.mesh_objects(m, render_all(mesh_state(m, [])), manifests.owner_reference(OWNER))
+    return manifests.mesh_objects(m, render_all(mesh_state(m, [])), owner=manifests.owner_reference(OWNER))
 
 
 def matches(selector: Dict[str, str], labels: Dict[str, str]) -> bool:

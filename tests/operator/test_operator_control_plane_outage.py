@@ -18,7 +18,7 @@ from typing import Any, Dict
 
 import pytest
 
-from qdmesh_operator.router_urls import OVERRIDE_ENV
+from qdmesh_operator.apply.router_urls import OVERRIDE_ENV
 from qdmesh_operator.status.lost import lost_routers
 from tests.kube.controlplane import ControlPlane
 from tests.mesh.conftest import LINE3, MeshFactory
@@ -29,8 +29,8 @@ pytestmark = pytest.mark.timeout(240)
 
 
 def test_routers_that_answer_are_not_lost_when_every_node_turns_not_ready_together() -> None:
-    from qdmesh_operator.apply.kube import NodeHealth
     from qdmesh_operator.apply.management import RouterOutcome
+    from qdmesh_operator.kube.api import NodeHealth
     from qdmesh_operator.rolling import PodState
 
     pods = {f"m-{i}": PodState(i, "r", False, "ab"[i % 2]) for i in range(3)}
@@ -39,10 +39,11 @@ def test_routers_that_answer_are_not_lost_when_every_node_turns_not_ready_togeth
     answers = {f"m-{i}": RouterOutcome(f"m-{i}", "amqp://x") for i in range(3)}
     observed = _observed(pods, down)
     observed.nodes_all_down = True
-    assert lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), observed, answers, "") == []
+    assert lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), observed=observed, outcomes=answers,
+                        rolling="") == []
     # One that does not answer is lost as before.
     answers["m-2"] = RouterOutcome("m-2", "amqp://x", error="timed out")
-    lost = lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), observed, answers, "")
+    lost = lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), observed=observed, outcomes=answers, rolling="")
     assert [(r.name, r.reason) for r in lost] == [("m-2", "NodeNotReady")]
     # The kubelets post again one by one: while a node is still not ready, the routers on it
     # that answer are still not lost (the last status said NodesNotReady).
@@ -54,12 +55,12 @@ def test_routers_that_answer_are_not_lost_when_every_node_turns_not_ready_togeth
     recovering = {**down, "a": NodeHealth("a", True)}
     observed.nodes = recovering
     answers["m-2"] = RouterOutcome("m-2", "amqp://x")
-    assert lost_routers(MESH, away, observed, answers, "") == []
+    assert lost_routers(MESH, away, observed=observed, outcomes=answers, rolling="") == []
     # With one node still ready it is a node loss: answering or not, its routers are lost.
     observed.nodes = down
     observed.on_unready_nodes = ["m-0", "m-1", "m-2"]
-    assert [r.name for r in lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), observed, answers, "")] == \
-        ["m-0", "m-1", "m-2"]
+    lost = lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), observed=observed, outcomes=answers, rolling="")
+    assert [r.name for r in lost] == ["m-0", "m-1", "m-2"]
 
 
 def _status(kube: Cluster) -> Dict[str, Any]:

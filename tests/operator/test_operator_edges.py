@@ -12,14 +12,14 @@ import yaml
 
 from qdmesh_operator import contract
 from qdmesh_operator.apply.edges import EdgeRouter, edge_routers
-from qdmesh_operator.apply.kube import EdgePod
 from qdmesh_operator.apply.management import OpResult, RouterOutcome, uplink_of
 from qdmesh_operator.apply.mesh import Applied
-from qdmesh_operator.apply.observe import Observed
-from qdmesh_operator.model.desired import mesh_state
+from qdmesh_operator.apply.plan import CREATE, Op
+from qdmesh_operator.desired.state import mesh_state
+from qdmesh_operator.kube.api import EdgePod
 from qdmesh_operator.model.errors import SpecError
 from qdmesh_operator.model.mesh import parse_mesh
-from qdmesh_operator.plan import CREATE, Op
+from qdmesh_operator.observe.cluster import Observed
 from qdmesh_operator.render.conf import render_all
 from qdmesh_operator.render.edges import edge_objects, edge_secret
 from qdmesh_operator.status.edges import edge_status

@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple
 
 import pytest
 
-from qdmesh_operator.apply.kube import KubeApi
+from qdmesh_operator.kube.api import KubeApi
 from qdmesh_operator.model.mesh import parse_mesh
 from qdmesh_operator.reconcile import MeshReconciler
 from qdmesh_operator.tls import certs
@@ -144,30 +144,30 @@ def test_ca_rotation_waits_for_edge_routers_too(cluster: Tuple[Any, str]) -> Non
     api, ns = cluster
     core = client.CoreV1Api(api)
     mesh = parse_mesh("rot", ns, {"size": 2, "edgeGroups": [{"name": "apps", "size": 2}]})
-    first = ensure_managed_tls(core, mesh, None)
+    first = ensure_managed_tls(core, mesh, owner=None)
     assert first.edge_revision is not None
     expires = certs.load_cert(_data(api, ns, "rot-inter-router-ca")["ca.crt"], "ca").not_valid_after_utc
     # Years later, both certificates have been renewed by the same CA on the way.
     early = expires - ROTATE_BEFORE - dt.timedelta(days=1)
-    first = ensure_managed_tls(core, mesh, None, now=early, running=first.revision,
+    first = ensure_managed_tls(core, mesh, owner=None, now=early, running=first.revision,
                                running_edges=[first.edge_revision])
     assert [e[1] for e in first.events] == ["CertificateRenewed", "CertificateRenewed"], first.events
     due = expires - ROTATE_BEFORE + dt.timedelta(days=1)
     # Step 1 only adds trust, so it needs no rollout: the edge routers' Secret trusts the next
     # CA too, which changes their revision (their pods roll to load it).
-    step1 = ensure_managed_tls(core, mesh, None, now=due, running=first.revision, running_edges=[None])
+    step1 = ensure_managed_tls(core, mesh, owner=None, now=due, running=first.revision, running_edges=[None])
     assert [e[1] for e in step1.events] == ["CARotationStarted"], step1.events
     ca1 = _data(api, ns, "rot-inter-router-ca")
     assert ca1["next-ca.crt"] in _data(api, ns, "rot-edge-tls")["ca.crt"]
     assert step1.edge_revision != first.edge_revision
     # The interior routers run step 1, the edge group is still rolling: step 2 waits.
-    held = ensure_managed_tls(core, mesh, None, now=due, running=step1.revision, running_edges=[None])
+    held = ensure_managed_tls(core, mesh, owner=None, now=due, running=step1.revision, running_edges=[None])
     assert [e[1] for e in held.events if e[1].startswith("CA")] == []
     # Step 2 waits for the edge routers to run step 1's trust.
-    held = ensure_managed_tls(core, mesh, None, now=due, running=step1.revision,
+    held = ensure_managed_tls(core, mesh, owner=None, now=due, running=step1.revision,
                               running_edges=[first.edge_revision])
     assert [e[1] for e in held.events if e[1].startswith("CA")] == []
-    step2 = ensure_managed_tls(core, mesh, None, now=due, running=step1.revision,
+    step2 = ensure_managed_tls(core, mesh, owner=None, now=due, running=step1.revision,
                                running_edges=[step1.edge_revision])
     assert [e[1] for e in step2.events] == ["CARotated", "CertificateRenewed", "CertificateRenewed"]
     assert "edge routers' certificate" in step2.events[2][2]

@@ -11,7 +11,7 @@ import pytest
 
 from qdmesh_operator.apply.edges import edge_routers, sync_edges
 from qdmesh_operator.apply.management import ClientPool
-from qdmesh_operator.model.desired import mesh_state
+from qdmesh_operator.desired.state import mesh_state
 from qdmesh_operator.model.mesh import parse_mesh
 from qdmesh_operator.model.routing import parse_vhost
 from qdrouter.tools.management_client import ManagementClient

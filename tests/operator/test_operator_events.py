@@ -1,4 +1,4 @@
-"""The operator's Events (apply/events.py) against a REAL API server: posted with the object
+"""The operator's Events (status/events.py) against a REAL API server: posted with the object
 they are about, and in a namespace being deleted (which takes no new object) refused without
 a retry, said once at INFO, never as an error."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from qdmesh_operator.apply.events import EventPoster
+from qdmesh_operator.status.events import EventPoster
 from qdmesh_operator.status.report import Event, ref
 from tests.kube.controlplane import ControlPlane
 from tests.operator.kube_operator import G, V, api_namespace, eventually

@@ -13,9 +13,9 @@ from typing import Any, Dict, List
 import pytest
 
 from qdmesh_operator.apply.management import sync_mesh
+from qdmesh_operator.apply.plan import CREATE, DELETE, UPDATE
 from qdmesh_operator.model.mesh import parse_mesh
 from qdmesh_operator.model.routing import parse_auto_link, parse_link_route, parse_vhost
-from qdmesh_operator.plan import CREATE, DELETE, UPDATE
 from tests.mesh.conftest import FULL4, MeshFactory
 from tests.operator.localmesh import local_state, names_on, rows_on, sync, urls
 from tests.router.routerproc import Router, RouterFactory, free_port

@@ -20,13 +20,13 @@ from typing import Any, Dict, List, Sequence
 
 import pytest
 
-from qdmesh_operator.apply.kube import KubeApi, NodeHealth, node_health_of
 from qdmesh_operator.apply.management import RouterOutcome
-from qdmesh_operator.apply.observe import Observed
+from qdmesh_operator.apply.router_urls import OVERRIDE_ENV
+from qdmesh_operator.kube.api import KubeApi, NodeHealth, node_health_of
 from qdmesh_operator.model.mesh import parse_mesh
+from qdmesh_operator.observe.cluster import Observed
 from qdmesh_operator.reconcile import MeshReconciler, Report
 from qdmesh_operator.rolling import PodState
-from qdmesh_operator.router_urls import OVERRIDE_ENV
 from qdmesh_operator.status.lost import lost_events, lost_routers
 from tests.kube.controlplane import ControlPlane
 from tests.mesh.conftest import LINE3, MeshFactory
@@ -58,26 +58,28 @@ def test_a_router_is_lost_only_after_it_ran_and_with_its_node_always() -> None:
                                                          "posting node status.")}
     unreachable = {"m-0": RouterOutcome("m-0", "amqp://x", error="timed out")}
     # A new mesh: m-2 never ran, so it is only not ready yet; m-1's node is gone whatever it did.
-    lost = lost_routers(MESH, _body([]), _observed(pods, nodes), {}, "")
+    lost = lost_routers(MESH, _body([]), observed=_observed(pods, nodes), outcomes={}, rolling="")
     assert [(r.name, r.node, r.reason) for r in lost] == [("m-1", "b", "NodeNotReady")]
     assert lost[0].message == ("its node b is not ready "
                                "(NodeStatusUnknown: Kubelet stopped posting node status.)")
     # After they all ran: m-0's management does not answer, m-2's pod is not ready.
-    lost = lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), _observed(pods, nodes), unreachable, "")
+    lost = lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), observed=_observed(pods, nodes),
+                        outcomes=unreachable, rolling="")
     assert [(r.name, r.reason) for r in lost] == [("m-0", "ManagementUnreachable"), ("m-1", "NodeNotReady"),
                                                   ("m-2", "PodNotReady")]
     # A node that turned not ready a moment ago settles first: others may follow it.
     settling = _observed(pods, nodes)
     settling.settling = {"b"}
-    assert lost_routers(MESH, _body([]), settling, {}, "") == []
+    assert lost_routers(MESH, _body([]), observed=settling, outcomes={}, rolling="") == []
     # A rolling restart replaces pods on purpose: only the node still counts.
-    lost = lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), _observed(pods, nodes), {}, "rolling")
+    lost = lost_routers(MESH, _body(["m-0", "m-1", "m-2"]), observed=_observed(pods, nodes), outcomes={},
+                        rolling="rolling")
     assert [r.name for r in lost] == ["m-1"]
     # Without the right to read nodes, pods still tell (once the node controller marked them).
-    lost = lost_routers(MESH, _body(["m-1"]), _observed(pods, None), {}, "")
+    lost = lost_routers(MESH, _body(["m-1"]), observed=_observed(pods, None), outcomes={}, rolling="")
     assert [(r.name, r.reason) for r in lost] == [("m-1", "PodNotReady")]
     # A router the last status said was lost stays lost until its pod is back.
-    lost = lost_routers(MESH, _body([], ["m-2"]), _observed({}, {}), {}, "")
+    lost = lost_routers(MESH, _body([], ["m-2"]), observed=_observed({}, {}), outcomes={}, rolling="")
     assert [(r.name, r.reason) for r in lost] == [("m-2", "PodMissing")]
 
 
@@ -102,7 +104,7 @@ def test_a_node_is_judged_by_its_ready_condition_not_by_taints_that_lag_behind_i
 def test_lost_and_back_events_are_posted_once() -> None:
     pods = {f"m-{i}": PodState(i, "r", i == 0, "a") for i in range(3)}
     observed = _observed(pods, {})
-    lost = lost_routers(MESH, _body(["m-0", "m-1"], ["m-2"]), observed, {}, "")
+    lost = lost_routers(MESH, _body(["m-0", "m-1"], ["m-2"]), observed=observed, outcomes={}, rolling="")
     events = lost_events(_body(["m-0", "m-1"], ["m-2"]), lost, observed, 3)
     # m-2 was already reported: only m-1 is news.
     assert [(e.type, e.reason, e.message) for e in events] == [

@@ -18,7 +18,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from qdmesh_operator.apply.kube import KubeApi
+from qdmesh_operator.kube.api import KubeApi
 from qdmesh_operator.model.mesh import parse_mesh
 from qdmesh_operator.reconcile import MeshReconciler
 from qdmesh_operator.render.manifests import CERT_ANNOTATION
@@ -45,7 +45,7 @@ def openssl_verify(tmp_path: Path, ca: certs.KeyPair, leaf: certs.KeyPair, *args
 
 def test_chain_verifies_for_server_and_client_and_the_routers_names(tmp_path: Path) -> None:
     ca = certs.new_ca("demo inter-router CA")
-    leaf = certs.issue_leaf(ca, "demo inter-router", DNS)
+    leaf = certs.issue_leaf(ca, "demo inter-router", dns_names=DNS)
     for purpose in ("sslserver", "sslclient"):
         for host in ("demo-0.demo-routers.messaging.svc", "demo-17.demo-routers.messaging.svc.cluster.local"):
             out = openssl_verify(tmp_path, ca, leaf, "-purpose", purpose, "-verify_hostname", host)
@@ -60,7 +60,8 @@ def test_chain_verifies_for_server_and_client_and_the_routers_names(tmp_path: Pa
 def test_keys_usages_and_lifetimes() -> None:
     ca_pair = certs.new_ca("demo inter-router CA", NOW)
     ca = x509.load_pem_x509_certificate(ca_pair.cert_pem)
-    leaf = x509.load_pem_x509_certificate(certs.issue_leaf(ca_pair, "demo inter-router", DNS, NOW).cert_pem)
+    leaf_pair = certs.issue_leaf(ca_pair, "demo inter-router", dns_names=DNS, now=NOW)
+    leaf = x509.load_pem_x509_certificate(leaf_pair.cert_pem)
     for cert in (ca, leaf):
         key = cert.public_key()
         assert isinstance(key, ec.EllipticCurvePublicKey) and key.curve.name == "secp256r1"
@@ -77,13 +78,13 @@ def test_keys_usages_and_lifetimes() -> None:
     leaf.verify_directly_issued_by(ca)
     assert (ca.not_valid_after_utc - NOW).days == 3650 and (leaf.not_valid_after_utc - NOW).days == 365
     near_end = ca.not_valid_after_utc - dt.timedelta(days=100)
-    late = certs.issue_leaf(ca_pair, "demo inter-router", DNS, near_end)
+    late = certs.issue_leaf(ca_pair, "demo inter-router", dns_names=DNS, now=near_end)
     assert x509.load_pem_x509_certificate(late.cert_pem).not_valid_after_utc == ca.not_valid_after_utc
 
 
 def test_renewal_reasons() -> None:
     ca = certs.new_ca("demo inter-router CA", NOW)
-    leaf = certs.issue_leaf(ca, "demo inter-router", DNS, NOW)
+    leaf = certs.issue_leaf(ca, "demo inter-router", dns_names=DNS, now=NOW)
     assert certs.renewal_reason(leaf.cert_pem, ca.cert_pem, DNS, NOW) is None
     assert certs.renewal_reason(leaf.cert_pem, ca.cert_pem, DNS, NOW + dt.timedelta(days=330)) is None
     reason = certs.renewal_reason(leaf.cert_pem, ca.cert_pem, DNS, NOW + dt.timedelta(days=340))
@@ -183,7 +184,7 @@ def test_certificate_renewed_near_expiry_with_an_event_and_a_new_pod_template(
 
     core = client.CoreV1Api(api)
     in_340_days = certs.utcnow() + dt.timedelta(days=340)
-    managed = ensure_managed_tls(core, mesh, owner, now=in_340_days)
+    managed = ensure_managed_tls(core, mesh, owner=owner, now=in_340_days)
     (event,) = managed.events
     assert event[:2] == ("Normal", "CertificateRenewed") and "days left" in event[2], event
     after = _secret(api, ns, "beta-inter-router-tls")
@@ -194,7 +195,7 @@ def test_certificate_renewed_near_expiry_with_an_event_and_a_new_pod_template(
     report = _reconciler(api).reconcile(ns, "beta")
     assert not [e for e in report.events if e.reason.startswith("Certificate")]
     assert _sts_annotation(api, ns, "beta") == certs.fingerprint(new_leaf)
-    assert ensure_managed_tls(core, mesh, owner, now=in_340_days).events == []
+    assert ensure_managed_tls(core, mesh, owner=owner, now=in_340_days).events == []
 
 
 def test_unusable_ca_secret_stalls_the_mesh_naming_it(cluster: Tuple[Any, str]) -> None:
@@ -212,7 +213,7 @@ def test_unusable_ca_secret_stalls_the_mesh_naming_it(cluster: Tuple[Any, str]) 
 
 
 def test_disabled_stays_available_and_renders_plain_inter_router_links() -> None:
-    from qdmesh_operator.model.desired import mesh_state
+    from qdmesh_operator.desired.state import mesh_state
     from qdmesh_operator.render.conf import render_all
     from qdmesh_operator.render.manifests import stateful_set
 

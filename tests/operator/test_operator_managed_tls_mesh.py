@@ -16,7 +16,7 @@ from typing import Dict, Iterator, List
 
 import pytest
 
-from qdmesh_operator.model.desired import INTER_ROUTER_PROFILE, inter_router_connectors
+from qdmesh_operator.desired.state import INTER_ROUTER_PROFILE, inter_router_connectors
 from qdmesh_operator.model.entities import Entity
 from qdmesh_operator.render.conf import conf_value, static_sections
 from qdmesh_operator.tls import certs
@@ -104,9 +104,9 @@ def test_routers_with_the_operators_certificates_mesh_and_strangers_are_refused(
         tmp_path: Path, routers: List[Router]) -> None:
     rendered = Rendered()
     ca = certs.new_ca("demo inter-router CA")
-    leaf = certs.issue_leaf(ca, "demo inter-router", ["localhost"])
+    leaf = certs.issue_leaf(ca, "demo inter-router", dns_names=["localhost"])
     rogue_ca = certs.new_ca("demo inter-router CA")  # same name, different key
-    rogue = certs.issue_leaf(rogue_ca, "demo inter-router", ["localhost"])
+    rogue = certs.issue_leaf(rogue_ca, "demo inter-router", dns_names=["localhost"])
     port = free_port()
     a = interior(tmp_path, "A", rendered.profile_with(write_pair(tmp_path / "a-tls", leaf, ca.cert_pem))
                  + rendered.listener_on(port), routers)
@@ -133,8 +133,8 @@ def test_connector_refuses_a_listener_whose_certificate_names_other_hosts(
     rendered = Rendered()
     ca = certs.new_ca("demo inter-router CA")
     cluster_names = certs.issue_leaf(ca, "demo inter-router",
-                                     certs.inter_router_dns_names("demo", "messaging"))
-    local = certs.issue_leaf(ca, "demo inter-router", ["localhost"])
+                                     dns_names=certs.inter_router_dns_names("demo", "messaging"))
+    local = certs.issue_leaf(ca, "demo inter-router", dns_names=["localhost"])
     port = free_port()
     a_files = write_pair(tmp_path / "a-tls", cluster_names, ca.cert_pem)
     a = interior(tmp_path, "A", rendered.profile_with(a_files) + rendered.listener_on(port), routers)

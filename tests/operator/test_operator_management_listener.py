@@ -10,11 +10,11 @@ from typing import List
 
 import pytest
 
-from qdmesh_operator.apply.credentials import TlsFiles
 from qdmesh_operator.apply.management import ClientPool, tls_client
 from qdmesh_operator.model.entities import Entity
 from qdmesh_operator.render.conf import static_sections
 from qdmesh_operator.tls import certs
+from qdmesh_operator.tls.credentials import TlsFiles
 from qdrouter.tools.errors import ManagementError
 from qdrouter.tools.management_client import ManagementClient
 from tests.operator.specs import mesh
@@ -58,7 +58,7 @@ def management_listener(port: int) -> str:
 def test_operator_gets_in_where_policy_keeps_clients_out(tmp_path: Path, routers: List[Router]) -> None:
     rendered = Rendered()
     ca = certs.new_ca("demo inter-router CA")
-    leaf = certs.issue_leaf(ca, "demo inter-router", ["localhost"])
+    leaf = certs.issue_leaf(ca, "demo inter-router", dns_names=["localhost"])
     files = write_pair(tmp_path / "tls", leaf, ca.cert_pem)
     port = free_port()
     router = interior(tmp_path, "A", rendered.profile_with(files) + management_listener(port) + LOCKED_DOWN,
@@ -84,8 +84,8 @@ def test_operator_gets_in_where_policy_keeps_clients_out(tmp_path: Path, routers
 
     # No certificate, or one from another CA: refused.
     rogue_ca = certs.new_ca("demo inter-router CA")
-    rogue = write_pair(tmp_path / "rogue", certs.issue_leaf(rogue_ca, "demo inter-router", ["localhost"]),
-                       ca.cert_pem)
+    rogue = write_pair(tmp_path / "rogue",
+                       certs.issue_leaf(rogue_ca, "demo inter-router", dns_names=["localhost"]), ca.cert_pem)
     url = f"amqps://localhost:{port}"
     stranger = TlsFiles(rogue["certFile"], rogue["privateKeyFile"], files["caCertFile"], "x")
     for client in (ManagementClient(url, timeout=3, ssl_trustfile=files["caCertFile"]),

@@ -7,7 +7,7 @@ from typing import Any, Dict
 
 import pytest
 
-from qdmesh_operator.model.desired import mesh_state
+from qdmesh_operator.desired.state import mesh_state
 from qdmesh_operator.model.errors import ReferenceError_, SpecError
 from qdmesh_operator.model.mesh import parse_mesh
 from qdmesh_operator.model.routing import parse_auto_link, parse_link_route, parse_vhost

@@ -8,7 +8,7 @@ from typing import Any, Dict, Tuple
 
 import pytest
 
-from qdmesh_operator.apply.kube import KubeApi
+from qdmesh_operator.kube.api import KubeApi
 from qdmesh_operator.model.mesh import parse_mesh
 from qdmesh_operator.reconcile import MeshReconciler
 from qdmesh_operator.render.manifests import MOUNTED_SECRETS_ANNOTATION

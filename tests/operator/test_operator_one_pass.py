@@ -11,7 +11,7 @@ from typing import Any, List, Tuple
 
 import pytest
 
-from qdmesh_operator.apply.kube import KubeApi
+from qdmesh_operator.kube.api import KubeApi
 from qdmesh_operator.reconcile import MeshReconciler
 from tests.kube.controlplane import ControlPlane
 from tests.operator.kube_operator import G, V, api_namespace
@@ -21,8 +21,8 @@ pytestmark = pytest.mark.timeout(120)
 # status/lost.py once before tls: which routers' management to ask is read from the observed
 # pods and the last status (was the control plane away, so routers on not-ready nodes may still
 # answer); the status stage proper (status/compose.py) comes last.
-STAGES = ["apply/observe.py", "model/inputs.py", "router_urls.py", "status/lost.py", "tls/resolve.py",
-          "model/desired.py", "render/mesh.py", "apply/mesh.py", "status/compose.py"]
+STAGES = ["observe/cluster.py", "model/inputs.py", "apply/router_urls.py", "status/lost.py", "tls/resolve.py",
+          "desired/state.py", "render/mesh.py", "apply/mesh.py", "status/compose.py"]
 
 
 def _module(frame: Any) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from qdmesh_operator.apply.plan import CREATE, DELETE, UPDATE, difference, plan
 from qdmesh_operator.model.entities import Entity
-from qdmesh_operator.plan import CREATE, DELETE, UPDATE, difference, plan
 
 
 def row(name: str, **attrs: Any) -> Dict[str, Any]:

@@ -22,7 +22,7 @@ from kubernetes.client import (
     V1PodStatus,
 )
 
-from qdmesh_operator.apply.kube import KubeApi
+from qdmesh_operator.kube.api import KubeApi
 from qdmesh_operator.pod_problems import PodProblem, pod_problem
 from qdmesh_operator.reconcile import MeshReconciler, Report
 from qdmesh_operator.status.pods import pod_events, pods_verdict

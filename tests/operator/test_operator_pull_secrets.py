@@ -7,7 +7,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from qdmesh_operator.model.desired import mesh_state
+from qdmesh_operator.desired.state import mesh_state
 from qdmesh_operator.model.errors import SpecError
 from qdmesh_operator.model.mesh import parse_mesh
 from qdmesh_operator.render import manifests
@@ -21,7 +21,7 @@ SECRETS = [{"name": "registry-a"}, {"name": "registry.b"}]
 def pod_specs(spec: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """Each workload's pod spec, by kind and name."""
     mesh = parse_mesh("demo", "messaging", spec)
-    made: List[Dict[str, Any]] = manifests.mesh_objects(mesh, render_all(mesh_state(mesh, [])), None)
+    made: List[Dict[str, Any]] = manifests.mesh_objects(mesh, render_all(mesh_state(mesh, [])), owner=None)
     made += edge_objects(mesh, None)
     return {f"{o['kind']}/{o['metadata']['name']}": o["spec"]["template"]["spec"]
             for o in made if o["kind"] in ("StatefulSet", "Deployment", "DaemonSet")}

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from qdmesh_operator import contract
-from qdmesh_operator.model.desired import mesh_state
+from qdmesh_operator.desired.state import mesh_state
 from qdmesh_operator.model.entities import Entity
 from qdmesh_operator.model.mesh import parse_mesh
 from qdmesh_operator.render import manifests
@@ -102,7 +102,7 @@ def test_attribute_names_must_be_identifiers() -> None:
 def objects() -> List[Dict[str, Any]]:
     m = mesh()
     confs = render_all(mesh_state(m, routing()))
-    return manifests.mesh_objects(m, confs, manifests.owner_reference(OWNER))
+    return manifests.mesh_objects(m, confs, owner=manifests.owner_reference(OWNER))
 
 
 def test_manifests_match_golden_file() -> None:
@@ -167,7 +167,7 @@ def test_cert_manager_mode_adds_a_certificate_and_mounts_its_secret() -> None:
         "ns",
         {"image": "r:1", "interRouter": {"tls": {"mode": "CertManager", "issuerRef": {"name": "mesh-ca"}}}},
     )
-    made = manifests.mesh_objects(m, render_all(mesh_state(m, [])), None)
+    made = manifests.mesh_objects(m, render_all(mesh_state(m, [])), owner=None)
     cert = next(o for o in made if o["kind"] == "Certificate")
     assert cert["spec"]["secretName"] == "demo-inter-router-tls"
     assert "*.demo-routers.ns.svc" in cert["spec"]["dnsNames"]

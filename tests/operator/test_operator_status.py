@@ -3,8 +3,8 @@ True, observedGeneration on each, lastTransitionTime moves only on a change of s
 
 from __future__ import annotations
 
-from qdmesh_operator import status
 from qdmesh_operator.status import Verdict
+from qdmesh_operator.status import kstatus as status
 
 
 def by_type(conditions: list) -> dict:

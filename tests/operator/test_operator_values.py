@@ -72,7 +72,7 @@ def test_a_spec_that_stays_invalid_is_announced_once() -> None:
 def test_a_write_refused_for_good_is_announced_once() -> None:
     from kubernetes.client.rest import ApiException
 
-    from qdmesh_operator.apply.kube import KubeRefused
+    from qdmesh_operator.kube.api import KubeRefused
 
     error = ApiException(status=422, reason="Unprocessable Entity")
     error.body = '{"message": "StatefulSet.apps \\"m\\" is invalid: spec.template...: quantities must match"}'

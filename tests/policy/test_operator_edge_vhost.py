@@ -12,7 +12,7 @@ from typing import Iterator
 import pytest
 
 from qdmesh_operator import contract
-from qdmesh_operator.model.desired import edge_listener, edge_vhost
+from qdmesh_operator.desired.state import edge_listener, edge_vhost
 from tests.edge.edgeproc import Routers, interior
 from tests.edge.helpers import send_until_accepted, wait_edges
 from tests.operator.specs import mesh

@@ -11,9 +11,9 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 from kubernetes.client.rest import ApiException
 
 from .. import contract
-from ..model.desired import MeshState
-from .credentials import TlsFiles
-from .kube import EdgePod, KubeApi, KubeRefused
+from ..desired.state import MeshState
+from ..kube.api import EdgePod, KubeApi, KubeRefused
+from ..tls.credentials import TlsFiles
 from .management import ClientPool, RouterOutcome, sync_router
 
 
@@ -92,8 +92,9 @@ def sync_edges(state: MeshState, routers: Sequence[EdgeRouter], pool: ClientPool
     if not routers:
         return {}
     with ThreadPoolExecutor(max_workers=min(16, len(routers)), thread_name_prefix="qdmesh-edge") as workers:
-        futures = {r.name: workers.submit(sync_router, r.name, r.url, state.edge_live_entities(r.group),
-                                          state.edge_restart_only_names(r.group), pool, False, 2,
-                                          tls if r.url.startswith("amqps:") else None, True)
+        futures = {r.name: workers.submit(sync_router, r.name, r.url,
+                                          desired=state.edge_live_entities(r.group),
+                                          keep=state.edge_restart_only_names(r.group), pool=pool,
+                                          tls=tls if r.url.startswith("amqps:") else None, edge=True)
                    for r in routers}
         return {name: f.result() for name, f in futures.items()}

@@ -17,10 +17,10 @@ from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 from qdrouter.tools.errors import ManagementConnectionError, ManagementError
 from qdrouter.tools.management_client import ManagementClient
 
-from ..model.desired import MeshState
+from ..desired.state import MeshState
 from ..model.entities import LIVE_TYPES, LONG_TYPE, Entity
-from ..plan import CREATE, DELETE, UPDATE, Op, plan
-from .credentials import TlsFiles
+from ..tls.credentials import TlsFiles
+from .plan import CREATE, DELETE, UPDATE, Op, plan
 
 ROUTER_TYPE = "org.apache.qpid.dispatch.router"
 NODE_TYPE = "org.apache.qpid.dispatch.router.node"
@@ -159,7 +159,7 @@ def execute(client: ManagementClient, op: Op) -> OpResult:
     return OpResult(op)
 
 
-def sync_router(router_id: str, url: str, desired: Sequence[Entity], keep: Sequence[str] = (),
+def sync_router(router_id: str, url: str, *, desired: Sequence[Entity], keep: Sequence[str] = (),
                 pool: ClientPool | None = None, dry_run: bool = False, attempts: int = 2,
                 tls: TlsFiles | None = None, edge: bool = False) -> RouterOutcome:
     """Read, plan and apply on one router; never raises for router-side problems.  A lost or
@@ -173,7 +173,8 @@ def sync_router(router_id: str, url: str, desired: Sequence[Entity], keep: Seque
         for _attempt in range(attempts):
             outcome.error = None
             try:
-                _sync_once(clients.get(url, tls, verify_name=not edge), outcome, desired, keep, dry_run, edge)
+                _sync_once(clients.get(url, tls, verify_name=not edge), outcome, desired=desired, keep=keep,
+                           dry_run=dry_run, edge=edge)
                 break
             except ManagementConnectionError as e:
                 clients.discard(url)
@@ -189,7 +190,7 @@ def sync_router(router_id: str, url: str, desired: Sequence[Entity], keep: Seque
     return outcome
 
 
-def _sync_once(client: ManagementClient, outcome: RouterOutcome, desired: Sequence[Entity],
+def _sync_once(client: ManagementClient, outcome: RouterOutcome, *, desired: Sequence[Entity],
                keep: Sequence[str], dry_run: bool, edge: bool = False) -> None:
     live = read_live(client)
     ops = plan(desired, live, keep)
@@ -221,7 +222,7 @@ def uplink_of(connections: Sequence[Mapping[str, Any]]) -> str:
     return ""
 
 
-def sync_mesh(state: MeshState, urls: Mapping[str, str], pool: ClientPool | None = None,
+def sync_mesh(state: MeshState, urls: Mapping[str, str], *, pool: ClientPool | None = None,
               dry_run: bool = False, tls: TlsFiles | None = None) -> Dict[str, RouterOutcome]:
     """Every router of ``state`` that has a URL in ``urls``, in parallel, with ``tls`` (the
     mesh's certificate) for amqps URLs.  Without a ``pool`` the connections last for this call
@@ -233,9 +234,9 @@ def sync_mesh(state: MeshState, urls: Mapping[str, str], pool: ClientPool | None
     try:
         with ThreadPoolExecutor(max_workers=min(16, len(routers)),
                                 thread_name_prefix="qdmesh-mgmt") as workers:
-            futures = {rid: workers.submit(sync_router, rid, urls[rid], state.live_entities(rid),
-                                           state.restart_only_names(rid), clients, dry_run, 2,
-                                           tls if urls[rid].startswith("amqps:") else None)
+            futures = {rid: workers.submit(sync_router, rid, urls[rid], desired=state.live_entities(rid),
+                                           keep=state.restart_only_names(rid), pool=clients, dry_run=dry_run,
+                                           tls=tls if urls[rid].startswith("amqps:") else None)
                        for rid in routers}
             return {rid: f.result() for rid, f in futures.items()}
     finally:

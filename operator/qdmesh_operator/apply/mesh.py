@@ -11,16 +11,16 @@ from typing import Any, Dict, List, Mapping, Tuple
 from kubernetes.client.rest import ApiException
 
 from .. import contract
-from ..model.desired import MeshState
+from ..contract import ROUTER_UNREACHABLE
+from ..desired.state import MeshState
+from ..kube.api import KubeApi, KubeRefused
+from ..observe.cluster import Observed
 from ..render.mesh import RenderedMesh
 from ..rolling import TEMPLATE_HASH, next_partition
-from ..status import ROUTER_UNREACHABLE
 from ..tls.resolve import Certificates
 from .converged import mesh_converged
 from .edges import EdgeRouter, apply_edge_objects, edge_routers, sync_edges
-from .kube import KubeApi, KubeRefused
 from .management import ClientPool, RouterOutcome, sync_mesh
-from .observe import Observed
 
 
 @dataclass
@@ -45,7 +45,7 @@ def _apply(kube: KubeApi, obj: Mapping[str, Any]) -> None:
         raise KubeRefused(str(obj["kind"]), e) from None
 
 
-def apply_mesh(kube: KubeApi, pool: ClientPool, rendered: RenderedMesh, state: MeshState,
+def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state: MeshState,
                observed: Observed, urls: Mapping[str, str], certificates: Certificates,
                override: Mapping[str, str] | None = None) -> Applied:
     mesh = state.mesh
@@ -64,11 +64,11 @@ def apply_mesh(kube: KubeApi, pool: ClientPool, rendered: RenderedMesh, state: M
     if certificates.management_error is not None:
         applied.events.append(("Warning", ROUTER_UNREACHABLE, certificates.management_error))
     elif urls:
-        applied.outcomes = sync_mesh(state, urls, pool, tls=certificates.management)
+        applied.outcomes = sync_mesh(state, urls, pool=pool, tls=certificates.management)
     sts = rendered.stateful_set
     partition, applied.rolling = next_partition(
-        mesh.size, sts["metadata"]["annotations"][TEMPLATE_HASH], observed.stateful_set,
-        list(observed.pods.values()), mesh_converged(mesh, applied.outcomes))
+        mesh.size, sts["metadata"]["annotations"][TEMPLATE_HASH], live=observed.stateful_set,
+        pods=list(observed.pods.values()), converged=mesh_converged(mesh, applied.outcomes))
     sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = partition
     _apply(kube, sts)
     # Edge groups after the interior routers they connect to.

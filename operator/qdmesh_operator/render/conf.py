@@ -18,7 +18,7 @@ import jinja2
 from qdrouter.config import ConfigError, parse_config_text
 
 from .. import contract
-from ..model.desired import EDGE_PROFILE, EDGE_TLS_DIR, INTER_ROUTER_PROFILE, MeshState
+from ..desired.state import EDGE_PROFILE, EDGE_TLS_DIR, INTER_ROUTER_PROFILE, MeshState
 from ..model.entities import Entity
 from ..model.mesh import MeshSpec
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from .. import contract
-from ..model.desired import EDGE_TLS_DIR
+from ..desired.state import EDGE_TLS_DIR
 from ..model.mesh import EdgeGroupSpec, MeshSpec
-from .manifests import CERT_ANNOTATION, MOUNTED_SECRETS_ANNOTATION, RESTART_HASH_ANNOTATION
+from ..tls.names import CERT_ANNOTATION, MOUNTED_SECRETS_ANNOTATION
+from .manifests import RESTART_HASH_ANNOTATION
 
 EDGE_CERT_ANNOTATION = CERT_ANNOTATION  # same meaning: the certificate the pods run with
 
@@ -99,7 +100,7 @@ def _pod_template(mesh: MeshSpec, group: EdgeGroupSpec, cert_revision: str | Non
             "spec": pod_spec}
 
 
-def edge_workload(mesh: MeshSpec, group: EdgeGroupSpec, owner: Dict[str, Any] | None,
+def edge_workload(mesh: MeshSpec, group: EdgeGroupSpec, *, owner: Dict[str, Any] | None,
                   cert_revision: str | None = None, secrets_digest: str | None = None) -> Dict[str, Any]:
     """A Deployment (``size``) or DaemonSet (``perNode``).  Both replace pods one at a time
     and never go below their count: edge clients reconnect to the group's Service, so a
@@ -134,5 +135,6 @@ def edge_objects(mesh: MeshSpec, owner: Dict[str, Any] | None, cert_revision: st
     for group in mesh.edge_groups:
         objects.append(edge_service(mesh, group, owner))
         objects.append(edge_disruption_budget(mesh, group, owner))
-        objects.append(edge_workload(mesh, group, owner, cert_revision, secrets_digest))
+        objects.append(edge_workload(mesh, group, owner=owner, cert_revision=cert_revision,
+                                     secrets_digest=secrets_digest))
     return objects

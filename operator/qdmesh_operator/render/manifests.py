@@ -8,16 +8,11 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from .. import contract
-from ..model.desired import TLS_DIR
+from ..desired.state import TLS_DIR
 from ..model.mesh import MeshSpec
+from ..tls.names import CERT_ANNOTATION, MOUNTED_SECRETS_ANNOTATION, inter_router_secret
 
 RESTART_HASH_ANNOTATION = "qdmesh.io/restart-hash"
-# Mode Managed: the fingerprint of the routers' certificate.  Routers read it at start-up, so a
-# renewed certificate changes the pod template and rolls them one at a time.
-CERT_ANNOTATION = "qdmesh.io/inter-router-cert"
-# A digest of the Secrets the routers read at start that the operator does not write
-# (tls/mounted.py): a renewal rolls the routers.
-MOUNTED_SECRETS_ANNOTATION = "qdmesh.io/mounted-secrets"
 INTER_ROUTER_TLS_DIR = "/etc/qdmesh/inter-router"
 
 
@@ -91,16 +86,7 @@ def certificate(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any] 
                                    "group": "cert-manager.io"}}}
 
 
-def inter_router_secret(mesh: MeshSpec) -> str | None:
-    tls = mesh.inter_router_tls
-    if tls.mode == "Secret":
-        return tls.secret_name
-    if tls.mode in ("CertManager", "Managed"):
-        return contract.inter_router_tls_secret(mesh.name)
-    return None
-
-
-def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, partition: int = 0,
+def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int = 0,
                  cert_revision: str | None = None, secrets_digest: str | None = None) -> Dict[str, Any]:
     env: List[Dict[str, Any]] = [{"name": "POD_NAME",
                                   "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -216,7 +202,7 @@ def with_template_hash(sts: Dict[str, Any]) -> Dict[str, Any]:
     return sts
 
 
-def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], owner: Dict[str, Any] | None,
+def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], *, owner: Dict[str, Any] | None,
                  cert_revision: str | None = None, secrets_digest: str | None = None) -> List[Dict[str, Any]]:
     """Every object of the mesh, in the order to apply them (config before the pods using it).
     The Secrets of mode Managed are not among them: tls.secrets makes those, once."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List
 
-from ..model.desired import MeshState
+from ..desired.state import MeshState
 from ..tls.resolve import Certificates
 from .conf import render_all
 from .edges import edge_objects
@@ -29,6 +29,7 @@ class RenderedMesh:
 def render_mesh(state: MeshState, owner: Dict[str, Any], certificates: Certificates) -> RenderedMesh:
     """Raises RenderError when a rendered config would not load in the router."""
     confs = render_all(state)
-    objects = mesh_objects(state.mesh, confs, owner, certificates.revision, certificates.mounted_digest)
+    objects = mesh_objects(state.mesh, confs, owner=owner, cert_revision=certificates.revision,
+                           secrets_digest=certificates.mounted_digest)
     edges = edge_objects(state.mesh, owner, certificates.edge_revision, certificates.edge_mounted_digest)
     return RenderedMesh(confs, objects[:-1], objects[-1], edges)

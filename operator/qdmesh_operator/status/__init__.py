@@ -1,90 +1,12 @@
-"""Status the way Flux's kstatus and Argo CD read it: ``Ready``, ``Reconciling`` and ``Stalled``
-conditions with reasons, messages and observedGeneration.  Pure functions of what happened."""
+"""Stage 7, status: every status to write and every Event to post, from what the earlier
+stages found and did (compose.py puts them together; kstatus.py has the conditions)."""
 
-from __future__ import annotations
+from .compose import reconciled_report, refused_report
+from .kstatus import Verdict
+from .lost import routers_to_ask
+from .mesh import stalled_report
+from .report import Event, Report
+from .routing import orphan_status, orphans_report
 
-import datetime
-from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Sequence
-
-READY = "Ready"
-RECONCILING = "Reconciling"
-STALLED = "Stalled"
-MESH_CONVERGED = "MeshConverged"
-#: True while routers that ran are lost (with their node, pod or management); kstatus and Argo
-#: CD read only Ready/Reconciling/Stalled, so this one only adds detail.
-DEGRADED = "Degraded"
-
-# Reasons (CamelCase, as conditions want them).
-APPLIED = "Applied"
-PROGRESSING = "Progressing"
-ROUTERS_NOT_READY = "RoutersNotReady"
-ROLLING_RESTART = "RollingRestart"
-ROUTER_UNREACHABLE = "RouterUnreachable"
-INVALID_SPEC = "InvalidSpec"
-MESH_NOT_FOUND = "MeshNotFound"
-UNKNOWN_REFERENCE = "UnknownReference"
-APPLY_FAILED = "ApplyFailed"
-EDGES_NOT_READY = "EdgesNotReady"
-ROUTERS_LOST = "RoutersLost"
-#: Every node of the mesh not ready, its routers answering: Kubernetes' control plane was away.
-NODES_NOT_READY = "NodesNotReady"
-
-
-@dataclass
-class Verdict:
-    """Where a resource stands: ``ready``, ``progressing`` (will get there by itself) or
-    ``stalled`` (needs a change from the user)."""
-
-    state: str
-    reason: str
-    message: str
-
-    @classmethod
-    def ready(cls, message: str) -> Verdict:
-        return cls("ready", APPLIED, message)
-
-    @classmethod
-    def progressing(cls, reason: str, message: str) -> Verdict:
-        return cls("progressing", reason, message)
-
-    @classmethod
-    def stalled(cls, reason: str, message: str) -> Verdict:
-        return cls("stalled", reason, message)
-
-
-def now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def condition(type_: str, status: bool, reason: str, message: str, generation: int,
-              previous: Sequence[Mapping[str, Any]], when: str | None = None) -> Dict[str, Any]:
-    """One condition; ``lastTransitionTime`` moves only when ``status`` changes."""
-    text = "True" if status else "False"
-    old = next((c for c in previous if c.get("type") == type_), None)
-    changed = old is None or old.get("status") != text
-    stamp = (when or now()) if changed else str(old.get("lastTransitionTime") or when or now())  # type: ignore[union-attr]
-    return {"type": type_, "status": text, "reason": reason, "message": message[:32000],
-            "lastTransitionTime": stamp, "observedGeneration": generation}
-
-
-def conditions(verdict: Verdict, generation: int, previous: Sequence[Mapping[str, Any]] = (),
-               when: str | None = None) -> List[Dict[str, Any]]:
-    ready = verdict.state == "ready"
-    calm = APPLIED if ready else verdict.reason  # reason of the conditions that are False
-    reconciling = verdict.state == "progressing"
-    stalled = verdict.state == "stalled"
-    return [
-        condition(READY, ready, verdict.reason, verdict.message, generation, previous, when),
-        condition(RECONCILING, reconciling, verdict.reason if reconciling else calm,
-                  verdict.message if reconciling else "", generation, previous, when),
-        condition(STALLED, stalled, verdict.reason if stalled else calm,
-                  verdict.message if stalled else "", generation, previous, when),
-    ]
-
-
-def status_of(verdict: Verdict, generation: int, previous: Mapping[str, Any] | None = None,
-              **extra: Any) -> Dict[str, Any]:
-    """A whole status (what the operator writes): observedGeneration, conditions, extras."""
-    old = list((previous or {}).get("conditions") or [])
-    return {"observedGeneration": generation, "conditions": conditions(verdict, generation, old), **extra}
+__all__ = ["Event", "Report", "Verdict", "orphan_status", "orphans_report", "reconciled_report",
+           "refused_report", "routers_to_ask", "stalled_report"]

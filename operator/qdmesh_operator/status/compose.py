@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any, List, Mapping, Sequence, Tuple
 
 from .. import contract
-from ..apply.kube import KubeRefused
 from ..apply.mesh import Applied
-from ..apply.observe import Observed
-from ..model.desired import MeshState
+from ..desired.state import MeshState
+from ..kube.api import KubeRefused
 from ..model.inputs import ParsedMesh
+from ..observe.cluster import Observed
 from ..tls.resolve import Certificates
 from . import mesh as mesh_status
 from .edges import edge_status
@@ -21,7 +21,7 @@ from .report import Event, Report, ref
 from .routing import routing_statuses
 
 
-def reconciled_report(body: Mapping[str, Any], parsed: ParsedMesh, observed: Observed, state: MeshState,
+def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: Observed, state: MeshState,
                       certificates: Certificates, applied: Applied, why: str) -> Report:
     report = Report()
     report.events.extend(_events(body, certificates.events, applied.events))
@@ -30,7 +30,8 @@ def reconciled_report(body: Mapping[str, Any], parsed: ParsedMesh, observed: Obs
         report.events.append(rolling)
     every_router = {**applied.outcomes, **applied.edge_outcomes}
     mesh_status.count(report, every_router, why)
-    lost = lost_routers(parsed.mesh, body, observed, applied.outcomes, applied.rolling)
+    lost = lost_routers(parsed.mesh, body, observed=observed, outcomes=applied.outcomes,
+                        rolling=applied.rolling)
     report.events.extend(lost_events(body, lost, observed, parsed.mesh.size))
     nodes = {name: pod.node for name, pod in observed.pods.items() if pod.node}
     problems = {name: pod.problem for name, pod in observed.pods.items()
@@ -40,8 +41,10 @@ def reconciled_report(body: Mapping[str, Any], parsed: ParsedMesh, observed: Obs
     answering = [rid for rid in recovering(observed)
                  if away and rid in applied.outcomes and applied.outcomes[rid].reachable]
     report.statuses[(contract.MESH_PLURAL, parsed.mesh.name)] = mesh_status.mesh_status(
-        body, state, applied, edge_status(state, observed, applied), lost, nodes, problems, answering)
-    routing_statuses(report, state, observed.routing, parsed.invalid, applied.outcomes)
+        body, state, applied=applied, edges=edge_status(state, observed, applied), lost=lost, nodes=nodes,
+        problems=problems, answering=answering)
+    routing_statuses(report, state, bodies=observed.routing, invalid=parsed.invalid,
+                     outcomes=applied.outcomes)
     mesh_status.management_events(report, body, every_router, why)
     return report
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List
 
 from ..apply.mesh import Applied
-from ..apply.observe import Observed
-from ..model.desired import MeshState
+from ..desired.state import MeshState
+from ..observe.cluster import Observed
 
 
 @dataclass

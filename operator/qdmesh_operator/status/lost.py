@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Sequence, Set
 
 from ..apply.management import RouterOutcome
-from ..apply.observe import Observed
 from ..model.mesh import MeshSpec
-from . import NODES_NOT_READY
+from ..observe.cluster import Observed
+from .kstatus import NODES_NOT_READY
 from .report import Event, ref
 
 NODE_NOT_READY = "NodeNotReady"
@@ -80,7 +80,7 @@ def routers_to_ask(body: Mapping[str, Any], observed: Observed) -> List[str]:
     return sorted(asked)
 
 
-def lost_routers(mesh: MeshSpec, body: Mapping[str, Any], observed: Observed,
+def lost_routers(mesh: MeshSpec, body: Mapping[str, Any], *, observed: Observed,
                  outcomes: Mapping[str, RouterOutcome], rolling: str) -> List[LostRouter]:
     was_ready, was_lost = previous_routers(body)
     nodes = observed.nodes or {}

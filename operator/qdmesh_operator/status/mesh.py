@@ -8,15 +8,16 @@ from typing import Any, Dict, Mapping, Sequence
 
 from kubernetes.client.rest import ApiException
 
-from .. import contract, status
+from .. import contract
 from ..apply.converged import mesh_converged
-from ..apply.kube import KubeRefused
 from ..apply.management import RouterOutcome
 from ..apply.mesh import Applied
-from ..model.desired import MeshState
-from ..plan import CREATE
+from ..apply.plan import CREATE
+from ..desired.state import MeshState
+from ..kube.api import KubeRefused
 from ..pod_problems import PodProblem
 from ..rolling import HELD
+from . import kstatus as status
 from .edges import EdgeStatus
 from .lost import LostRouter, describe
 from .pods import pods_verdict
@@ -68,7 +69,7 @@ def _api_reason(e: ApiException) -> str:
         return f"{e.status} {e.reason}"
 
 
-def router_entry(rid: str, outcome: RouterOutcome | None, node: str = "",
+def router_entry(rid: str, outcome: RouterOutcome | None, *, node: str = "",
                  lost: LostRouter | None = None, problem: PodProblem | None = None) -> Dict[str, Any]:
     entry: Dict[str, Any] = {"name": rid, "ready": bool(outcome and outcome.in_sync and lost is None)}
     if node:
@@ -91,7 +92,7 @@ def router_entry(rid: str, outcome: RouterOutcome | None, node: str = "",
     return entry
 
 
-def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied,
+def mesh_status(body: Mapping[str, Any], state: MeshState, *, applied: Applied,
                 edges: EdgeStatus | None = None, lost: Sequence[LostRouter] = (),
                 nodes: Mapping[str, str] | None = None,
                 problems: Mapping[str, PodProblem] | None = None,
@@ -111,8 +112,8 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied,
     mesh_failures = [r.error for o in outcomes.values() for r in o.failures
                      if r.op.name not in routing_names]
     unreachable = [o.error for o in outcomes.values() if not o.reachable]
-    routers = [router_entry(rid, outcomes.get(rid), (nodes or {}).get(rid, ""), lost_by_name.get(rid),
-                            problems.get(rid))
+    routers = [router_entry(rid, outcomes.get(rid), node=(nodes or {}).get(rid, ""),
+                            lost=lost_by_name.get(rid), problem=problems.get(rid))
                for rid in mesh.router_ids()]
     edges = edges or EdgeStatus()
     mesh_failures += edges.failures
@@ -159,14 +160,14 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, applied: Applied,
         new.update(edges=edges.wanted, readyEdges=edges.ready, edgesReady=f"{edges.ready}/{edges.wanted}",
                    edgeGroups=edges.groups)
     new["conditions"].append(status.condition(
-        status.MESH_CONVERGED, converged, "AllRoutersSeeEachOther" if converged else "NotConverged",
-        f"every router reaches the other {mesh.size - 1}, each over its own links" if converged
-        else "not every router reaches every other router over its own links yet", generation,
-        previous.get("conditions") or []))
+        status.MESH_CONVERGED, converged, reason="AllRoutersSeeEachOther" if converged else "NotConverged",
+        message=f"every router reaches the other {mesh.size - 1}, each over its own links" if converged
+        else "not every router reaches every other router over its own links yet", generation=generation,
+        previous=previous.get("conditions") or []))
     new["conditions"].append(status.condition(
-        status.DEGRADED, bool(lost), status.ROUTERS_LOST if lost else "NoRouterLost",
-        describe(lost, mesh.size) if lost else "no router lost since it ran", generation,
-        previous.get("conditions") or []))
+        status.DEGRADED, bool(lost), reason=status.ROUTERS_LOST if lost else "NoRouterLost",
+        message=describe(lost, mesh.size) if lost else "no router lost since it ran", generation=generation,
+        previous=previous.get("conditions") or []))
     return new
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Dict, List, Mapping
 
-from .. import status
 from ..pod_problems import PodProblem
+from . import kstatus as status
 from .report import Event, ref
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
-from .. import status
 from ..apply.management import RouterOutcome
-from ..apply.observe import ROUTING_PLURALS
-from ..model.desired import MeshState
+from ..desired.state import MeshState
 from ..model.errors import SpecError
 from ..model.mesh import MeshSpec
 from ..model.routing import PARSERS
+from ..observe.cluster import ROUTING_PLURALS
+from . import kstatus as status
 from .report import Event, Report, generation_of, ref
 
 
@@ -31,7 +31,7 @@ def orphans_report(bodies: Sequence[Tuple[str, Mapping[str, Any]]]) -> Report:
     return report
 
 
-def routing_statuses(report: Report, state: MeshState, bodies: Sequence[Tuple[str, Mapping[str, Any]]],
+def routing_statuses(report: Report, state: MeshState, *, bodies: Sequence[Tuple[str, Mapping[str, Any]]],
                      invalid: Mapping[Tuple[str, str], SpecError],
                      outcomes: Mapping[str, RouterOutcome]) -> None:
     mesh = state.mesh
@@ -49,10 +49,11 @@ def routing_statuses(report: Report, state: MeshState, bodies: Sequence[Tuple[st
                 report.events.append(Event(ref(item), "Warning", reason, str(error)))
             continue
         entities = PARSERS[kind](name, item.get("spec") or {}).entities(mesh)
-        report.statuses[key] = routing_status(kind, item, entities, mesh, outcomes, generation)
+        report.statuses[key] = routing_status(kind, item, entities=entities, mesh=mesh, outcomes=outcomes,
+                                              generation=generation)
 
 
-def routing_status(kind: str, item: Mapping[str, Any], entities: Sequence[Any], mesh: MeshSpec,
+def routing_status(kind: str, item: Mapping[str, Any], *, entities: Sequence[Any], mesh: MeshSpec,
                    outcomes: Mapping[str, RouterOutcome], generation: int) -> Dict[str, Any]:
     names = {e.name for e in entities}
     type_ = entities[0].type

@@ -106,7 +106,7 @@ def load_ca(pair: KeyPair, what: str) -> tuple[x509.Certificate, ec.EllipticCurv
     return cert, key
 
 
-def issue_leaf(ca: KeyPair, common_name: str, dns_names: Sequence[str],
+def issue_leaf(ca: KeyPair, common_name: str, *, dns_names: Sequence[str],
                now: dt.datetime | None = None, lifetime: dt.timedelta = LEAF_LIFETIME) -> KeyPair:
     """A certificate signed by ``ca`` for both ends of a TLS connection (serverAuth and
     clientAuth), naming ``dns_names``; it never outlives the CA."""

@@ -12,12 +12,12 @@ from typing import Any, Dict, List, Mapping, Tuple
 
 from kubernetes.client.rest import ApiException
 
-from ..apply.credentials import CredentialsError, ManagementCredentials, TlsFiles
-from ..apply.kube import KubeRefused
+from ..kube.api import KubeRefused
 from ..model.mesh import MeshSpec
-from ..render.manifests import CERT_ANNOTATION
 from ..rolling import rolled_out_annotation, workload_rolled_out_annotation
 from . import mounted
+from .credentials import CredentialsError, ManagementCredentials, TlsFiles
+from .names import CERT_ANNOTATION
 from .secrets import ensure_managed_tls
 
 
@@ -39,7 +39,7 @@ class Certificates:
     events: List[Tuple[str, str, str]] = field(default_factory=list)
 
 
-def resolve_certificates(core: Any, mesh: MeshSpec, owner: Dict[str, Any],
+def resolve_certificates(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any],
                          live_stateful_set: Mapping[str, Any] | None,
                          live_edge_workloads: Mapping[str, Mapping[str, Any]],
                          credentials: ManagementCredentials, needs_management: bool) -> Certificates:
@@ -51,7 +51,8 @@ def resolve_certificates(core: Any, mesh: MeshSpec, owner: Dict[str, Any],
             running = rolled_out_annotation(live_stateful_set, mesh.size, CERT_ANNOTATION)
             running_edges = [workload_rolled_out_annotation(live_edge_workloads[g.name], CERT_ANNOTATION)
                              if g.name in live_edge_workloads else None for g in mesh.edge_groups]
-            managed = ensure_managed_tls(core, mesh, owner, running=running, running_edges=running_edges)
+            managed = ensure_managed_tls(core, mesh, owner=owner, running=running,
+                                         running_edges=running_edges)
             found.revision = managed.revision
             found.edge_revision = managed.edge_revision
             found.events.extend(managed.events)

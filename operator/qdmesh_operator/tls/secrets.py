@@ -49,7 +49,7 @@ def _read(core: Any, namespace: str, name: str) -> Tuple[Dict[str, bytes], str] 
     return data, str(secret.metadata.resource_version or "")
 
 
-def _body(mesh: MeshSpec, name: str, type_: str, data: Mapping[str, bytes],
+def _body(mesh: MeshSpec, name: str, *, type_: str, data: Mapping[str, bytes],
           owner: Dict[str, Any] | None) -> Dict[str, Any]:
     meta: Dict[str, Any] = {"name": name, "namespace": mesh.namespace, "labels": contract.labels(mesh.name)}
     if owner is not None:
@@ -69,14 +69,14 @@ def _create(core: Any, body: Dict[str, Any]) -> bool:
     return True
 
 
-def _ensure_ca(core: Any, mesh: MeshSpec, owner: Dict[str, Any] | None, now: dt.datetime,
+def _ensure_ca(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any] | None, now: dt.datetime,
                events: List[Tuple[str, str, str]]) -> Tuple[CaSet, str] | CaSet:
     """The mesh's CAs and the CA Secret's resourceVersion, or a CaSet just created."""
     name = contract.inter_router_ca_secret(mesh.name)
     found = _read(core, mesh.namespace, name)
     if found is None:
         pair = certs.new_ca(_ca_name(mesh), now)
-        if _create(core, _body(mesh, name, "Opaque", CaSet(pair).to_data(), owner)):
+        if _create(core, _body(mesh, name, type_="Opaque", data=CaSet(pair).to_data(), owner=owner)):
             events.append(("Normal", "CertificateIssued", f"created the mesh's inter-router CA in Secret "
                            f"{name} (ECDSA P-256, valid {certs.CA_LIFETIME.days} days)"))
             return CaSet(pair)
@@ -100,7 +100,7 @@ def _leaf_reason(data: Mapping[str, bytes], cas: CaSet, dns_names: List[str],
     return reason
 
 
-def ensure_managed_tls(core: Any, mesh: MeshSpec, owner: Dict[str, Any] | None,
+def ensure_managed_tls(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any] | None,
                        now: dt.datetime | None = None, running: str | None = None,
                        running_edges: Sequence[str | None] = ()) -> ManagedTls:
     """Make sure the Secrets exist and hold a good certificate, and take the CA's rotation a
@@ -111,7 +111,7 @@ def ensure_managed_tls(core: Any, mesh: MeshSpec, owner: Dict[str, Any] | None,
     ApiException (Kubernetes refused) or CertificateError (unusable stored material)."""
     now = now or certs.utcnow()
     events: List[Tuple[str, str, str]] = []
-    made = _ensure_ca(core, mesh, owner, now, events)
+    made = _ensure_ca(core, mesh, owner=owner, now=now, events=events)
     name = contract.inter_router_tls_secret(mesh.name)
     found = _read(core, mesh.namespace, name)
     edge_name = contract.edge_tls_secret(mesh.name)
@@ -129,24 +129,26 @@ def ensure_managed_tls(core: Any, mesh: MeshSpec, owner: Dict[str, Any] | None,
         stepped, event = rotation.next_step(cas, rolled_out, _ca_name(mesh), now)
         if event is not None:
             ca_secret = contract.inter_router_ca_secret(mesh.name)
-            body = _body(mesh, ca_secret, "Opaque", stepped.to_data(), owner)
+            body = _body(mesh, ca_secret, type_="Opaque", data=stepped.to_data(), owner=owner)
             body["metadata"]["resourceVersion"] = ca_version
             core.replace_namespaced_secret(ca_secret, mesh.namespace, body)
             events.append(event)
             cas = stepped
     rotated = bool(events) and events[-1][1] == "CARotated"
-    revision = _ensure_leaf(core, mesh, owner, cas, found, _Leaf(
+    revision = _ensure_leaf(core, mesh, owner=owner, cas=cas, found=found, leaf_spec=_Leaf(
         name, f"{mesh.name} inter-router", certs.inter_router_dns_names(mesh.name, mesh.namespace),
-        "the routers' inter-router certificate", "routers"), now, rotated, events)
+        "the routers' inter-router certificate", "routers"), now=now, ca_rotated=rotated, events=events)
     if revision is None:  # made meanwhile by another reconciliation: use that one
-        return ensure_managed_tls(core, mesh, owner, now, running, running_edges)
+        return ensure_managed_tls(core, mesh, owner=owner, now=now, running=running,
+                                  running_edges=running_edges)
     managed = ManagedTls(revision, events)
     if mesh.edge_groups:
-        edge_revision = _ensure_leaf(core, mesh, owner, cas, edge_found, _Leaf(
+        edge_revision = _ensure_leaf(core, mesh, owner=owner, cas=cas, found=edge_found, leaf_spec=_Leaf(
             edge_name, f"{mesh.name} edge router", certs.edge_dns_names(mesh.name, mesh.namespace),
-            "the edge routers' certificate", "edge routers"), now, rotated, events)
+            "the edge routers' certificate", "edge routers"), now=now, ca_rotated=rotated, events=events)
         if edge_revision is None:
-            return ensure_managed_tls(core, mesh, owner, now, running, running_edges)
+            return ensure_managed_tls(core, mesh, owner=owner, now=now, running=running,
+                                      running_edges=running_edges)
         managed.edge_revision = edge_revision
     return managed
 
@@ -162,7 +164,7 @@ class _Leaf:
     holders: str
 
 
-def _ensure_leaf(core: Any, mesh: MeshSpec, owner: Dict[str, Any] | None, cas: CaSet,
+def _ensure_leaf(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any] | None, cas: CaSet,
                  found: Tuple[Dict[str, bytes], str] | None, leaf_spec: _Leaf, now: dt.datetime,
                  ca_rotated: bool, events: List[Tuple[str, str, str]]) -> str | None:
     """The leaf's revision after making, renewing or re-bundling it; None when a create lost
@@ -175,13 +177,14 @@ def _ensure_leaf(core: Any, mesh: MeshSpec, owner: Dict[str, Any] | None, cas: C
     if reason is None:
         assert found is not None
         if found[0].get("ca.crt") != bundle:  # a rotation step: same certificate, other CAs trusted
-            body = _body(mesh, name, "kubernetes.io/tls", {**found[0], "ca.crt": bundle}, owner)
+            body = _body(mesh, name, type_="kubernetes.io/tls", data={**found[0], "ca.crt": bundle},
+                         owner=owner)
             body["metadata"]["resourceVersion"] = found[1]
             core.replace_namespaced_secret(name, mesh.namespace, body)
         return cas.revision(found[0]["tls.crt"])
-    leaf = certs.issue_leaf(cas.signing, leaf_spec.common_name, leaf_spec.dns_names, now)
-    body = _body(mesh, name, "kubernetes.io/tls",
-                 {"tls.crt": leaf.cert_pem, "tls.key": leaf.key_pem, "ca.crt": bundle}, owner)
+    leaf = certs.issue_leaf(cas.signing, leaf_spec.common_name, dns_names=leaf_spec.dns_names, now=now)
+    body = _body(mesh, name, type_="kubernetes.io/tls",
+                 data={"tls.crt": leaf.cert_pem, "tls.key": leaf.key_pem, "ca.crt": bundle}, owner=owner)
     expires = certs.load_cert(leaf.cert_pem, "tls.crt").not_valid_after_utc
     if found is None:
         if not _create(core, body):

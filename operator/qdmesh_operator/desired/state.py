@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Sequence
 
 from .. import contract
-from . import topology
-from .entities import LIVE_TYPES, Entity, managed_name
-from .errors import SpecError
-from .mesh import ConnectorSpec, ListenerSpec, MeshSpec
-from .routing import RoutingSpec
+from ..model import topology
+from ..model.entities import LIVE_TYPES, Entity, managed_name
+from ..model.errors import SpecError
+from ..model.mesh import ConnectorSpec, ListenerSpec, MeshSpec
+from ..model.routing import RoutingSpec
 
 TLS_DIR = "/etc/qdmesh/tls"
 INTER_ROUTER_PROFILE = "inter-router-tls"

@@ -14,7 +14,7 @@ from typing import Any, Dict, Set
 
 from kubernetes.client.rest import ApiException
 
-from ..status.report import Event
+from .report import Event
 
 log = logging.getLogger("qdmesh.operator")
 COMPONENT = "qdmesh-operator"

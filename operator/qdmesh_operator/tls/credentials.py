@@ -16,7 +16,7 @@ from typing import Any, Dict, Tuple
 from kubernetes.client.rest import ApiException
 
 from ..model.mesh import MeshSpec
-from ..render.manifests import inter_router_secret
+from .names import inter_router_secret
 
 KEYS = ("tls.crt", "tls.key", "ca.crt")
 

@@ -10,9 +10,9 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from .. import contract
-from ..apiclient import TimedApiClient
 from ..pod_problems import pod_problem
 from ..rolling import PodState
+from .apiclient import TimedApiClient
 
 APPLY = "application/apply-patch+yaml"
 

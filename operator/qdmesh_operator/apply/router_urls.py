@@ -10,8 +10,8 @@ import json
 import os
 from typing import Dict, Sequence
 
-from . import contract
-from .model.mesh import MeshSpec
+from .. import contract
+from ..model.mesh import MeshSpec
 
 OVERRIDE_ENV = "QDMESH_ROUTER_URLS"
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Set, Tuple
 
 from .. import contract
+from ..kube.api import EdgePod, KubeApi, NodeHealth
 from ..rolling import PodState
-from .kube import EdgePod, KubeApi, NodeHealth
 
 ROUTING_PLURALS = {"LinkRoute": contract.LINK_ROUTE_PLURAL, "AutoLink": contract.AUTO_LINK_PLURAL,
                    "VhostPolicy": contract.VHOST_PLURAL}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Collection, Dict, List, Mapping, Sequence, Tuple
 
-from .model.entities import LIVE_TYPES, UPDATABLE_TYPES, Entity, is_managed
+from ..model.entities import LIVE_TYPES, UPDATABLE_TYPES, Entity, is_managed
 
 CREATE = "CREATE"
 DELETE = "DELETE"
