@@ -30,10 +30,45 @@ BUSYBOX_IMAGE = f"localhost/qdmesh/busybox:{K8S_VERSION}"
 
 _timings: List[Tuple[str, float]] = []
 
+#: The order the files run in.  The product suite's files share one mesh (mesh_fixtures.py), and
+#: each relies on the ones before it having left it Ready with its routers: the mesh is made and
+#: checked first, changed live, read with qdstat, survives an operator restart, scales and back,
+#: then rolls; the files with meshes of their own follow.  A file not named here runs last.
+SUITE_ORDER = (
+    "test_cluster_smoke.py",
+    "test_product_mesh.py",
+    "test_product_live_changes.py",
+    "test_product_qdstat.py",
+    "test_product_operator_restart.py",
+    "test_product_scale.py",
+    "test_product_validation.py",
+    "test_product_broker.py",
+    "test_product_rolling.py",
+    "test_product_examples.py",
+    "test_product_console.py",
+    "test_product_pypy.py",
+    "test_product_edges.py",
+    "test_product_multi_node.py",
+    "test_product_node_loss.py",
+)
+
+
+def _in_e2e(item: pytest.Item) -> bool:
+    return E2E_DIR in Path(str(item.fspath)).resolve().parents
+
+
+def _suite_rank(item: pytest.Item) -> int:
+    name = Path(str(item.fspath)).name
+    return SUITE_ORDER.index(name) if name in SUITE_ORDER else len(SUITE_ORDER)
+
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    places = [i for i, item in enumerate(items) if _in_e2e(item)]
+    # Stable: the tests of one file keep their order; the e2e tests keep their places in the run.
+    for place, item in zip(places, sorted((items[i] for i in places), key=_suite_rank)):
+        items[place] = item
     for item in items:
-        if E2E_DIR not in Path(str(item.fspath)).resolve().parents:
+        if not _in_e2e(item):
             continue
         item.add_marker(pytest.mark.e2e)
         if not e2e_enabled():

@@ -1,5 +1,5 @@
 """Session fixtures of the product suite: the Helm chart installed from this checkout and one
-RouterMesh shared by every ``test_product_*`` file (they run in file order; each later test
+RouterMesh shared by every ``test_product_*`` file (they run in conftest.SUITE_ORDER; each later test
 relies on the earlier ones having left the mesh Ready with ``MeshState.size`` routers).
 conftest.py imports these fixtures so that pytest finds them.
 """
@@ -51,7 +51,7 @@ def operator_namespace(core: Any, k8s: Any, e2e_kubeconfig: Path, timing: Timing
     namespace = fresh_namespace(core, "qdmesh-system")
     started = time.monotonic()
     # No image.tag and no routerImage: the chart's operator image and the operator's router image
-    # are both those of the package version by default (checked in test_product_1_mesh.py).
+    # are both those of the package version by default (checked in test_product_mesh.py).
     helm_install(helm, e2e_kubeconfig, "qdmesh", namespace, {
         "image.pullPolicy": "Never", "operator.logLevel": "info",
     })

@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 # The tests that need more than one node; each skips where fewer than two nodes take pods.
-MULTI_NODE=(tests/e2e/test_product_9e_nodes.py tests/e2e/test_product_9f_node_loss.py)
+MULTI_NODE=(tests/e2e/test_product_multi_node.py tests/e2e/test_product_node_loss.py)
 version=$(sed -n 's/^version *= *"\(.*\)"/\1/p' pyproject.toml | head -1)
 tests=("${MULTI_NODE[@]}")
 archives=(build/images/qdmesh-router-"$version".tar build/images/qdmesh-operator-"$version".tar)

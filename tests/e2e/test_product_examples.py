@@ -1,6 +1,6 @@
 """docs/examples in the cluster, each file applied as it is (server-side apply) into a namespace of
 its own with RabbitMQ brokers (images/e2e-broker) behind the Services it names, and its scenario
-checked the way a user would see it working. (queue-waypoint.yaml is test_product_7_broker.py's.)
+checked the way a user would see it working. (queue-waypoint.yaml is test_product_broker.py's.)
 
 - sharded-queue.yaml: queue.first over two brokers; messages sent at one router all arrive at
   another, and both brokers carried some of them.
