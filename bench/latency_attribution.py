@@ -4,7 +4,7 @@
 Runs 1->1 unsettled at ``--rate`` through routers of several kinds, interleaved, ``--repeat``
 times: the C router ("C") and qdmesh from one or more checkouts (``--q NAME=ROUTER_DIR``, with
 optional ``,VAR=VALUE`` environment settings), each qdmesh run with QDROUTER_LOOP_TRACE
-(router/qdrouter/amqp/loop_trace.py) so the router records its loop turns and garbage
+(router/qdrouter/tuning/loop_trace.py) so the router records its loop turns and garbage
 collections. For every run it prints p50/p99/p99.9 and, for qdmesh, what the router was doing
 while each message at or above the run's p99.9 was in flight:
 

@@ -1,4 +1,4 @@
-"""Auto-links (book 2.5): links the router itself attaches to a container (a broker queue)
+"""Auto-links (Qpid Dispatch 0.7 book, 2.5): links the router itself attaches to a container (a broker queue)
 when that container's connection is up, re-attaching after failures. An `out` auto-link is
 a consumer of its address (phase 0 by default), an `in` auto-link a producer into it
 (phase 1 by default), so a waypoint address flows producer -> broker -> consumers."""

@@ -9,7 +9,8 @@ import signal
 import sys
 from typing import Any, Dict, List, Sequence, Tuple
 
-from . import __version__, log_config, open_files, startup_gc
+from . import __version__, log_config
+from .tuning import open_files, startup_gc
 
 DESCRIPTION = "qdmesh router: an AMQP 1.0 message router, command-line compatible with qdrouterd."
 
@@ -115,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     open_files.raise_soft_limit()
     try:
         router = Router(entities, test_hooks=args.test_hooks)
-        # Start-up's objects left out of every later collection (startup_gc.py says why);
+        # Start-up's objects left out of every later collection (tuning/startup_gc.py says why);
         # before the listeners open, so that whoever waits for the port waits for this too.
         startup_gc.freeze_startup_objects()
         router.start_listeners()
@@ -143,8 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def console_main() -> None:
-    from .pypy_gc import own_command_line, tune_or_continue
-    from .pypy_jit import lengthen_traces
+    from .tuning.pypy_gc import own_command_line, tune_or_continue
+    from .tuning.pypy_jit import lengthen_traces
 
     tune_or_continue(sys.argv[1:])
     lengthen_traces(own_command_line(sys.argv[1:]))

@@ -6,7 +6,6 @@ import logging
 import time
 from typing import Any, Dict, List, Sequence
 
-from . import open_files, pypy_jit
 from .amqp import proton_shim
 from .amqp.connection import ListenerSettings, configure_sasl
 from .amqp.connector import Connector
@@ -32,6 +31,7 @@ from .management.config_store import ConfigStore, ManagedEntity
 from .management.policy_effects import PolicyEffects
 from .management.status import ManagementStatus
 from .schema import entity_type
+from .tuning import open_files, pypy_jit
 
 log = logging.getLogger("qdrouter.ROUTER")
 
@@ -249,7 +249,7 @@ class Router:
                         "per message; reinstall with a C compiler and Python headers to build it",
                         proton_shim.NOT_COMPILED_BECAUSE)
         if pypy_jit.applied is not None:
-            log.info("PyPy JIT: %s (qdrouter/pypy_jit.py)", pypy_jit.applied)
+            log.info("PyPy JIT: %s (qdrouter/tuning/pypy_jit.py)", pypy_jit.applied)
         if open_files.raised is not None:
             log.info("Open files: soft limit raised to the hard limit (%s)", open_files.raised)
         self.server.run()

@@ -1,5 +1,5 @@
-"""Auto-links to a real RabbitMQ queue (book 2.5, 2.5.1): the queue waypoint example end to end,
-and the auto-links' state as the broker comes and goes."""
+"""Auto-links to a real RabbitMQ queue (Qpid Dispatch 0.7 book, 2.5, 2.5.1): the queue waypoint
+example end to end, and the auto-links' state as the broker comes and goes."""
 
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ def _round_trip(net: Net, url: str, bodies: List[str]) -> None:
 
 def test_queue_waypoint_example(broker: RabbitBroker, router_factory, net: Net,  # type: ignore[no-untyped-def]
                                 queue_name: str) -> None:
-    """Book 2.5.1: three messages through queue.first land in the broker queue (phase 0), then
-    a consumer on the router gets them from it (phase 1); qdstat shows it all."""
+    """Qpid Dispatch 0.7 book, 2.5.1: three messages through queue.first land in the broker queue
+    (phase 0), then a consumer on the router gets them from it (phase 1); qdstat shows it all."""
     router = waypoint_router(router_factory, {"broker": broker},
                              queue_links(ADDR, f"/queue/{queue_name}", "broker"))
     wait_statuses(router, [IN, OUT], ["active"])

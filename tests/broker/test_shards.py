@@ -1,5 +1,5 @@
-"""A queue sharded over two RabbitMQ brokers (book 2.5.2), and a shard added at run time with
-qdmanage while traffic flows (2.5.3)."""
+"""A queue sharded over two RabbitMQ brokers (Qpid Dispatch 0.7 book, 2.5.2), and a shard added at
+run time with qdmanage while traffic flows (2.5.3)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_adding_a_shard_with_qdmanage_while_traffic_flows(  # type: ignore[no-un
         net.pump(0.2)
 
     burst(20)
-    # Book 2.5.3, with its long type names and 0.7 attribute names.
+    # Qpid Dispatch 0.7 book, 2.5.3, with its long type names and 0.7 attribute names.
     qdmanage(router, "create", "--type", "org.apache.qpid.dispatch.connector", "name=broker2",
              "host=127.0.0.1", f"port={broker2.port}", "role=route-container", "saslMechanisms=ANONYMOUS")
     burst(10)

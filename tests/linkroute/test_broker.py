@@ -34,7 +34,8 @@ def rabbit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitBroker]:
 
 @pytest.fixture
 def b2(edge_factory: EdgeFactory, rabbit: RabbitBroker) -> Router:
-    """Book 2.4.1: prefix b2 both ways to connector 'broker'; b2.NAME is the broker's /queue/NAME."""
+    """Qpid Dispatch 0.7 book, 2.4.1: prefix b2 both ways to connector 'broker'; b2.NAME is the
+    broker's /queue/NAME."""
     return edge_factory(both_ways("b2", connection="broker", delete="b2.", add="/queue/"),
                         {"broker": rabbit.port}, active=2)
 

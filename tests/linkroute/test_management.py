@@ -1,5 +1,5 @@
 """linkRoute entities through the tools: qdstat --linkroutes status, qdmanage create/delete at
-run time (book 2.4 configuration, managed like any other entity)."""
+run time (Qpid Dispatch 0.7 book, 2.4 configuration, managed like any other entity)."""
 
 from __future__ import annotations
 

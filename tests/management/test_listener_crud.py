@@ -65,7 +65,7 @@ def test_create_listener_by_long_type_name_without_name(mgmt: MgmtClient, net: N
     port = free_port()
     reply = mgmt.request("CREATE", type=LISTENER, body=listener_attrs(port))
     assert reply.status == 201, reply
-    # Without a name the name is the identity (qpid-dispatch book 3.3.5).
+    # Without a name the name is the identity (Qpid Dispatch 0.7 book, 3.3.5).
     assert reply.body["name"] == reply.body["identity"]
     round_trip(net, f"amqp://127.0.0.1:{port}", "closest.anon-listener", "hello")
     assert mgmt.request("DELETE", type=LISTENER, identity=reply.body["identity"]).status == 204

@@ -8,7 +8,7 @@ HELLO/RA/LSU/LSR as upstream's Python router composes them (string keys, longs),
 C mobile-sync module does (symbol keys, int hints). Both directions are checked: the
 router's own bodies carry those names and types, and from those bodies alone it takes U into
 its mesh and routes messages between a client and U, with the router annotations of
-book 3.3.1, outcomes included.
+Qpid Dispatch 0.7 book, 3.3.1, outcomes included.
 """
 
 from __future__ import annotations

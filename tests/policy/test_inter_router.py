@@ -1,4 +1,4 @@
-"""Policy does not apply to inter-router connections (book 2.6): a policed interior router
+"""Policy does not apply to inter-router connections (Qpid Dispatch 0.7 book, 2.6): a policed interior router
 whose limits would refuse any more user connections still joins a mesh."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The policy rule languages (book 2.6.4), unit-tested on the pure module."""
+"""The policy rule languages (Qpid Dispatch 0.7 book, 2.6.4), unit-tested on the pure module."""
 
 from __future__ import annotations
 

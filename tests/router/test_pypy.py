@@ -1,5 +1,5 @@
 """The router on PyPy (Python 3.9), where it reaches its throughput targets: it must keep
-starting and routing there, and it runs with the GC nursery it needs (qdrouter/pypy_gc.py).
+starting and routing there, and it runs with the GC nursery it needs (qdrouter/tuning/pypy_gc.py).
 
 PyPy comes from .ci/setup.d/15-pypy.sh: a venv with python-qpid-proton only; the router is
 this checkout's, through PYTHONPATH (routerproc.router_env).
@@ -93,7 +93,7 @@ def test_a_nursery_chosen_by_the_user_is_kept(pypy_router: RouterFactory,
 
 def test_router_on_pypy_lengthens_jit_traces_unless_told(pypy_router: RouterFactory,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """qdrouter/pypy_jit.py: the router's trace limit, said at start; a --jit option of the
+    """qdrouter/tuning/pypy_jit.py: the router's trace limit, said at start; a --jit option of the
     user's wins (the router then leaves the JIT alone, and says nothing)."""
     router = pypy_router()
     assert "PyPy JIT: trace_limit=12000" in router.stderr_text()

@@ -1,11 +1,11 @@
-"""qdrouterd's PyPy re-exec decision (qdrouter/pypy_gc.py); the re-exec itself is tested on
+"""qdrouterd's PyPy re-exec decision (qdrouter/tuning/pypy_gc.py); the re-exec itself is tested on
 a real PyPy in tests/router/test_pypy.py."""
 
 from __future__ import annotations
 
 import sys
 
-from qdrouter.pypy_gc import NURSERY_VARIABLE, ROUTER_NURSERY, own_command_line, reexec_command
+from qdrouter.tuning.pypy_gc import NURSERY_VARIABLE, ROUTER_NURSERY, own_command_line, reexec_command
 
 
 def test_pypy_without_a_nursery_setting_reexecutes_the_same_command_line() -> None:

@@ -1,9 +1,9 @@
-"""qdrouter/pypy_jit.py: on PyPy the router lengthens the JIT's traces, unless the user
+"""qdrouter/tuning/pypy_jit.py: on PyPy the router lengthens the JIT's traces, unless the user
 chose JIT options on the interpreter's command line."""
 
 from __future__ import annotations
 
-from qdrouter.pypy_jit import TRACE_LIMIT, jit_settings
+from qdrouter.tuning.pypy_jit import TRACE_LIMIT, jit_settings
 
 
 def test_pypy_gets_the_routers_trace_limit() -> None:

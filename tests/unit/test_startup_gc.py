@@ -1,4 +1,4 @@
-"""The start-up freeze of CPython's collector (qdrouter/startup_gc.py)."""
+"""The start-up freeze of CPython's collector (qdrouter/tuning/startup_gc.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from qdrouter.startup_gc import freeze_startup_objects
+from qdrouter.tuning.startup_gc import freeze_startup_objects
 
 
 @pytest.mark.skipif(sys.implementation.name != "cpython", reason="gc.freeze is CPython's")

@@ -25,7 +25,7 @@ def test_a_failing_timer_is_reported_and_the_others_run() -> None:
 
 
 def test_a_periodic_timer_that_fails_keeps_its_series() -> None:
-    """The routing protocol's tick reschedules in a finally (interior.py): a failing run
+    """The routing protocol's tick reschedules in a finally (interior/mesh_node.py): a failing run
     does not end the series."""
     reports: List[str] = []
     timers = Timers(on_failure=reports.append)

@@ -1,5 +1,5 @@
 """Reading router annotations off arriving messages and writing them on departing ones
-(book 3.3.1). Used off the fast path: only messages that carry, or need, x-opt-qd keys.
+(Qpid Dispatch 0.7 book, 3.3.1). Used off the fast path: only messages that carry, or need, x-opt-qd keys.
 
 Messages between the same routers to the same address carry the same message-annotations
 section, byte for byte (ingress, trace, to), so what is read from a section, and what a

@@ -1,4 +1,4 @@
-"""Link routing (book 2.4): an attach that matches a link route is passed to the container
+"""Link routing (Qpid Dispatch 0.7 book, 2.4): an attach that matches a link route is passed to the container
 on a link of the same name, and the two links are tied together: deliveries, dispositions,
 settlement, credit, drain and detach (with its error) pass straight through."""
 

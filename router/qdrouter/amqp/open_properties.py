@@ -9,7 +9,7 @@ from typing import Any, Dict, Mapping
 
 from ..schema.connection_rules import parse_failover_urls
 from .codec import AmqpEncodeError, encode_value
-from .codec.types import Symbol
+from .codec.values import Symbol
 from .proton_ffi import ffi, lib
 
 FAILOVER_LIST = Symbol("failover-server-list")

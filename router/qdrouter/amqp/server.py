@@ -14,13 +14,13 @@ from typing import Any, Callable, Dict, List, Set, Tuple
 from ..core.address_table import AddressTable
 from ..core.outcomes import RELEASED
 from ..listen_socket import ListenSocketError, listening_socket
+from ..tuning.loop_trace import traced_if_asked
 from . import proton_ffi as pn
 from .connection import AmqpConnection, ListenerSettings
 from .connection_release import ConnectionRelease
 from .deliveries import DeliveryAdaptor
 from .endpoints import EndpointHandler
 from .fault_boundary import FaultBoundary
-from .loop_trace import traced_if_asked
 from .poller import EVENT_READ, EVENT_WRITE, make_poller
 from .proton_ffi import lib
 from .proton_shim import QD_INCOMING_DELIVERY, delivery_key, event_arrays, event_batches, pointer_key
@@ -166,7 +166,7 @@ class AmqpServer(ConnectionRelease):
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> None:
         self._running = True
-        with traced_if_asked(self):  # QDROUTER_LOOP_TRACE (amqp/loop_trace.py); usually nothing
+        with traced_if_asked(self):  # QDROUTER_LOOP_TRACE (tuning/loop_trace.py); usually nothing
             while self._running:
                 try:
                     self._turn()

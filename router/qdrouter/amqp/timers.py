@@ -1,7 +1,7 @@
 """One-shot timers for the event loop (connector retries, protocol timers).
 
 A callback that raises is reported (the fault boundary logs and counts it) and the others
-run. A periodic timer reschedules itself in a ``finally`` (interior.py's tick) so that a
+run. A periodic timer reschedules itself in a ``finally`` (interior/mesh_node.py's tick) so that a
 failure of one run does not end the series."""
 
 from __future__ import annotations

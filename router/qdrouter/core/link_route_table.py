@@ -1,4 +1,4 @@
-"""Link routes (book 2.4): which attaches are routed to which container, by address prefix
+"""Link routes (Qpid Dispatch 0.7 book, 2.4): which attaches are routed to which container, by address prefix
 or pattern. Pure matching; the adaptor ties the links together."""
 
 from __future__ import annotations

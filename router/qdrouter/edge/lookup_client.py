@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Tuple
 
 from ..amqp.capabilities import dynamic_node_address
 from ..amqp.codec.message import Header, Message, Properties, decode_message, encode_message
-from ..amqp.codec.types import UInt
+from ..amqp.codec.values import UInt
 from ..amqp.proton_ffi import c_string, lib, terminus_address
 from ..core.links import CoreLink, InFlight
 from ..core.outcomes import ACCEPTED

@@ -14,7 +14,7 @@ import logging
 from typing import Any, Callable
 
 from ..amqp.codec.message import Header, Message, Properties, decode_message, encode_message
-from ..amqp.codec.types import UInt
+from ..amqp.codec.values import UInt
 from ..core.links import CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, REJECTED
 from .terms import LOOKUP_ADDRESS

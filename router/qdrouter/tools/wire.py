@@ -1,4 +1,4 @@
-"""The AMQP Management wire format as the router's agent speaks it (book 3.3.5).
+"""The AMQP Management wire format as the router's agent speaks it (Qpid Dispatch 0.7 book, 3.3.5).
 
 Pure functions, no I/O: building request messages, checking replies, and turning proton's
 AMQP-typed values into plain Python values that json.dumps and callers can use directly.

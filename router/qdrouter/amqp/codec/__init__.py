@@ -21,7 +21,7 @@ from .message import (
     decode_message,
     encode_message,
 )
-from .types import (
+from .values import (
     Array,
     Byte,
     Char,

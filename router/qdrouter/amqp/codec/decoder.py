@@ -17,7 +17,7 @@ import uuid
 from typing import Any, Callable, Dict, List, Tuple
 
 from ..amqp_types import MessageFormatError, truncated
-from .types import (
+from .values import (
     Array,
     Byte,
     Char,

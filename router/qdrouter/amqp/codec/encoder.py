@@ -13,7 +13,7 @@ import struct
 import uuid
 from typing import Any, Callable, Dict, List, Tuple
 
-from .types import (
+from .values import (
     Array,
     Byte,
     Char,

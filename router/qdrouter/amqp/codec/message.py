@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Tuple
 from ..amqp_types import MessageFormatError, section_descriptor, skip_value, truncated
 from .decoder import decode_value
 from .encoder import AmqpEncodeError, encode_into
-from .types import Symbol, Timestamp, UByte, UInt
+from .values import Symbol, Timestamp, UByte, UInt
 
 __all__ = ["AMQP_DATA", "AMQP_SEQUENCE", "AMQP_VALUE", "Header", "Message", "Properties",
            "decode_message", "encode_message"]

@@ -9,25 +9,25 @@ import logging
 import time
 from typing import Any, Callable, Dict, Hashable, List, Set
 
-from .amqp.codec import MessageFormatError, decode_message
-from .amqp.control_wire import encode_control
-from .amqp.message_sections import find_sections, rewrite_annotations
-from .amqp.proton_ffi import ffi, lib
-from .amqp.server import AmqpServer
-from .control_counters import ControlCounters
-from .core.address_table import BALANCED, CLOSEST, MULTICAST, AddressTable
-from .core.link_route_table import LinkRouteTable
-from .core.links import CONTROL, DATA, CoreLink
-from .core.mesh_routes import MeshRoutes
-from .protocol.engine import RoutingEngine
-from .protocol.mobile import (
+from ..amqp.codec import MessageFormatError, decode_message
+from ..amqp.control_wire import encode_control
+from ..amqp.message_sections import find_sections, rewrite_annotations
+from ..amqp.proton_ffi import ffi, lib
+from ..amqp.server import AmqpServer
+from ..control_counters import ControlCounters
+from ..core.address_table import BALANCED, CLOSEST, MULTICAST, AddressTable
+from ..core.link_route_table import LinkRouteTable
+from ..core.links import CONTROL, DATA, CoreLink
+from ..core.mesh_routes import MeshRoutes
+from ..protocol.engine import RoutingEngine
+from ..protocol.mobile import (
     LINK_ROUTE_KEY_PREFIXES,
     TREATMENT_ANYCAST_BALANCED,
     TREATMENT_ANYCAST_CLOSEST,
     TREATMENT_MULTICAST_FLOOD,
     TREATMENT_MULTICAST_ONCE,
 )
-from .protocol.outbound import Outbound, RoutingEvent
+from ..protocol.outbound import Outbound, RoutingEvent
 
 log = logging.getLogger("qdrouter.ROUTER_HELLO")
 # Every control message in and out (except HELLO), at debug: `log { module: ROUTER_LS enable: debug+ }`.
