@@ -3,17 +3,14 @@ driven by one epoll loop (amqp/poller.py) in one thread."""
 
 from __future__ import annotations
 
-import errno
 import itertools
 import logging
-import os
 import socket
 import time
 from typing import Any, Callable, Dict, List, Set, Tuple
 
 from ..core.address_table import AddressTable
 from ..core.outcomes import RELEASED
-from ..listen_socket import ListenSocketError, listening_socket
 from ..tuning.loop_trace import traced_if_asked
 from . import proton_ffi as pn
 from .connection import AmqpConnection, ListenerSettings
@@ -24,21 +21,20 @@ from .fault_boundary import FaultBoundary
 from .poller import EVENT_READ, EVENT_WRITE, make_poller
 from .proton_ffi import lib
 from .proton_shim import QD_INCOMING_DELIVERY, delivery_key, event_arrays, event_batches, pointer_key
+from .server_shutdown import ServerShutdown
+from .server_sockets import ListenerError, ServerSockets
 from .timers import Timers
-from .tls import release_domain, retain_domain
 
 log = logging.getLogger("qdrouter.SERVER")
+
+__all__ = ["AmqpServer", "ListenerError"]
 
 TICK_INTERVAL_S = 0.5
 # A connection with no idle timeout either way has no deadline: looked at again after this.
 IDLE_RECHECK_MS = 5000
 
 
-class ListenerError(Exception):
-    pass
-
-
-class AmqpServer(ConnectionRelease):
+class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
     def __init__(self, router_id: str, table: AddressTable) -> None:
         self.router_id = router_id
         self.collector = lib.pn_collector()
@@ -78,90 +74,6 @@ class AmqpServer(ConnectionRelease):
             pn.LINK_REMOTE_DETACH: lambda e: self.endpoints.link_closed(lib.pn_event_link(e)),
             pn.TRANSPORT_ERROR: self._transport_error,
         }
-
-    # ---- listeners ---------------------------------------------------------------------
-    def listen(self, host: str, port: int, settings: ListenerSettings) -> Tuple[str, int, int]:
-        """Open a listening socket; returns (host, port, fd) as bound (port 0 picks one)."""
-        try:
-            sock = listening_socket(host, port, settings.name, 128)
-        except ListenSocketError as error:
-            raise ListenerError(str(error)) from None
-        self.listeners[sock.fileno()] = (sock, settings)
-        if settings.ssl_domain is not None:
-            retain_domain(settings.ssl_domain)  # a listener holds its SSL domain (amqp/tls.py)
-        self.selector.register(sock, EVENT_READ)
-        bound = sock.getsockname()
-        log.info("Listening on %s:%d (%s)", bound[0], bound[1], settings.name)
-        return bound[0], bound[1], sock.fileno()
-
-    def close_listener(self, fd: int) -> None:
-        """Stop accepting on one listener; its connections stay up, as in qdrouterd."""
-        entry = self.listeners.pop(fd, None)
-        if entry is None:
-            return
-        sock, settings = entry
-        try:
-            self.selector.unregister(sock)
-        except (KeyError, ValueError):
-            pass
-        sock.close()
-        if settings.ssl_domain is not None:
-            release_domain(settings.ssl_domain)
-        log.info("Stopped listening (%s)", settings.name)
-
-    def connect(self, host: str, port: int, settings: ListenerSettings,
-                resolved: Tuple[Any, ...] | None = None) -> AmqpConnection:
-        """Start an outgoing connection (non-blocking) to ``resolved`` (a getaddrinfo entry for
-        host:port; looked up here, blocking, when not given); raises OSError if it cannot start."""
-        if resolved is None:
-            resolved = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
-        family, kind, proto, _, address = resolved
-        sock = socket.socket(family, kind, proto)
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        result = sock.connect_ex(address)
-        if result not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
-            sock.close()
-            raise OSError(result, os.strerror(result))
-        connection = AmqpConnection(next(self._ids), sock, f"{host}:{port}", settings, self.collector,
-                                    self.router_id, client=True)
-        self.endpoints.connections[connection.pn_connection] = connection
-        self.by_fd[connection.fileno] = connection
-        self.selector.register(connection.fileno, EVENT_WRITE)
-        connection.interest = EVENT_WRITE
-        log.info("Connecting to %s:%d (%s)", host, port, settings.name)
-        return connection
-
-    def close_connection(self, connection: AmqpConnection, condition: str, description: str) -> None:
-        pn.set_condition(lib.pn_connection_condition(connection.pn_connection), condition, description)
-        self.endpoints.detach_all(connection)
-        lib.pn_connection_close(connection.pn_connection)
-        self.adaptor.dirty.add(connection)
-
-    def _accept(self, fd: int) -> None:
-        listening, settings = self.listeners[fd]
-        for _ in range(64):
-            try:
-                sock, peer = listening.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as error:
-                log.warning("Accept failed on %s: %s", settings.name, error)
-                return
-            sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            peer_text = f"{peer[0]}:{peer[1]}"
-            connection = AmqpConnection(
-                next(self._ids), sock, peer_text, settings, self.collector, self.router_id
-            )
-            self.endpoints.connections[connection.pn_connection] = connection
-            self.by_fd[connection.fileno] = connection
-            self.selector.register(connection.fileno, EVENT_READ)
-            connection.interest = EVENT_READ
-            self.adaptor.dirty.add(connection)
-            log.info("Accepted connection %d from %s on %s", connection.identity, peer_text, settings.name)
-            if self.policer is not None:
-                self.policer.accepted(connection)
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> None:
@@ -224,7 +136,6 @@ class AmqpServer(ConnectionRelease):
         return max(0.0, min(TICK_INTERVAL_S, deadline - time.monotonic()))
 
     def _process_events(self) -> None:
-        collector = self.collector
         delivery_type = pn.DELIVERY
         incoming_type = QD_INCOMING_DELIVERY
         adaptor = self.adaptor
@@ -232,9 +143,6 @@ class AmqpServer(ConnectionRelease):
         outgoing_get = adaptor.outgoing.get
         consumer_disposition = adaptor.consumer_disposition
         other_event = self._other_event
-        pending_sends = adaptor.pending_sends
-        pending_outcomes = adaptor.pending_outcomes
-        flush_sends = self._flush_sends
         # Events come as (type, delivery and its link's key, or the event and 0 or None). The
         # two walks below are the same but for how they get them: on PyPy by index from the
         # shim's arrays, elsewhere from an iterable (amqp/proton_shim.py says why), and a
@@ -295,22 +203,28 @@ class AmqpServer(ConnectionRelease):
                         except Exception as error:
                             event_failed(kind, item, link_key, error)
                     continue
-            if pending_sends or pending_outcomes:
-                try:
-                    flush_sends()
-                except Exception:
-                    self._sends_failed()
-            try:
-                adaptor.flush_credit()
-            except Exception:
-                self.faults.unattributed("returning credit to producers")
-            if not adaptor.dirty:
-                break
-            self._flush_output()
-            # Writing can raise more events (e.g. a transport closing): go round again.
-            if not lib.pn_collector_peek(collector):
+            if not self._flush_drained():
                 break
         self._release_finished()
+
+    def _flush_drained(self) -> bool:
+        """The collector drained: the sends, outcomes and credit its events left pending, then
+        the output.  True when writing raised more events (a transport closing, say) to take
+        in the same call."""
+        adaptor = self.adaptor
+        if adaptor.pending_sends or adaptor.pending_outcomes:
+            try:
+                self._flush_sends()
+            except Exception:
+                self._sends_failed()
+        try:
+            adaptor.flush_credit()
+        except Exception:
+            self.faults.unattributed("returning credit to producers")
+        if not adaptor.dirty:
+            return False
+        self._flush_output()
+        return bool(lib.pn_collector_peek(self.collector))
 
     def _other_event(self, kind: int, event: Any) -> None:
         """An event other than a delivery's, in the middle of a batch. The sends decided so
@@ -450,48 +364,6 @@ class AmqpServer(ConnectionRelease):
                 self.faults.connection_failed(connection, "ticking its transport", error)
         self._process_events()
         self._flush_output()
-
-    # ---- shutdown ----------------------------------------------------------------------
-    def stop(self, grace_s: float = 2.0) -> None:
-        """Stop accepting, close every connection with a proper AMQP close, then return
-        from run() once they are gone (or after the grace period)."""
-        if self._stopping:
-            return
-        self._stopping = True
-        self._close_listeners()
-        connections = list(self.by_fd.values())
-        # Every sender hears the fate of its unsettled messages before any connection closes,
-        # whatever order the connections were opened in: what consumers (or other routers)
-        # were given goes back as modified, what was still waiting here as released.
-        for connection in connections:
-            self.endpoints.detach_consumers(connection)
-        for connection in connections:
-            self.endpoints.release_waiting(connection)
-        self._flush_sends()
-        for connection in connections:
-            condition = lib.pn_connection_condition(connection.pn_connection)
-            pn.set_condition(condition, "amqp:connection:forced", "Router is shutting down")
-            self.endpoints.detach_all(connection)
-            lib.pn_connection_close(connection.pn_connection)
-            self.adaptor.dirty.add(connection)
-        self._deadline = time.monotonic() + grace_s
-        self._process_events()
-        self._flush_output()
-
-    def _close_listeners(self) -> None:
-        for fd in list(self.listeners):
-            self.close_listener(fd)
-
-    def shutdown(self) -> None:
-        """After run(): frees every connection left (past the grace period) and the collector,
-        once. The process usually exits next; a router embedded in a longer process (tests)
-        leaves nothing of proton's behind."""
-        self._close_listeners()
-        self._released.extend(c for c in self.by_fd.values() if c not in self._released)
-        self._release_finished()
-        if self.collector is not None:
-            lib.pn_collector_free(self.collector)
-            self.collector = None
 
     def request_stop(self) -> None:
         """Safe from a signal handler: the loop notices within one tick."""
