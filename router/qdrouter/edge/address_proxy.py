@@ -12,24 +12,30 @@ The proxy's own links are on the edge connection and never count as local.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Tuple
+from typing import TYPE_CHECKING, Dict, Tuple
 
 from ..core.address_table import Address, split_phase
 from ..core.links import CoreLink, InFlight
 from ..core.mesh_routes import is_mobile
 from ..core.outcomes import ACCEPTED, REJECTED
 from .attach import close_link, open_link
+from .seams import PnObject
 from .terms import core_key, read_tracking, waypoint_capability
+
+if TYPE_CHECKING:
+    from ..amqp.connection import AmqpConnection
+    from ..amqp.endpoints import EndpointHandler
+    from ..core.forwarder import Forwarder
 
 log = logging.getLogger("qdrouter.ROUTER_CORE")
 
 
 class AddressProxy:
-    def __init__(self, endpoints: Any, forwarder: Any) -> None:
+    def __init__(self, endpoints: EndpointHandler, forwarder: Forwarder) -> None:
         self.endpoints = endpoints
         self.forwarder = forwarder
-        self.connection: Any = None
-        self.session: Any = None
+        self.connection: AmqpConnection | None = None
+        self.session: PnObject = None
         # address key -> the proxy's links on the active edge connection
         self.inlinks: Dict[str, CoreLink] = {}
         self.outlinks: Dict[str, CoreLink] = {}
@@ -37,7 +43,7 @@ class AddressProxy:
         self.reachable: Dict[str, bool] = {}
         self._busy = False
 
-    def activate(self, connection: Any, session: Any) -> None:
+    def activate(self, connection: AmqpConnection, session: PnObject) -> None:
         self.connection, self.session = connection, session
         for address in self.forwarder.table:
             self.address_changed(address)
@@ -61,17 +67,17 @@ class AddressProxy:
         try:
             wants_in = any(link.connection is not connection for link in address.consumers)
             wants_out = any(link.connection is not connection for link in address.producers)
-            self._keep_in(address, wants_in)
-            self._keep_out(address, wants_out)
+            self._keep_in(connection, address, wants_in)
+            self._keep_out(connection, address, wants_out)
         finally:
             self._busy = False
 
-    def _keep_in(self, address: Address, wanted: bool) -> None:
+    def _keep_in(self, connection: AmqpConnection, address: Address, wanted: bool) -> None:
         key = address.key
         link = self.inlinks.get(key)
         if wanted and link is None:
             plain, caps = self._terminus(key, False)
-            link = open_link(self.endpoints, self.connection, self.session,
+            link = open_link(self.endpoints, connection, self.session,
                              f"qdlink.edge.in.{self.endpoints.new_link_id()}", True, plain, None, key, caps)
             self.inlinks[key] = link
             self.forwarder.producer_attached(link)
@@ -79,12 +85,12 @@ class AddressProxy:
             del self.inlinks[key]
             close_link(self.endpoints, link)
 
-    def _keep_out(self, address: Address, wanted: bool) -> None:
+    def _keep_out(self, connection: AmqpConnection, address: Address, wanted: bool) -> None:
         key = address.key
         link = self.outlinks.get(key)
         if wanted and link is None:
             plain, caps = self._terminus(key, True)
-            link = open_link(self.endpoints, self.connection, self.session,
+            link = open_link(self.endpoints, connection, self.session,
                              f"qdlink.edge.out.{self.endpoints.new_link_id()}", False, None, plain, key, caps)
             self.outlinks[key] = link
             link.address = address  # known, not yet a consumer: see tracking_update

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..amqp.capabilities import set_capability
 from ..amqp.proton_ffi import lib
 from ..core.links import CoreLink
+from .seams import PnObject
+
+if TYPE_CHECKING:
+    from ..amqp.connection import AmqpConnection
+    from ..amqp.endpoints import EndpointHandler
 
 
-def open_link(endpoints: Any, connection: Any, session: Any, name: str, incoming: bool,
-              source: str | None, target: str | None, key: str | None,
+def open_link(endpoints: EndpointHandler, connection: AmqpConnection, session: PnObject, name: str,
+              incoming: bool, source: str | None, target: str | None, key: str | None,
               capabilities: Sequence[str] = ()) -> CoreLink:
     """Attach a link on ``connection`` (``incoming``: a receiver) and register it with the
     adaptor, not yet with the forwarder (the caller binds it as it needs)."""
@@ -34,7 +39,7 @@ def open_link(endpoints: Any, connection: Any, session: Any, name: str, incoming
     return link
 
 
-def close_link(endpoints: Any, link: CoreLink) -> None:
+def close_link(endpoints: EndpointHandler, link: CoreLink) -> None:
     """Detach a link the router attached (it leaves the core first)."""
     handle = link.handle
     if handle is None:

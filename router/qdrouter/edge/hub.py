@@ -14,13 +14,14 @@ Edge routers' links are client links but for two kinds:
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict
+from typing import TYPE_CHECKING, Dict
 
 from ..amqp.capabilities import capabilities
 from ..amqp.proton_ffi import c_string, lib, terminus_address, terminus_key
 from ..core.address_table import Address, phased
 from ..core.links import CoreLink, InFlight
 from ..policy import ConnectionGrant
+from .seams import PnObject
 from .terms import (
     DOWNLINK_CAPABILITY,
     EDGE,
@@ -29,6 +30,11 @@ from .terms import (
     tracking_message,
     waypoint_ordinal,
 )
+
+if TYPE_CHECKING:
+    from ..amqp.connection import AmqpConnection
+    from ..amqp.endpoints import EndpointHandler
+    from ..core.forwarder import Forwarder
 
 log = logging.getLogger("qdrouter.ROUTER_CORE")
 
@@ -45,10 +51,10 @@ class _EdgeState:
 
 
 class EdgeHub:
-    def __init__(self, endpoints: Any, forwarder: Any) -> None:
+    def __init__(self, endpoints: EndpointHandler, forwarder: Forwarder) -> None:
         self.endpoints = endpoints
         self.forwarder = forwarder
-        self.edges: Dict[Any, _EdgeState] = {}
+        self.edges: Dict[AmqpConnection, _EdgeState] = {}
         # Tracking updates come "from" this in-process endpoint (never answered).
         self.origin = CoreLink(0, "edge-address-tracking", True, None, None, None)
         forwarder.on_address_changed = self.address_changed
@@ -57,7 +63,7 @@ class EdgeHub:
         endpoints.edge_police = self.police
 
     # ---- links of edge connections ------------------------------------------------------
-    def link_opened(self, connection: Any, pn_link: Any) -> bool:
+    def link_opened(self, connection: AmqpConnection, pn_link: PnObject) -> bool:
         """Handle an edge's attach of the two special kinds; False for any other link."""
         incoming = bool(lib.pn_link_is_receiver(pn_link))
         terminus = lib.pn_link_remote_target(pn_link) if incoming else lib.pn_link_remote_source(pn_link)
@@ -88,7 +94,8 @@ class EdgeHub:
             return True
         return False
 
-    def _attach(self, connection: Any, pn_link: Any, key: str, incoming: bool = False) -> CoreLink:
+    def _attach(self, connection: AmqpConnection, pn_link: PnObject, key: str,
+                incoming: bool = False) -> CoreLink:
         settings = connection.settings
         name = c_string(lib.pn_link_name(pn_link)) or ""
         link = CoreLink(self.endpoints.new_link_id(), name, incoming, key, connection, pn_link,
@@ -105,7 +112,7 @@ class EdgeHub:
         self.endpoints.adaptor.dirty.add(connection)
         return link
 
-    def police(self, connection: Any, link: CoreLink) -> None:
+    def police(self, connection: AmqpConnection, link: CoreLink) -> None:
         """The policy's global maxMessageSize applies to what edges send their interior router
         (the reference: "applied to transfers over user connections and to transfers to
         interior routers from edge routers"); with vhost policy on, an edge connection is
@@ -122,16 +129,16 @@ class EdgeHub:
                                     None, None, limit)
             self.endpoints.adaptor.policed[link.handle] = grant
 
-    def _state(self, connection: Any) -> _EdgeState:
+    def _state(self, connection: AmqpConnection) -> _EdgeState:
         state = self.edges.get(connection)
         if state is None:
             state = self.edges[connection] = _EdgeState()
         return state
 
-    def connection_lost(self, connection: Any) -> None:
+    def connection_lost(self, connection: AmqpConnection) -> None:
         self.edges.pop(connection, None)
 
-    def edge_ids(self) -> Dict[Any, str]:
+    def edge_ids(self) -> Dict[AmqpConnection, str]:
         """Connection -> edge router id, for the edges attached here."""
         return {conn: state.edge_id for conn, state in self.edges.items() if state.edge_id}
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import Any, Callable, Dict, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Tuple
 
 from ..amqp.capabilities import dynamic_node_address
 from ..amqp.codec.message import Header, Message, Properties, decode_message, encode_message
@@ -22,7 +22,14 @@ from ..core.links import CoreLink, InFlight
 from ..core.outcomes import ACCEPTED
 from .attach import open_link
 from .lookup_server import OPCODE_LINK_ROUTE_LOOKUP, PROTOCOL_VERSION, STATUS_OK
+from .seams import PnObject
 from .terms import LOOKUP_ADDRESS
+
+if TYPE_CHECKING:
+    from ..amqp.connection import AmqpConnection
+    from ..amqp.endpoints import EndpointHandler
+    from ..amqp.timers import Timer, Timers
+    from ..core.forwarder import Forwarder
 
 log = logging.getLogger("qdrouter.ROUTER_CORE")
 
@@ -31,24 +38,24 @@ REPLIES_KEY = "_local/_edge_lookup_replies"
 
 
 class LookupClient:
-    def __init__(self, endpoints: Any, forwarder: Any, timers: Any) -> None:
+    def __init__(self, endpoints: EndpointHandler, forwarder: Forwarder, timers: Timers) -> None:
         self.endpoints = endpoints
         self.forwarder = forwarder
         self.timers = timers
-        self.edge_connection: Any = None
+        self.edge_connection: AmqpConnection | None = None
         self.requests: CoreLink | None = None
         self.replies: CoreLink | None = None
         self.reply_to: str | None = None
         # correlation id -> (client connection, its held attach, timer)
-        self.pending: Dict[str, Tuple[Any, Any, Any]] = {}
+        self.pending: Dict[str, Tuple[AmqpConnection, PnObject, Timer]] = {}
         self._ids = itertools.count(1)
         self.origin = CoreLink(0, "address-lookup-client", True, None, None, None)
         self.forwarder.table.get(REPLIES_KEY).handler = self.on_reply
         # Resumes an attach the edge serves itself (endpoints.link_opened without the lookup).
-        self.resume: Callable[[Any], None] = lambda pn_link: None
+        self.resume: Callable[[PnObject], None] = lambda pn_link: None
 
     # ---- the edge connection ---------------------------------------------------------------
-    def activate(self, connection: Any, session: Any) -> None:
+    def activate(self, connection: AmqpConnection, session: PnObject) -> None:
         self.edge_connection = connection
         self.reply_to = None
         self.requests = open_link(self.endpoints, connection, session, "qdlink.edge.lookup.out",
@@ -74,20 +81,20 @@ class LookupClient:
         for correlation in list(self.pending):
             self._serve_locally(correlation)
 
-    def connection_lost(self, connection: Any) -> None:
+    def connection_lost(self, connection: AmqpConnection) -> None:
         for correlation, (client, _, timer) in list(self.pending.items()):
             if client is connection:
                 timer.cancel()
                 del self.pending[correlation]
 
-    def forget(self, pn_link: Any) -> None:
+    def forget(self, pn_link: PnObject) -> None:
         for correlation, (_, held, timer) in list(self.pending.items()):
             if held == pn_link:
                 timer.cancel()
                 del self.pending[correlation]
 
     # ---- holding attaches ----------------------------------------------------------------
-    def hold(self, connection: Any, pn_link: Any) -> bool:
+    def hold(self, connection: AmqpConnection, pn_link: PnObject) -> bool:
         requests = self.requests
         if requests is None or self.reply_to is None or requests.credit <= 0:
             return False

@@ -11,13 +11,17 @@ found)}, body [is link route, has destinations].
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..amqp.codec.message import Header, Message, Properties, decode_message, encode_message
 from ..amqp.codec.values import UInt
 from ..core.links import CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, REJECTED
 from .terms import LOOKUP_ADDRESS
+
+if TYPE_CHECKING:
+    from ..core.forwarder import Forwarder
+    from ..core.link_route_table import LinkRoute, LinkRouteTable
 
 log = logging.getLogger("qdrouter.ROUTER_CORE")
 
@@ -28,8 +32,8 @@ STATUS_NOT_FOUND = 3
 
 
 class LookupServer:
-    def __init__(self, forwarder: Any, link_routes: Any,
-                 has_destination: Callable[[Any, bool], bool]) -> None:
+    def __init__(self, forwarder: Forwarder, link_routes: LinkRouteTable,
+                 has_destination: Callable[[LinkRoute, bool], bool]) -> None:
         self.forwarder = forwarder
         self.link_routes = link_routes
         self.has_destination = has_destination

@@ -3,17 +3,23 @@ hub and address-lookup server; nothing for a standalone router."""
 
 from __future__ import annotations
 
-from typing import Any, Set
+from typing import TYPE_CHECKING, Set
 
 from ..amqp.proton_shim import pointer_key
 from .hub import EdgeHub
 from .lookup_server import LookupServer
+from .seams import EdgeHost, PnObject
 from .terms import EDGE
 from .uplink import EdgeUplink
 
+if TYPE_CHECKING:
+    from ..amqp.connection import AmqpConnection, ListenerSettings
+    from ..amqp.endpoints import EndpointHandler
+    from .lookup_client import LookupClient
+
 
 class EdgeRole:
-    def __init__(self, router: Any) -> None:
+    def __init__(self, router: EdgeHost) -> None:
         self.mode = router.mode
         self.uplink: EdgeUplink | None = None
         self.hub: EdgeHub | None = None
@@ -35,15 +41,15 @@ class EdgeRole:
                                        lambda route, incoming: router.route_container(route) is not None)
 
     @staticmethod
-    def _hook_lookup(endpoints: Any, lookup: Any) -> None:
+    def _hook_lookup(endpoints: EndpointHandler, lookup: LookupClient) -> None:
         """Clients' attaches on an edge router wait for the interior's link-route lookup; an
         attach the edge serves itself goes through link_opened again, past the lookup."""
-        resuming: Set[Any] = set()
+        resuming: Set[PnObject] = set()
 
-        def hold(connection: Any, pn_link: Any) -> bool:
+        def hold(connection: AmqpConnection, pn_link: PnObject) -> bool:
             return pn_link not in resuming and lookup.hold(connection, pn_link)
 
-        def resume(pn_link: Any) -> None:
+        def resume(pn_link: PnObject) -> None:
             resuming.add(pn_link)
             try:
                 endpoints.link_opened(pn_link)
@@ -58,7 +64,7 @@ class EdgeRole:
         endpoints.edge_lookup_forget = lookup.forget
         endpoints.on_connection_lost = lookup.connection_lost
 
-    def settings(self, settings: Any) -> None:
+    def settings(self, settings: ListenerSettings) -> None:
         """Edge connections carry router annotations as qdrouterd's do: read on both sides,
         x-opt-qd.to both ways, ingress and trace only from the interior (inbound.annotated)."""
         if settings.role == EDGE:

@@ -14,7 +14,7 @@ then the address proxy's links (address_proxy.py).
 from __future__ import annotations
 
 import logging
-from typing import Any, List
+from typing import TYPE_CHECKING, List
 
 from ..amqp.proton_ffi import lib
 from ..core.address_table import Address
@@ -24,19 +24,26 @@ from .attach import open_link
 from .lookup_client import LookupClient
 from .terms import DOWNLINK_CAPABILITY, EDGE_PREFIX, TRACKING_ADDRESS, UPLINK_KEY
 
+if TYPE_CHECKING:
+    from ..amqp.connection import AmqpConnection
+    from ..amqp.endpoints import EndpointHandler
+    from ..amqp.timers import Timers
+    from ..core.forwarder import Forwarder
+
 log = logging.getLogger("qdrouter.ROUTER_CORE")
 
 TRACKING_KEY = "_local/_edge_tracking"
 
 
 class EdgeUplink:
-    def __init__(self, router_id: str, endpoints: Any, forwarder: Any, timers: Any) -> None:
+    def __init__(self, router_id: str, endpoints: EndpointHandler, forwarder: Forwarder,
+                 timers: Timers) -> None:
         self.router_id = router_id
         self.endpoints = endpoints
         self.forwarder = forwarder
-        self.active: Any = None
+        self.active: AmqpConnection | None = None
         # Edge connections open now, oldest first: the fallbacks.
-        self.open: List[Any] = []
+        self.open: List[AmqpConnection] = []
         self.uplink: CoreLink | None = None
         self.proxy = AddressProxy(endpoints, forwarder)
         self.lookup = LookupClient(endpoints, forwarder, timers)
@@ -49,13 +56,13 @@ class EdgeUplink:
         tracking.handler = self.proxy.tracking_update
 
     # ---- connections ---------------------------------------------------------------------
-    def connection_opened(self, connection: Any) -> None:
+    def connection_opened(self, connection: AmqpConnection) -> None:
         if connection not in self.open:
             self.open.append(connection)
         if self.active is None:
             self._activate(connection)
 
-    def connection_lost(self, connection: Any) -> None:
+    def connection_lost(self, connection: AmqpConnection) -> None:
         if connection in self.open:
             self.open.remove(connection)
         if connection is not self.active:
@@ -73,7 +80,7 @@ class EdgeUplink:
             log.info("Edge connection (id=%d) to interior lost, no alternate connection available",
                      connection.identity)
 
-    def _activate(self, connection: Any) -> None:
+    def _activate(self, connection: AmqpConnection) -> None:
         log.info("Edge connection (id=%d) to interior established", connection.identity)
         self.active = connection
         endpoints = self.endpoints
