@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List
 
+from .amqp.endpoint_listener import EndpointListener
 from .amqp.proton_ffi import lib
 from .amqp.server import AmqpServer
 from .core.address_table import phased
@@ -52,7 +53,7 @@ class AutoLink:
         return self.container_id is not None and connection.remote_container == self.container_id
 
 
-class AutoLinks:
+class AutoLinks(EndpointListener):
     def __init__(self, server: AmqpServer) -> None:
         self.server = server
         self.endpoints = server.endpoints

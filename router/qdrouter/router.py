@@ -76,7 +76,7 @@ class Router:
             link_router.find_mesh_hop = self.mesh.link_route_hop
         self.edge = EdgeRole(self)
         self.auto_links = AutoLinks(self.server)
-        self.server.endpoints.on_connection_opened = self.auto_links.connection_opened
+        self.server.endpoints.add_listener(self.auto_links)
         self._listening: Dict[str, int] = {}
         self.connectors: Dict[str, Connector] = {}
         self._load(entities)

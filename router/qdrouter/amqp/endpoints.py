@@ -13,6 +13,7 @@ from ..core.links import ENDPOINT, CoreLink, LinkCounters
 from ..core.outcomes import RELEASED
 from .connection import COST_PROPERTY, AmqpConnection, read_int_property
 from .deliveries import DeliveryAdaptor
+from .endpoint_listener import EndpointListener
 from .inter_router import INTER_ROUTER, attach_links, link_kind, make_link
 from .link_routing import ROUTE_CONTAINER
 from .proton_ffi import (
@@ -49,35 +50,26 @@ class EndpointHandler:
         # from / to Route Container count live links plus these.
         self.closed_route_container_ingress = 0
         self.closed_route_container_egress = 0
-        # The mesh's hooks: inter-router links as they attach and go.
-        self.on_inter_router_link: Callable[[CoreLink], None] | None = None
-        self.on_inter_router_link_lost: Callable[[CoreLink], None] | None = None
+        # Who hears of connections and links as they come and go (amqp/endpoint_listener.py).
+        self._listeners: List[EndpointListener] = []
         # Links this router attached itself (auto-links), told when the peer answers the
         # attach (True) or detaches (False, with the peer's error if any).
         self.link_watchers: Dict[Any, Callable[[bool, str | None], None]] = {}
-        # Told when any connection has opened (auto-links wait for their container).
-        self.on_connection_opened: Callable[[AmqpConnection], None] | None = None
         # Ties link-routed attaches to their containers (set up by the router).
         self.link_router: Any = None
         # Policy for user connections (amqp/policing.py), when the router has one.
         self.policer: Any = None
-        # Edge routers (qdrouter/edge/): an interior router's handler of its edges' special
-        # links (True: handled), what a router calls its dynamic addresses, and who is told
-        # that a connection's links have all gone.
-        self.edge_links: Callable[[AmqpConnection, Any], bool] | None = None
+        # What a router calls its dynamic addresses (an edge router's name it: qdrouter/edge/).
         self.dynamic_prefix = f"_topo/0/{router_id}/temp."
-        self.on_connection_lost: Callable[[AmqpConnection], None] | None = None
-        # An edge router's address-lookup client: True when it holds a client's attach until
-        # its interior router says whether the address is link-routed; told of links that go.
-        self.edge_lookup: Callable[[AmqpConnection, Any], bool] | None = None
-        self.edge_lookup_forget: Callable[[Any], None] | None = None
-        # An interior router's policy for what its edges send (the global maxMessageSize).
-        self.edge_police: Callable[[AmqpConnection, CoreLink], None] | None = None
         # Links and sessions closed at both ends, freed by free_closed() at the end of the
         # loop turn (docs/architecture.md, "Native objects"): keyed by pointer, so one closed
         # twice in a turn is freed once.
         self._closed_links: Dict[Any, AmqpConnection] = {}
         self._closed_sessions: Dict[Any, AmqpConnection] = {}
+
+    def add_listener(self, listener: EndpointListener) -> None:
+        """``listener`` hears of connections and links from now on, after those added before."""
+        self._listeners.append(listener)
 
     # ---- connections -------------------------------------------------------------------
     def connection_opened(self, pn_connection: Any) -> None:
@@ -104,8 +96,8 @@ class EndpointHandler:
         self.adaptor.dirty.add(connection)
         if connection.on_opened is not None:
             connection.on_opened(connection)
-        if self.on_connection_opened is not None:
-            self.on_connection_opened(connection)
+        for listener in self._listeners:
+            listener.connection_opened(connection)
 
     def connection_closed(self, pn_connection: Any) -> None:
         connection = self.connections.get(pn_connection)
@@ -144,8 +136,8 @@ class EndpointHandler:
             self._forget(link, listed=link not in taken)
         if self.link_router is not None:
             self.link_router.connection_gone(connection)
-        if self.on_connection_lost is not None:
-            self.on_connection_lost(connection)
+        for listener in self._listeners:
+            listener.connection_lost(connection)
 
     # ---- sessions ----------------------------------------------------------------------
     def session_opened(self, session: Any) -> None:
@@ -206,10 +198,11 @@ class EndpointHandler:
             if denial is not None:
                 self._refuse(connection, pn_link, denial.condition, denial.description)
                 return
-        if settings.role == EDGE and self.edge_links is not None and self.edge_links(connection, pn_link):
+        if settings.role == EDGE and any(listener.edge_link_opened(connection, pn_link)
+                                         for listener in self._listeners):
             return
-        if self.edge_lookup is not None and settings.role == "normal" \
-                and self.edge_lookup(connection, pn_link):
+        if settings.role == "normal" and any(listener.hold_attach(connection, pn_link)
+                                             for listener in self._listeners):
             return
         if self.link_router is not None and settings.role in ("normal", EDGE) \
                 and self.link_router.try_route(connection, pn_link):
@@ -235,8 +228,9 @@ class EndpointHandler:
         self._register(connection, link)
         if connection.policy is not None:
             self.policer.watch_messages(connection, link)
-        elif settings.role == EDGE and self.edge_police is not None:
-            self.edge_police(connection, link)
+        elif settings.role == EDGE:
+            for listener in self._listeners:
+                listener.edge_link_attached(connection, link)
         lib.pn_link_open(pn_link)
         if incoming:
             self.forwarder.producer_attached(link)
@@ -275,8 +269,8 @@ class EndpointHandler:
             self._register(connection, link)
             if link.incoming:
                 self.forwarder.producer_attached(link)
-            if self.on_inter_router_link is not None:
-                self.on_inter_router_link(link)
+            for listener in self._listeners:
+                listener.inter_router_link_attached(link)
         self.adaptor.dirty.add(connection)
 
     def _consumer_address(self, pn_link: Any) -> str | None:
@@ -296,8 +290,8 @@ class EndpointHandler:
             self._closed_links[pn_link] = connection
             if connection.policy is not None:
                 self.policer.link_closed(connection, pn_link)
-        if self.edge_lookup_forget is not None:
-            self.edge_lookup_forget(pn_link)
+        for listener in self._listeners:
+            listener.link_gone(pn_link)
         if self.link_router is not None and self.link_router.remote_closed(pn_link):
             return
         watcher = self.link_watchers.pop(pn_link, None)
@@ -380,8 +374,9 @@ class EndpointHandler:
             self.forwarder.consumer_detached(link, listed)
             if address is not None:
                 self.adaptor.waiting.resume(address)  # to another consumer, or released
-        if link.kind != ENDPOINT and self.on_inter_router_link_lost is not None:
-            self.on_inter_router_link_lost(link)
+        if link.kind != ENDPOINT:
+            for listener in self._listeners:
+                listener.inter_router_link_lost(link)
 
 
 def _remote_error(condition: Any) -> str | None:

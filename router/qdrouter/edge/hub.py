@@ -17,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING, Dict
 
 from ..amqp.capabilities import capabilities
+from ..amqp.endpoint_listener import EndpointListener
 from ..amqp.proton_ffi import c_string, lib, terminus_address, terminus_key
 from ..core.address_table import Address, phased
 from ..core.links import CoreLink, InFlight
@@ -50,7 +51,7 @@ class _EdgeState:
         self.edge_id: str | None = None
 
 
-class EdgeHub:
+class EdgeHub(EndpointListener):
     def __init__(self, endpoints: EndpointHandler, forwarder: Forwarder) -> None:
         self.endpoints = endpoints
         self.forwarder = forwarder
@@ -60,10 +61,9 @@ class EdgeHub:
         forwarder.on_address_changed = self.address_changed
         forwarder.unknown_address = self.unknown_address
         forwarder.alias = self.alias
-        endpoints.edge_police = self.police
 
     # ---- links of edge connections ------------------------------------------------------
-    def link_opened(self, connection: AmqpConnection, pn_link: PnObject) -> bool:
+    def edge_link_opened(self, connection: AmqpConnection, pn_link: PnObject) -> bool:
         """Handle an edge's attach of the two special kinds; False for any other link."""
         incoming = bool(lib.pn_link_is_receiver(pn_link))
         terminus = lib.pn_link_remote_target(pn_link) if incoming else lib.pn_link_remote_source(pn_link)
@@ -111,6 +111,9 @@ class EdgeHub:
             self.forwarder.consumer_attached(link)
         self.endpoints.adaptor.dirty.add(connection)
         return link
+
+    def edge_link_attached(self, connection: AmqpConnection, link: CoreLink) -> None:
+        self.police(connection, link)
 
     def police(self, connection: AmqpConnection, link: CoreLink) -> None:
         """The policy's global maxMessageSize applies to what edges send their interior router

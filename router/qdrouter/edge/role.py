@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Set
 
+from ..amqp.endpoint_listener import EndpointListener
 from ..amqp.proton_shim import pointer_key
 from .hub import EdgeHub
 from .lookup_server import LookupServer
@@ -32,37 +33,12 @@ class EdgeRole:
             endpoints.dynamic_prefix = f"_edge/{router.id}/temp."
             server.adaptor.edge_router = True
             self.uplink = EdgeUplink(router.id, endpoints, forwarder, server.timers)
-            self._hook_lookup(endpoints, self.uplink.lookup)
+            endpoints.add_listener(_HeldAttaches(endpoints, self.uplink.lookup))
         elif router.mode == "interior":
             self.hub = EdgeHub(endpoints, forwarder)
-            endpoints.edge_links = self.hub.link_opened
-            endpoints.on_connection_lost = self.hub.connection_lost
+            endpoints.add_listener(self.hub)
             self.lookup = LookupServer(forwarder, router.link_routes,
                                        lambda route, incoming: router.route_container(route) is not None)
-
-    @staticmethod
-    def _hook_lookup(endpoints: EndpointHandler, lookup: LookupClient) -> None:
-        """Clients' attaches on an edge router wait for the interior's link-route lookup; an
-        attach the edge serves itself goes through link_opened again, past the lookup."""
-        resuming: Set[PnObject] = set()
-
-        def hold(connection: AmqpConnection, pn_link: PnObject) -> bool:
-            return pn_link not in resuming and lookup.hold(connection, pn_link)
-
-        def resume(pn_link: PnObject) -> None:
-            resuming.add(pn_link)
-            try:
-                endpoints.link_opened(pn_link)
-            finally:
-                resuming.discard(pn_link)
-            link = endpoints.adaptor.links.get(pointer_key(pn_link))
-            if link is not None and not link.incoming:
-                endpoints.adaptor.on_flow(link)  # the credit its client gave while it waited
-
-        lookup.resume = resume
-        endpoints.edge_lookup = hold
-        endpoints.edge_lookup_forget = lookup.forget
-        endpoints.on_connection_lost = lookup.connection_lost
 
     def settings(self, settings: ListenerSettings) -> None:
         """Edge connections carry router annotations as qdrouterd's do: read on both sides,
@@ -70,3 +46,33 @@ class EdgeRole:
         if settings.role == EDGE:
             settings.strip_in = False
             settings.strip_out = False
+
+
+class _HeldAttaches(EndpointListener):
+    """Clients' attaches on an edge router wait for the interior's link-route lookup; an
+    attach the edge serves itself goes through link_opened again, past the lookup."""
+
+    def __init__(self, endpoints: EndpointHandler, lookup: LookupClient) -> None:
+        self.endpoints = endpoints
+        self.lookup = lookup
+        self.resuming: Set[PnObject] = set()
+        lookup.resume = self.resume
+
+    def hold_attach(self, connection: AmqpConnection, pn_link: PnObject) -> bool:
+        return pn_link not in self.resuming and self.lookup.hold(connection, pn_link)
+
+    def resume(self, pn_link: PnObject) -> None:
+        self.resuming.add(pn_link)
+        try:
+            self.endpoints.link_opened(pn_link)
+        finally:
+            self.resuming.discard(pn_link)
+        link = self.endpoints.adaptor.links.get(pointer_key(pn_link))
+        if link is not None and not link.incoming:
+            self.endpoints.adaptor.on_flow(link)  # the credit its client gave while it waited
+
+    def link_gone(self, pn_link: PnObject) -> None:
+        self.lookup.forget(pn_link)
+
+    def connection_lost(self, connection: AmqpConnection) -> None:
+        self.lookup.connection_lost(connection)

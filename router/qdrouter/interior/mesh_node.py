@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Hashable, List, Set
 
 from ..amqp.codec import MessageFormatError, decode_message
 from ..amqp.control_wire import encode_control
+from ..amqp.endpoint_listener import EndpointListener
 from ..amqp.message_sections import find_sections, rewrite_annotations
 from ..amqp.proton_ffi import ffi, lib
 from ..amqp.server import AmqpServer
@@ -57,7 +58,7 @@ class Peer:
         self.up = False
 
 
-class MeshNode:
+class MeshNode(EndpointListener):
     def __init__(self, router_id: str, server: AmqpServer, table: AddressTable,
                  timers: Dict[str, float]) -> None:
         self.router_id = router_id
@@ -79,8 +80,7 @@ class MeshNode:
         self.forwarder.mesh = self.routes
         self.forwarder.on_local_address = self._local_address
         adaptor.control_handler = self._on_control
-        server.endpoints.on_inter_router_link = self._link_attached
-        server.endpoints.on_inter_router_link_lost = self._link_lost
+        server.endpoints.add_listener(self)
         self.peers: Dict[Hashable, Peer] = {}
         # Link routes: set by the router; the keys of destinations connected here are
         # advertised to the mesh, those other routers advertise steer attaches.
@@ -110,7 +110,7 @@ class MeshNode:
             self.peers[connection.identity] = peer
         return peer
 
-    def _link_attached(self, link: CoreLink) -> None:
+    def inter_router_link_attached(self, link: CoreLink) -> None:
         peer = self._peer(link.connection)
         if link.incoming:
             return
@@ -123,7 +123,7 @@ class MeshNode:
             peer.up = True
             self._send_all(self.engine.neighbor_link_up(link.connection.identity, peer.cost))
 
-    def _link_lost(self, link: CoreLink) -> None:
+    def inter_router_link_lost(self, link: CoreLink) -> None:
         peer = self.peers.get(getattr(link.connection, "identity", -1))
         if peer is None or link.incoming:
             return
