@@ -179,16 +179,24 @@ class Router:
         connector.start()
 
     def _check_role(self, entity: ManagedEntity, role: str) -> None:
+        """Refuse a role the router's mode cannot use, opening with qdrouterd's words (scripts
+        match them) and then naming the attribute and the mode needed."""
         kind = entity.etype.short_name
+        needed = ""
         if role == "inter-router" and self.mesh is None:
-            raise ManagementStatus(400, f"{kind}: attribute 'role': 'inter-router' needs "
-                                        f"router mode 'interior' (this router is {self.mode})")
-        if role == "edge":
+            needed = "interior"
+        elif role == "edge":
             # As qdrouterd: interior routers listen for edges, edge routers connect out.
             needed = "interior" if kind == "listener" else "edge"
-            if self.mode != needed:
-                raise ManagementStatus(400, f"{kind}: attribute 'role': 'edge' needs router mode "
-                                            f"'{needed}' (this router is {self.mode})")
+            needed = "" if self.mode == needed else needed
+        if not needed:
+            return
+        if self.mode == "standalone":
+            words = "role='standalone' not allowed to connect to or accept connections from other routers."
+        else:
+            words = f"role='{role}' only allowed with router mode='{needed}'."
+        raise ManagementStatus(400, f"{words} {kind}: attribute 'role': '{role}' needs router mode "
+                                    f"'{needed}' (this router is {self.mode})")
 
     def close_connector(self, entity: ManagedEntity) -> None:
         connector = self.connectors.pop(entity.identity, None)
