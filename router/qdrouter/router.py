@@ -100,8 +100,12 @@ class Router:
         for module in MODULES:
             configured = log_settings.get(module)
             attrs = dict(configured.attributes) if configured is not None else {"module": module}
-            if module == "DEFAULT" and not attrs.get("enable"):
-                attrs["enable"] = "info+"
+            if module == "DEFAULT":
+                # qdrouterd's DEFAULT log: info and up, timestamps, no source (READ shows them).
+                if not attrs.get("enable"):
+                    attrs["enable"] = "info+"
+                attrs.setdefault("includeTimestamp", True)
+                attrs.setdefault("includeSource", False)
             attrs["name"] = f"log/{module}"
             source = configured.source if configured is not None else "(default)"
             self.store.add(log_type, attrs, source, identity=f"log/{module}")

@@ -64,3 +64,30 @@ def test_config_with_an_inter_router_listener_on_a_standalone_router_does_not_st
     done = run_qdrouter(["-c", str(config)])
     assert done.returncode != 0
     assert STANDALONE_WORDS in done.stderr + done.stdout
+
+
+def test_entity_read_under_another_type_is_a_bad_request(mgmt: MgmtClient) -> None:
+    reply = mgmt.request("READ", type=CONNECTOR, name="log/DEFAULT")
+    assert reply.status == 400
+    assert reply.description == f"Entity type '{LOG}' does not extend requested type '{CONNECTOR}'", reply
+
+
+def test_node_operation_aimed_at_another_type_is_a_bad_request(mgmt: MgmtClient) -> None:
+    # `type` names the entity a request is for; QUERY is the management node's operation.
+    reply = mgmt.request("QUERY", type=LISTENER, body={"attributeNames": ["name"]})
+    assert reply.status == 400
+    assert reply.description == f"{LISTENER}: No name or identity provided", reply
+
+
+def test_query_of_every_type_answers_every_attribute(mgmt: MgmtClient) -> None:
+    body = mgmt.ok("QUERY", body={"attributeNames": []})
+    columns = body["attributeNames"]
+    assert {"name", "identity", "type", "module", "port", "distribution", "linkName"} <= set(columns)
+    rows = [dict(zip(columns, row)) for row in body["results"]]
+    default_log = [row for row in rows if row["name"] == "log/DEFAULT"]
+    assert len(default_log) == 1 and default_log[0]["module"] == "DEFAULT"
+
+
+def test_default_log_shows_its_timestamp_and_source_settings(mgmt: MgmtClient) -> None:
+    row = mgmt.ok("READ", type=LOG, name="log/DEFAULT")
+    assert (row["includeTimestamp"], row["includeSource"]) == (True, False)

@@ -94,6 +94,8 @@ class ManagementAgent:
             hint = closest_name(operation, [name for name in known if name != "TEST-FAULT"])
             suffix = f" (did you mean {hint!r}?)" if hint else ""
             raise not_implemented(f"operation {operation!r} is not supported{suffix}")
+        if operation in self._node_operations and operation != "TEST-FAULT":
+            _check_node_target(request)
         return handler(request)
 
     # ---- node operations ---------------------------------------------------------------
@@ -188,9 +190,25 @@ class ManagementAgent:
         return configured
 
 
+def _check_node_target(request: Request) -> None:
+    """A node operation is the management node's: a request whose ``type`` names another
+    entity type is refused with qdrouterd's words (it looks that entity up first), rather than
+    answered as though ``type`` were ``entityType``."""
+    target = request.properties.get("type")
+    if target is None or target in _NODE_TYPES:
+        return
+    props = request.properties
+    if props.get("name") is None and props.get("identity") is None:
+        raise bad_request(f"{target}: No name or identity provided")
+    raise bad_request(f"Entity type '{_NODE_TYPES[1]}' does not extend requested type '{target}'")
+
+
+_NODE_TYPES = (MANAGEMENT_TYPE, "org.apache.qpid.dispatch.management", "management")
+
+
 def _default_columns(etype: EntityTypeDef | None) -> List[str]:
     if etype is None:
-        return ["name", "identity", "type"]
+        return schema_ops.all_attribute_names()
     return default_columns(etype)
 
 

@@ -7,7 +7,7 @@ from typing import Any, Dict, Iterator, List
 
 from ..schema import EntityTypeDef
 from .entity_names import EntityNames
-from .status import bad_request, missing_entity, name_taken
+from .status import ManagementStatus, bad_request, missing_entity, name_taken, wrong_type
 
 
 class ManagedEntity:
@@ -61,6 +61,13 @@ class ConfigStore:
                 return entity
             if identity is None and name is not None and entity.name == name:
                 return entity
+        if etype is not None:
+            try:
+                other = self.find(None, name, identity)
+            except ManagementStatus:
+                other = None
+            if other is not None:
+                raise wrong_type(other.etype.long_name, etype.long_name)
         raise missing_entity(etype.short_name if etype is not None else None, name, identity)
 
     def __iter__(self) -> Iterator[ManagedEntity]:

@@ -19,6 +19,7 @@ from .status import (
     missing_entity,
     not_found,
     not_implemented,
+    wrong_type,
 )
 
 log = logging.getLogger("qdrouter.AGENT")
@@ -121,6 +122,11 @@ def read(router: Any, request: Request, rows: Rows) -> Reply:
         if (identity is not None and row.get("identity") == identity) or (
                 identity is None and row.get("name") == name):
             return OK, row
+    if etype is not None:
+        for row in rows(None):
+            if (identity is not None and row.get("identity") == identity) or (
+                    identity is None and row.get("name") == name):
+                raise wrong_type(str(row.get("type")), etype.long_name)
     raise missing_entity(etype.short_name if etype else None, name, identity)
 
 

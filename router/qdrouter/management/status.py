@@ -81,3 +81,8 @@ def name_taken(kind: str, name: str) -> ManagementStatus:
         return bad_request(f"Name conflicts with an existing entity: {kind} {name!r}")
     return bad_request(f"{kind}: an entity named {name!r} already exists "
                        "(duplicates unique attribute 'name')")
+
+
+def wrong_type(found: str, requested: str) -> ManagementStatus:
+    """400 for an entity named under another type than its own, in qdrouterd's words."""
+    return bad_request(f"Entity type '{found}' does not extend requested type '{requested}'")
