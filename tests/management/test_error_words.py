@@ -14,6 +14,7 @@ from tests.router.routerproc import run_qdrouter
 LISTENER = "org.apache.qpid.dispatch.listener"
 CONNECTOR = "org.apache.qpid.dispatch.connector"
 LOG = "org.apache.qpid.dispatch.log"
+LINK_ROUTE = "org.apache.qpid.dispatch.router.config.linkRoute"
 STANDALONE_WORDS = "role='standalone' not allowed to connect to or accept connections from other routers."
 
 
@@ -60,7 +61,8 @@ def test_log_file_that_cannot_be_opened_is_named(mgmt: MgmtClient, tmp_path: Pat
 def test_config_with_an_inter_router_listener_on_a_standalone_router_does_not_start(tmp_path: Path) -> None:
     config = tmp_path / "standalone.conf"
     config.write_text("router {\n    mode: standalone\n    id: S\n}\n"
-                      f"listener {{\n    host: 127.0.0.1\n    port: {free_port()}\n    role: inter-router\n}}\n")
+                      f"listener {{\n    host: 127.0.0.1\n    port: {free_port()}\n"
+                      "    role: inter-router\n}\n")
     done = run_qdrouter(["-c", str(config)])
     assert done.returncode != 0
     assert STANDALONE_WORDS in done.stderr + done.stdout
@@ -91,3 +93,15 @@ def test_query_of_every_type_answers_every_attribute(mgmt: MgmtClient) -> None:
 def test_default_log_shows_its_timestamp_and_source_settings(mgmt: MgmtClient) -> None:
     row = mgmt.ok("READ", type=LOG, name="log/DEFAULT")
     assert (row["includeTimestamp"], row["includeSource"]) == (True, False)
+
+
+def test_empty_prefix_or_pattern_is_refused_and_management_still_answers(mgmt: MgmtClient) -> None:
+    # An empty prefix would match every address, $management's own included.
+    for entity_type, attributes, words in (
+            (LINK_ROUTE, {"prefix": "", "direction": "in"}, "Prefix must be a non-empty string type"),
+            (LINK_ROUTE, {"pattern": "", "direction": "out"}, "Pattern must be a non-empty string type"),
+            (ADDRESS, {"prefix": ""}, "Prefix must be a non-empty string type")):
+        reply = mgmt.request("CREATE", type=entity_type, name="everything", body=attributes)
+        assert reply.status == 400 and words in reply.description, reply
+    assert [r["name"] for r in mgmt.query(LINK_ROUTE, ["name"])] == []
+    assert mgmt.request("READ", type=LOG, name="log/DEFAULT").status == 200

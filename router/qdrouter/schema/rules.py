@@ -36,6 +36,12 @@ def _name(written: Written, attr: str) -> str:
 def _one_of(first: str, second: str, *, required: bool) -> Check:
     def check(attrs: Mapping[str, object], written: Written) -> list[Problem]:
         given = [a for a in (first, second) if attrs.get(a) is not None]
+        empty = [a for a in given if isinstance(attrs.get(a), str) and not str(attrs.get(a)).strip()]
+        if empty and first == "prefix":
+            # An empty prefix or pattern would match every address, $management's too: refused
+            # in qdrouterd's words.
+            return [Problem(f"{empty[0].capitalize()} must be a non-empty string type (attribute "
+                            f"{_name(written, empty[0])!r})", _name(written, empty[0]))]
         if len(given) == 2:
             return [Problem(f"give either {_name(written, first)!r} or {_name(written, second)!r}, "
                             f"not both", _name(written, second))]
