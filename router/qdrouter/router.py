@@ -54,6 +54,8 @@ class Router:
                                    f"is not supported (standalone, interior or edge)")
         configure_sasl(settings.get("saslConfigDir"), settings.get("saslConfigName"))
         self.table = AddressTable()
+        # Addresses no address section matches (qdrouterd's default treatment).
+        self.table.set_default_distribution(str(settings.get("defaultDistribution") or "balanced"))
         self.server = AmqpServer(self.id, self.table)
         self.policy = PolicyEffects(self)
         self.tls_profiles = TlsProfiles()

@@ -9,6 +9,7 @@ import sys
 import uuid
 from typing import Any, Callable, Dict, List
 
+from ..core.address_table import UNAVAILABLE, AddressTable
 from ..core.links import ENDPOINT, CoreLink, LinkCounters
 from ..core.outcomes import RELEASED
 from .connection import COST_PROPERTY, AmqpConnection, read_int_property
@@ -226,6 +227,11 @@ class EndpointHandler:
                              "A receiving link needs a source address or a dynamic source")
                 return
             key = table.egress_key(key)
+        if key is not None and _unavailable(table, key):
+            # As qdrouterd: an address whose distribution is unavailable (its entity's, or the
+            # router's defaultDistribution) has no node to attach to.
+            self._refuse(connection, pn_link, "amqp:not-found", "Node not found")
+            return
         link = CoreLink(next(self._link_ids), name, incoming, key, connection, pn_link,
                         settings.strip_in, settings.strip_out)
         link.capacity = settings.link_capacity
@@ -389,3 +395,10 @@ def _remote_error(condition: Any) -> str | None:
         return None
     return (f"{c_string(lib.pn_condition_get_name(condition))}: "
             f"{c_string(lib.pn_condition_get_description(condition))}")
+
+
+def _unavailable(table: AddressTable, key: str) -> bool:
+    address = table.find(key)
+    if address is not None:
+        return address.distribution is UNAVAILABLE and address.handler is None
+    return table.distribution_for(key) is UNAVAILABLE
