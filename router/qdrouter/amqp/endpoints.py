@@ -9,9 +9,9 @@ import sys
 import uuid
 from typing import Any, Callable, Dict, List
 
-from ..core.address_table import UNAVAILABLE, AddressTable
 from ..core.links import ENDPOINT, CoreLink, LinkCounters
 from ..core.outcomes import RELEASED
+from .attach_addresses import producer_address, unavailable
 from .connection import COST_PROPERTY, AmqpConnection, read_int_property
 from .deliveries import DeliveryAdaptor
 from .inter_router import INTER_ROUTER, attach_links, link_kind, make_link
@@ -218,7 +218,7 @@ class EndpointHandler:
         table = self.forwarder.table
         incoming = bool(lib.pn_link_is_receiver(pn_link))
         if incoming:
-            key = terminus_key(lib.pn_link_remote_target(pn_link))
+            key = producer_address(pn_link)
             key = table.ingress_key(key) if key is not None else None
         else:
             key = self._consumer_address(pn_link)
@@ -227,7 +227,7 @@ class EndpointHandler:
                              "A receiving link needs a source address or a dynamic source")
                 return
             key = table.egress_key(key)
-        if key is not None and _unavailable(table, key):
+        if key is not None and unavailable(table, key):
             # As qdrouterd: an address whose distribution is unavailable (its entity's, or the
             # router's defaultDistribution) has no node to attach to.
             self._refuse(connection, pn_link, "amqp:not-found", "Node not found")
@@ -396,9 +396,3 @@ def _remote_error(condition: Any) -> str | None:
     return (f"{c_string(lib.pn_condition_get_name(condition))}: "
             f"{c_string(lib.pn_condition_get_description(condition))}")
 
-
-def _unavailable(table: AddressTable, key: str) -> bool:
-    address = table.find(key)
-    if address is not None:
-        return address.distribution is UNAVAILABLE and address.handler is None
-    return table.distribution_for(key) is UNAVAILABLE
