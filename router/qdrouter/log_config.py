@@ -118,7 +118,11 @@ def configure(settings: Iterable[Tuple[str, str | None, str | None]] = ()) -> No
     handlers: Dict[str, logging.Handler] = {}
     try:
         for module, output in outputs.items():
-            handlers[module] = _handler(output)
+            try:
+                handlers[module] = _handler(output)
+            except OSError as error:
+                # qdrouterd's words (scripts match them), then the system's reason.
+                raise OSError(f"Failed to open log file '{output}': {error.strerror or error}") from None
     except OSError:
         for handler in handlers.values():
             handler.close()

@@ -54,6 +54,8 @@ class Router:
                                    f"is not supported (standalone, interior or edge)")
         configure_sasl(settings.get("saslConfigDir"), settings.get("saslConfigName"))
         self.table = AddressTable()
+        # Addresses no address section matches (qdrouterd's default treatment).
+        self.table.set_default_distribution(str(settings.get("defaultDistribution") or "balanced"))
         self.server = AmqpServer(self.id, self.table)
         self.policy = PolicyEffects(self)
         self.tls_profiles = TlsProfiles()
@@ -100,8 +102,12 @@ class Router:
         for module in MODULES:
             configured = log_settings.get(module)
             attrs = dict(configured.attributes) if configured is not None else {"module": module}
-            if module == "DEFAULT" and not attrs.get("enable"):
-                attrs["enable"] = "info+"
+            if module == "DEFAULT":
+                # qdrouterd's DEFAULT log: info and up, timestamps, no source (READ shows them).
+                if not attrs.get("enable"):
+                    attrs["enable"] = "info+"
+                attrs.setdefault("includeTimestamp", True)
+                attrs.setdefault("includeSource", False)
             attrs["name"] = f"log/{module}"
             source = configured.source if configured is not None else "(default)"
             self.store.add(log_type, attrs, source, identity=f"log/{module}")
@@ -179,16 +185,24 @@ class Router:
         connector.start()
 
     def _check_role(self, entity: ManagedEntity, role: str) -> None:
+        """Refuse a role the router's mode cannot use, opening with qdrouterd's words (scripts
+        match them) and then naming the attribute and the mode needed."""
         kind = entity.etype.short_name
+        needed = ""
         if role == "inter-router" and self.mesh is None:
-            raise ManagementStatus(400, f"{kind}: attribute 'role': 'inter-router' needs "
-                                        f"router mode 'interior' (this router is {self.mode})")
-        if role == "edge":
+            needed = "interior"
+        elif role == "edge":
             # As qdrouterd: interior routers listen for edges, edge routers connect out.
             needed = "interior" if kind == "listener" else "edge"
-            if self.mode != needed:
-                raise ManagementStatus(400, f"{kind}: attribute 'role': 'edge' needs router mode "
-                                            f"'{needed}' (this router is {self.mode})")
+            needed = "" if self.mode == needed else needed
+        if not needed:
+            return
+        if self.mode == "standalone":
+            words = "role='standalone' not allowed to connect to or accept connections from other routers."
+        else:
+            words = f"role='{role}' only allowed with router mode='{needed}'."
+        raise ManagementStatus(400, f"{words} {kind}: attribute 'role': '{role}' needs router mode "
+                                    f"'{needed}' (this router is {self.mode})")
 
     def close_connector(self, entity: ManagedEntity) -> None:
         connector = self.connectors.pop(entity.identity, None)

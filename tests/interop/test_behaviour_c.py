@@ -43,6 +43,8 @@ BEHAVIOUR_FILES = [
     "tests/router/test_basic_routing.py",
     "tests/router/test_address_forms.py",
     "tests/router/test_distribution.py",
+    "tests/router/test_unavailable.py",
+    "tests/router/test_dynamic_targets.py",
     "tests/router/test_outcomes.py",
     "tests/router/test_settle_modes.py",
     "tests/router/test_message_sizes.py",

@@ -53,8 +53,8 @@ CASES = [
     ("get-log-negative-limit", dict(operation="GET-LOG", props={"limit": -1}), (400,), ["limit"]),
     ("get-attributes-unknown-type", dict(operation="GET-ATTRIBUTES", props={"entityType": "nothing"}),
      (400, 404), ["nothing"]),
-    ("read-type-mismatch", dict(operation="READ", type="listener", identity="log/DEFAULT"), (404,),
-     ["log/DEFAULT"]),
+    ("read-type-mismatch", dict(operation="READ", type="listener", identity="log/DEFAULT"), (400,),
+     ["does not extend requested type"]),
     ("listener-bad-role", dict(operation="CREATE", type="listener", name="l",
                                body={**LISTEN, "port": "0", "role": "boss"}), (400,), ["role"]),
     ("create-without-type", dict(operation="CREATE", name="l", body={**LISTEN, "port": "0"}),
@@ -90,9 +90,6 @@ C_ROUTER: Dict[str, Any] = {
     "negative-offset": pytest.mark.differs_from_c(_NO_CHECK),
     "count-not-int": pytest.mark.differs_from_c(_NO_CHECK),
     "get-log-negative-limit": pytest.mark.differs_from_c(_NO_CHECK),
-    "read-type-mismatch": pytest.mark.differs_from_c(
-        "READ of a listener by the identity of a log entity: qdrouterd 400 'does not extend requested "
-        "type', qdmesh 404 (no listener has it)"),
     "listener-bad-role": pytest.mark.differs_from_c(
         "qdrouterd's 400 names the enum's values but not the attribute 'role'"),
 }

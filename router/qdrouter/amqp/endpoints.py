@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List
 
 from ..core.links import ENDPOINT, CoreLink, LinkCounters
 from ..core.outcomes import RELEASED
+from .attach_addresses import producer_address, unavailable
 from .connection import COST_PROPERTY, AmqpConnection, read_int_property
 from .deliveries import DeliveryAdaptor
 from .endpoint_listener import EndpointListener
@@ -210,7 +211,7 @@ class EndpointHandler:
         table = self.forwarder.table
         incoming = bool(lib.pn_link_is_receiver(pn_link))
         if incoming:
-            key = terminus_key(lib.pn_link_remote_target(pn_link))
+            key = producer_address(pn_link)
             key = table.ingress_key(key) if key is not None else None
         else:
             key = self._consumer_address(pn_link)
@@ -219,6 +220,11 @@ class EndpointHandler:
                              "A receiving link needs a source address or a dynamic source")
                 return
             key = table.egress_key(key)
+        if key is not None and unavailable(table, key):
+            # As qdrouterd: an address whose distribution is unavailable (its entity's, or the
+            # router's defaultDistribution) has no node to attach to.
+            self._refuse(connection, pn_link, "amqp:not-found", "Node not found")
+            return
         link = CoreLink(next(self._link_ids), name, incoming, key, connection, pn_link,
                         settings.strip_in, settings.strip_out)
         link.capacity = settings.link_capacity
@@ -384,3 +390,4 @@ def _remote_error(condition: Any) -> str | None:
         return None
     return (f"{c_string(lib.pn_condition_get_name(condition))}: "
             f"{c_string(lib.pn_condition_get_description(condition))}")
+

@@ -158,6 +158,8 @@ class AddressTable:
         # How many entities set phases: without any, ingress and egress keys are the address.
         self._phased = 0
         self._addresses: Dict[str, Address] = {}
+        # The distribution of addresses no entity matches (the router's defaultDistribution).
+        self.default_distribution: str = DEFAULT_DISTRIBUTION
         # What addresses counted before they were dropped from the table, so the router's
         # totals (qdstat -g, /metrics counters) never go down.
         self.retired = AddressCounters()
@@ -223,9 +225,9 @@ class AddressTable:
             if address.handler is None:  # in-process nodes keep their own
                 address.distribution = self.distribution_for(address.key)
 
-    def distribution_for(self, key: str, default: str = DEFAULT_DISTRIBUTION) -> str:
+    def distribution_for(self, key: str, default: str | None = None) -> str:
         """The configured distribution of ``key`` (its address entity, prefix or pattern), else
-        ``default``."""
+        ``default`` (None: the router's default distribution)."""
         key = split_phase(key)[0]
         if is_temporary(key):
             # As qdrouterd (address_lookup_client.c makes it QD_TREATMENT_ANYCAST_BALANCED): a
@@ -233,9 +235,21 @@ class AddressTable:
             # configured prefixes say.
             return BALANCED
         config = self._configs.match(key)
-        return config.distribution if config is not None else default
+        if config is not None:
+            return config.distribution
+        if default is not None:
+            return default
+        # The router's own addresses (_topo/..., _edge/..., $management) are not its users':
+        # the default distribution is for the users' (mobile) addresses, as in qdrouterd.
+        return DEFAULT_DISTRIBUTION if key[:1] in ("_", "$") else self.default_distribution
 
-    def get(self, key: str, default: str = DEFAULT_DISTRIBUTION) -> Address:
+    def set_default_distribution(self, name: str) -> None:
+        """The router's defaultDistribution (one of DISTRIBUTIONS)."""
+        if name not in _CANONICAL:
+            raise ValueError(f"defaultDistribution: {name!r} is not one of {', '.join(DISTRIBUTIONS)}")
+        self.default_distribution = _CANONICAL[name]
+
+    def get(self, key: str, default: str | None = None) -> Address:
         """The entry for ``key``, made if new with its configured distribution, else
         ``default`` (an address first learned from another router: that router's hint)."""
         address = self._addresses.get(key)

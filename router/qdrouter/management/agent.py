@@ -12,7 +12,7 @@ from ..core.outcomes import ACCEPTED, REJECTED
 from ..schema import EntityTypeDef, UnknownEntityType, entity_type
 from ..schema.types import closest_name
 from ..schema.validate import validate_attributes
-from . import entity_ops, fault_hooks, operational, schema_ops
+from . import connection_ops, entity_ops, fault_hooks, operational, schema_ops
 from .core_columns import answers_core_columns, complete_row, default_columns
 from .messages import Request, UndecodableRequest, check_request, decode_request, encode_reply
 from .status import INTERNAL_ERROR, OK, ManagementStatus, bad_request, forbidden, not_found, not_implemented
@@ -31,6 +31,8 @@ class ManagementAgent:
         self.forwarder = router.server.adaptor.forwarder
         # Replies come "from" this in-process endpoint.
         self.origin = CoreLink(0, "$management", True, None, None, None)
+        # The connection the request being answered came on (policy checks of UPDATE).
+        self._requester: Any = None
         for key in self.addresses():
             address = self.forwarder.table.get(key)
             address.handler = self.handle
@@ -51,7 +53,7 @@ class ManagementAgent:
         self._entity_operations: Dict[str, Callable[[Request], Reply]] = {
             "CREATE": lambda r: entity_ops.create(router, r, self.rows),
             "READ": lambda r: entity_ops.read(router, r, self.rows),
-            "UPDATE": lambda r: entity_ops.update(router, r),
+            "UPDATE": self._update,
             "DELETE": lambda r: entity_ops.delete(router, r),
         }
 
@@ -74,6 +76,7 @@ class ManagementAgent:
         try:
             check_request(request)
             _check_policy(request, message)
+            self._requester = message.in_link.connection if message.in_link is not None else None
             code, body = self.execute(request)
         except ManagementStatus as status:
             code, body, description = status.code, None, status.description
@@ -94,7 +97,14 @@ class ManagementAgent:
             hint = closest_name(operation, [name for name in known if name != "TEST-FAULT"])
             suffix = f" (did you mean {hint!r}?)" if hint else ""
             raise not_implemented(f"operation {operation!r} is not supported{suffix}")
+        if operation in self._node_operations and operation != "TEST-FAULT":
+            _check_node_target(request)
         return handler(request)
+
+    def _update(self, request: Request) -> Reply:
+        if request.entity_type is not None and request.entity_type.rsplit(".", 1)[-1] == "connection":
+            return connection_ops.update(self.router, request, self._requester, operational.connection_row)
+        return entity_ops.update(self.router, request)
 
     # ---- node operations ---------------------------------------------------------------
     def _entity_type_filter(self, request: Request) -> EntityTypeDef | None:
@@ -188,9 +198,25 @@ class ManagementAgent:
         return configured
 
 
+def _check_node_target(request: Request) -> None:
+    """A node operation is the management node's: a request whose ``type`` names another
+    entity type is refused with qdrouterd's words (it looks that entity up first), rather than
+    answered as though ``type`` were ``entityType``."""
+    target = request.properties.get("type")
+    if target is None or target in _NODE_TYPES:
+        return
+    props = request.properties
+    if props.get("name") is None and props.get("identity") is None:
+        raise bad_request(f"{target}: No name or identity provided")
+    raise bad_request(f"Entity type '{_NODE_TYPES[1]}' does not extend requested type '{target}'")
+
+
+_NODE_TYPES = (MANAGEMENT_TYPE, "org.apache.qpid.dispatch.management", "management")
+
+
 def _default_columns(etype: EntityTypeDef | None) -> List[str]:
     if etype is None:
-        return ["name", "identity", "type"]
+        return schema_ops.all_attribute_names()
     return default_columns(etype)
 
 

@@ -7,7 +7,7 @@ from typing import Any, Dict, Iterator, List
 
 from ..schema import EntityTypeDef
 from .entity_names import EntityNames
-from .status import bad_request, not_found
+from .status import ManagementStatus, bad_request, missing_entity, name_taken, wrong_type
 
 
 class ManagedEntity:
@@ -40,7 +40,7 @@ class ConfigStore:
         identity = identity or default_identity
         for existing in self._entities:
             if existing.etype is etype and existing.name == name:
-                raise bad_request(f"{etype.short_name}: an entity named {name!r} already exists")
+                raise name_taken(etype.short_name, name)
             if existing.identity == identity:
                 raise bad_request(f"an entity with identity {identity!r} already exists")
         entity = ManagedEntity(etype, identity, name, dict(attributes), source)
@@ -61,9 +61,14 @@ class ConfigStore:
                 return entity
             if identity is None and name is not None and entity.name == name:
                 return entity
-        what = f"identity {identity!r}" if identity is not None else f"name {name!r}"
-        kind = f"{etype.short_name} " if etype is not None else ""
-        raise not_found(f"no {kind}entity with {what}")
+        if etype is not None:
+            try:
+                other = self.find(None, name, identity)
+            except ManagementStatus:
+                other = None
+            if other is not None:
+                raise wrong_type(other.etype.long_name, etype.long_name)
+        raise missing_entity(etype.short_name if etype is not None else None, name, identity)
 
     def __iter__(self) -> Iterator[ManagedEntity]:
         return iter(list(self._entities))

@@ -10,7 +10,17 @@ from ..schema import CREATE, UPDATE, EntityTypeDef, UnknownEntityType, entity_ty
 from .config_store import ManagedEntity
 from .core_columns import answers_core_columns, complete_row
 from .messages import Request
-from .status import CREATED, NO_CONTENT, OK, ManagementStatus, bad_request, not_found, not_implemented
+from .status import (
+    CREATED,
+    NO_CONTENT,
+    OK,
+    ManagementStatus,
+    bad_request,
+    missing_entity,
+    not_found,
+    not_implemented,
+    wrong_type,
+)
 
 log = logging.getLogger("qdrouter.AGENT")
 
@@ -112,8 +122,12 @@ def read(router: Any, request: Request, rows: Rows) -> Reply:
         if (identity is not None and row.get("identity") == identity) or (
                 identity is None and row.get("name") == name):
             return OK, row
-    what = f"identity {identity!r}" if identity is not None else f"name {name!r}"
-    raise not_found(f"no {etype.short_name + ' ' if etype else ''}entity with {what}")
+    if etype is not None:
+        for row in rows(None):
+            if (identity is not None and row.get("identity") == identity) or (
+                    identity is None and row.get("name") == name):
+                raise wrong_type(str(row.get("type")), etype.long_name)
+    raise missing_entity(etype.short_name if etype else None, name, identity)
 
 
 def _config_entity(router: Any, request: Request) -> ManagedEntity:

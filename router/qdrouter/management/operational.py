@@ -17,6 +17,7 @@ from ..core.address_table import Address, address_key
 from ..core.links import CoreLink
 from ..schema import entity_type
 from . import route_container
+from .connection_ops import peer_properties
 
 PREFIX = "org.apache.qpid.dispatch."
 Row = Dict[str, Any]
@@ -29,37 +30,39 @@ ALL = slice(None)
 
 
 def connection_rows(router: Any, window: slice = ALL) -> List[Row]:
-    rows = []
+    return [connection_row(connection) for connection in list(router.server.by_fd.values())[window]]
+
+
+def connection_row(connection: Any) -> Row:
+    """One connection's entity row."""
     now = time.time()
-    for connection in list(router.server.by_fd.values())[window]:
-        settings = connection.settings
-        sasl = lib.pn_sasl(connection.transport)
-        mechanism = c_string(lib.pn_sasl_get_mech(sasl)) if sasl else None
-        user = connection.user or c_string(lib.pn_transport_get_user(connection.transport))
-        tls = _tls_state(connection)
-        rows.append({
-            "identity": str(connection.identity),
-            "name": f"connection/{connection.peer}",
-            "type": PREFIX + "connection",
-            "adminStatus": "enabled",
-            "operStatus": "up",
-            "protocol": "amqp",
-            "container": connection.remote_container,
-            "opened": bool(lib.pn_connection_state(connection.pn_connection) & lib.PN_LOCAL_ACTIVE),
-            "host": connection.peer,
-            "dir": "out" if connection.client else "in",  # out: opened by one of our connectors
-            "role": settings.role,
-            "isAuthenticated": bool(lib.pn_transport_is_authenticated(connection.transport)),
-            "isEncrypted": bool(lib.pn_transport_is_encrypted(connection.transport)),
-            "sasl": mechanism,
-            "user": user,
-            **tls,
-            "tenant": None,
-            "uptimeSeconds": int(now - connection.opened_at),
-            "properties": {},
-            "lastDlvSeconds": None,
-        })
-    return rows
+    settings = connection.settings
+    sasl = lib.pn_sasl(connection.transport)
+    mechanism = c_string(lib.pn_sasl_get_mech(sasl)) if sasl else None
+    user = connection.user or c_string(lib.pn_transport_get_user(connection.transport))
+    tls = _tls_state(connection)
+    return {
+        "identity": str(connection.identity),
+        "name": f"connection/{connection.peer}",
+        "type": PREFIX + "connection",
+        "adminStatus": "enabled",
+        "operStatus": "up",
+        "protocol": "amqp",
+        "container": connection.remote_container,
+        "opened": bool(lib.pn_connection_state(connection.pn_connection) & lib.PN_LOCAL_ACTIVE),
+        "host": connection.peer,
+        "dir": "out" if connection.client else "in",  # out: opened by one of our connectors
+        "role": settings.role,
+        "isAuthenticated": bool(lib.pn_transport_is_authenticated(connection.transport)),
+        "isEncrypted": bool(lib.pn_transport_is_encrypted(connection.transport)),
+        "sasl": mechanism,
+        "user": user,
+        **tls,
+        "tenant": None,
+        "uptimeSeconds": int(now - connection.opened_at),
+        "properties": peer_properties(connection.pn_connection),
+        "lastDlvSeconds": None,
+    }
 
 
 def _tls_state(connection: Any) -> Row:

@@ -37,7 +37,17 @@ def operations_map(entity_type: EntityTypeDef | None) -> Dict[str, List[str]]:
 
 
 def annotations_map(entity_type: EntityTypeDef | None) -> Dict[str, List[str]]:
-    return {t.long_name: [] for t in selected(entity_type)}
+    """No type has annotations: an empty map, as qdrouterd answers (whatever type is asked)."""
+    return {}
+
+
+def all_attribute_names() -> List[str]:
+    """Every attribute of every type (name, identity, type first): a QUERY's columns when it
+    names neither a type nor attributes, as qdrouterd answers."""
+    names = {"name": None, "identity": None, "type": None}
+    for etype in ENTITY_TYPES.values():
+        names.update(dict.fromkeys(etype.attributes))
+    return list(names)
 
 
 # Read-only integers that qdrouterd 1.19's schema does not mark for graphing (sizes, indexes,

@@ -58,3 +58,31 @@ def not_allowed(description: str) -> ManagementStatus:
 
 def not_implemented(description: str) -> ManagementStatus:
     return ManagementStatus(NOT_IMPLEMENTED, description)
+
+
+# Configuration the router core keeps in qdrouterd (src/router_core/agent_config_*.c): its agent
+# words a missing entity "Not Found" and a taken name "Name conflicts with an existing entity";
+# the Python agent's entities are "No entity with name=N" (scripts and tests match these words).
+CORE_CONFIG_TYPES = ("router.config.address", "router.config.linkRoute", "router.config.autoLink",
+                     "router.config.exchange", "router.config.binding")
+
+
+def missing_entity(kind: str | None, name: str | None, identity: str | None) -> ManagementStatus:
+    """404 for an entity that is not there: qdrouterd's words, then which type and key."""
+    key, value = ("identity", identity) if identity is not None else ("name", name)
+    if kind in CORE_CONFIG_TYPES:
+        return not_found(f"Not Found: no {kind} entity with {key} {value!r}")
+    return not_found(f"No entity with {key}={value}" + (f" (type {kind})" if kind else ""))
+
+
+def name_taken(kind: str, name: str) -> ManagementStatus:
+    """400 for a create naming an entity that exists: qdrouterd's words, then which."""
+    if kind in CORE_CONFIG_TYPES:
+        return bad_request(f"Name conflicts with an existing entity: {kind} {name!r}")
+    return bad_request(f"{kind}: an entity named {name!r} already exists "
+                       "(duplicates unique attribute 'name')")
+
+
+def wrong_type(found: str, requested: str) -> ManagementStatus:
+    """400 for an entity named under another type than its own, in qdrouterd's words."""
+    return bad_request(f"Entity type '{found}' does not extend requested type '{requested}'")

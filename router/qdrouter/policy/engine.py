@@ -140,7 +140,9 @@ class PolicyEngine:
     def lookup(self, hostname: str | None) -> VhostSettings | None:
         """The vhost for an open's hostname: by name, by alias, else the default vhost."""
         name = (hostname or "").strip()
-        found = self.vhosts.get(name) or self.vhosts.get(self._by_alias.get(name, ""))
+        found = self.vhosts.get(name)
+        if found is None and name in self._by_alias:
+            found = self.vhosts.get(self._by_alias[name])
         if found is None and self.default_vhost:
             found = self.vhosts.get(self.default_vhost)
         return found

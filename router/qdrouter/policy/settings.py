@@ -3,6 +3,7 @@ file sections, policyDir JSON files, management requests)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Dict, Tuple
 
 from .errors import PolicyError
@@ -15,6 +16,8 @@ from .rules import (
     parse_list,
     parse_patterns,
 )
+
+log = logging.getLogger("qdrouter.POLICY")
 
 UNLIMITED = 65535
 MAX_INT32 = 2147483647
@@ -76,9 +79,16 @@ class GroupSettings:
         if not isinstance(attrs, dict):
             raise PolicyError(f"{where}: settings must be a map, got {attrs!r}")
         attrs = {_GROUP_ALIASES.get(key, key): value for key, value in attrs.items()}
-        for key in attrs:
-            if key not in GROUP_ATTRIBUTES:
+        for key in list(attrs):
+            if key in GROUP_ATTRIBUTES:
+                continue
+            if key not in VHOST_ATTRIBUTES:
                 raise PolicyError(f"{where}: unknown attribute {key!r}")
+            # A vhost's option written in a group (maxConnections, say) limits nothing there:
+            # qdrouterd loads such a policy and warns, and so does qdmesh (a name that is no
+            # policy option at all is still refused, as a typo would be).
+            log.warning("Policy vhost '%s' user group '%s' option '%s' is ignored.", vhost, name, key)
+            del attrs[key]
         self.vhost = vhost
         self.name = name
         ints = {key: (_int(attrs[key], f"{where}: {key}") if attrs.get(key) is not None else default)
@@ -134,9 +144,13 @@ class VhostSettings:
         if not isinstance(attrs, dict):
             raise PolicyError(f"vhost: expected a map of attributes, got {attrs!r}")
         attrs = {_VHOST_ALIASES.get(key, key): value for key, value in attrs.items()}
-        hostname = attrs.get("hostname") or attrs.get("name")
-        if not isinstance(hostname, str) or not hostname.strip():
-            raise PolicyError("vhost: attribute 'hostname' is required (a non-empty string)")
+        # An empty hostname names the vhost '' (qdrouterd creates it too); only a missing one is
+        # refused.
+        hostname = attrs.get("hostname")
+        if not isinstance(hostname, str) or (not hostname.strip() and attrs.get("name")):
+            hostname = attrs.get("name")
+        if not isinstance(hostname, str):
+            raise PolicyError("vhost: attribute 'hostname' is required (a string)")
         self.hostname = hostname.strip()
         where = f"vhost {self.hostname!r}"
         for key in attrs:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Callable, Dict, List, Mapping
 
@@ -10,6 +11,12 @@ from .connection_rules import connection_warnings, connector_problems, listener_
 from .entities_policy import VHOST_USER_GROUP_SETTINGS
 from .hosts import host_problem, short_repr
 from .types import EntityTypeDef
+
+log = logging.getLogger("qdrouter.POLICY")
+
+# A vhost's own options, which limit nothing when written in one of its groups: qdrouterd loads
+# such a group with a warning, and so does qdmesh (any other unknown name is still refused).
+_VHOST_ONLY_OPTIONS = ("maxConnections", "allowUnknownUser", "aliases", "hostname", "groups")
 
 #: Attribute -> attribute whose value it takes when not given, per entity type short name.
 #: Policy examples name a vhost only by its `name`; that name is the hostname it governs.
@@ -29,6 +36,12 @@ def _name(written: Written, attr: str) -> str:
 def _one_of(first: str, second: str, *, required: bool) -> Check:
     def check(attrs: Mapping[str, object], written: Written) -> list[Problem]:
         given = [a for a in (first, second) if attrs.get(a) is not None]
+        empty = [a for a in given if isinstance(attrs.get(a), str) and not str(attrs.get(a)).strip()]
+        if empty and first == "prefix":
+            # An empty prefix or pattern would match every address, $management's too: refused
+            # in qdrouterd's words.
+            return [Problem(f"{empty[0].capitalize()} must be a non-empty string type (attribute "
+                            f"{_name(written, empty[0])!r})", _name(written, empty[0]))]
         if len(given) == 2:
             return [Problem(f"give either {_name(written, first)!r} or {_name(written, second)!r}, "
                             f"not both", _name(written, second))]
@@ -131,6 +144,10 @@ def normalize_groups(groups: Mapping[str, object], attr_written: str) -> tuple[d
             problems.append(Problem(f"{prefix}: expected a map of settings, not {settings!r}",
                                     attr_written, (str(group),)))
             continue
+        misplaced = [key for key in settings if key in _VHOST_ONLY_OPTIONS]
+        for key in misplaced:
+            log.warning("Policy vhost group '%s' option '%s' is ignored.", group, key)
+        settings = {key: value for key, value in settings.items() if key not in misplaced}
         checked = check_items(VHOST_USER_GROUP_SETTINGS, settings, mode=CREATE, check_required=False)
         for p in checked.problems:
             problems.append(Problem(f"{prefix}: {p.message}", attr_written,
