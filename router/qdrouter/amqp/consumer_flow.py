@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Set
 from ..core.forwarder import Forwarder
 from ..core.links import CoreLink, InFlight
 from .proton_ffi import lib
+from .streaming import Streams
 from .waiting_producers import WaitingProducers
 
 
@@ -19,6 +20,7 @@ class ConsumerFlow:
     dirty: Set[Any]
     outgoing: Dict[Any, InFlight]
     waiting: WaitingProducers
+    streams: Streams
     flush_pending: Callable[[], None]
 
     def flush_credit(self) -> None:
@@ -28,6 +30,8 @@ class ConsumerFlow:
         if link.incoming:
             return
         handle = link.handle
+        if self.streams.busy(link):
+            return  # it carries a streamed message: its credit is read when that ends
         if link.connection.out_blocked:
             # Its connection's output is full: the credit waits for the socket to take it
             # (resume_consumer). Drained meanwhile means "nothing to send now".
@@ -49,6 +53,8 @@ class ConsumerFlow:
     def resume_consumer(self, link: CoreLink) -> None:
         """``link``'s connection is no longer blocked: its credit (proton's count) is usable
         again, and what waited for it moves."""
+        if self.streams.resumed(link):
+            return  # the rest of a streamed message goes first
         self.forwarder.consumer_credit(link, lib.pn_link_credit(link.handle))
         if link.credit > 0 and link.address is not None and self.waiting.by_address:
             self.waiting.resume(link.address)
@@ -61,6 +67,7 @@ class ConsumerFlow:
 
     def drop_outgoing(self, link: CoreLink) -> None:
         """An outgoing link is going (its deliveries with it): forget its deliveries."""
+        self.streams.consumer_gone(link)
         outgoing = self.outgoing
         for key in link.unsettled:
             outgoing.pop(key, None)

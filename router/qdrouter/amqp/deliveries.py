@@ -26,6 +26,7 @@ from .proton_shim import (
     QD_EMPTY,
     QD_LARGE,
     QD_NO_ANNOTATIONS,
+    QD_PARTIAL,
     QD_TAKEN_SETTLED,
     delivery_key,
     delivery_of,
@@ -33,6 +34,7 @@ from .proton_shim import (
 )
 from .radius_rule import released_beyond_radius
 from .send_queue import sends_flusher
+from .streaming import Streams
 from .waiting_producers import WaitingProducers
 
 _QD_PREFIX = b"x-opt-qd."
@@ -102,6 +104,8 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
         self.policer: Any = None
         self.on_link_refused: Callable[[CoreLink], None] | None = None
         self.waiting = WaitingProducers(self)
+        # Large messages, streamed as they arrive (amqp/streaming.py).
+        self.streams = Streams(self)
         self.forwarder.on_routes_changed = self.waiting.resume
         # The delivery handler once made (delivery_handler): waiting producers are read
         # through it.
@@ -148,6 +152,10 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
         nobody.credit = 1
         endpoint = ENDPOINT
         waiting_event = self.waiting.on_event
+        streaming = self.streams.by_link
+        stream_event = self.streams.on_event
+        start_stream = self.streams.start
+        stream_update = self.streams.consumer_update
 
         def on_delivery(delivery: Any, link_key: Any, key: Any) -> None:
             link = links_get(link_key)
@@ -157,7 +165,9 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
                 return
             if not link.read_on_arrival:
                 if link.incoming:
-                    waiting_event(link, delivery, key)
+                    (stream_event if link in streaming else waiting_event)(link, delivery, key)
+                elif stream_update(delivery, key):
+                    pass  # an update of a streamed message's delivery (amqp/streaming.py)
                 elif is_settled(delivery):
                     # An outgoing delivery the router no longer tracks (settled already).
                     settle(delivery)
@@ -180,6 +190,9 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
                         producer_settled(link, delivery, key)
                     return
                 # Policy reads the message (size, user-id); what passes takes the paths below.
+                if lib.pn_delivery_partial(delivery) and start_stream(
+                        link, delivery, key, state.policer.held(link.handle)):
+                    return
                 raw = state.policer.message(link, delivery)
                 if raw is None:
                     return
@@ -217,9 +230,11 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
                             producer_settled(link, delivery, key)
                     elif count == QD_LARGE:
                         general_receive(link, delivery, key)
-                    # QD_PARTIAL: more to come. A producer that settles a message while still
-                    # sending it (pre-settled, as a rule) has it read and forwarded once it is
-                    # whole: settling here would discard the rest of it.
+                    elif count == QD_PARTIAL:
+                        # More to come: streamed once large enough (amqp/streaming.py), else
+                        # read once whole. (Settled by its producer, it is not settled here:
+                        # that would discard the rest of it.)
+                        start_stream(link, delivery, key)
                     # QD_ABORTED: the producer gave up on it; read past, and settled.
                     return
                 # The shim settles a message its producer settled (so every path after this
@@ -345,7 +360,12 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
             return
         # bytes.find, not "in": "in" first tries the argument as an int, and raises and
         # clears a TypeError per message doing so.
-        if link.anonymous or raw.find(_QD_PREFIX) >= 0:
+        self.route_message(link, message, raw.find(_QD_PREFIX) >= 0)
+
+    def route_message(self, link: CoreLink, message: InFlight, annotations: bool, handoff: bool = True) -> None:
+        """Route a message read from ``link`` (its router annotations read first when it has
+        any, or the link is anonymous); ``handoff``: may take the mesh's short cut."""
+        if link.anonymous or annotations:
             try:
                 address_key = inspect(link, message)
             except MessageFormatError as error:
@@ -356,7 +376,7 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
             if link.anonymous:
                 if address_key and link.kind == ENDPOINT:
                     address_key = self.table.ingress_key(address_key)
-                elif address_key and link.kind == DATA and self._handoff(message, address_key):
+                elif address_key and link.kind == DATA and handoff and self._handoff(message, address_key):
                     return  # a mesh hop with one obvious next step (amqp/mesh_handoff.py)
                 self.forwarder.route(message, address_key)
                 return
@@ -382,6 +402,9 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
 
     # ---- DeliveryIO --------------------------------------------------------------------
     def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
+        if message.streamed:
+            self.streams.transmit(link, message, presettled)  # type: ignore[arg-type]
+            return
         if link.strip_out:
             payload = message.payload
             if payload is None:
@@ -391,6 +414,8 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
         self.pending_sends.append((link, payload, None if presettled else message))
 
     def finish_incoming(self, message: InFlight, outcome: int) -> None:
+        if message.streamed and self.streams.defer(message, outcome):
+            return  # given when its last byte has arrived
         delivery = message.delivery
         if delivery is None:
             return

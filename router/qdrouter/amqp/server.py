@@ -363,7 +363,7 @@ class AmqpServer(ConnectionRelease):
                 if connection.finished():
                     self._released.append(connection)
                     continue
-                events = EVENT_READ if not connection.input_closed else 0
+                events = EVENT_READ if not (connection.input_closed or connection.input_held) else 0
                 if connection.want_write:
                     events |= EVENT_WRITE
                 self._set_interest(connection, events)
