@@ -49,7 +49,9 @@ class RawClient:
 
     def pump(self, seconds: float = 0.0, read: bool = True) -> None:
         """Write what the transport has; with ``read``, also read what the socket has.
-        Waits up to ``seconds`` for the socket to be ready once."""
+        Waits up to ``seconds`` for the socket to be ready once. Heartbeats go out as the
+        router's idle timeout asks (a consumer taking one long message says nothing else)."""
+        self.transport.tick(time.monotonic())
         self._write()
         if self.closed:
             return
@@ -193,6 +195,7 @@ class LargeSend:
         head = bytes(Message(address=address).encode()) + b"\x00Su\xb0" + size.to_bytes(4, "big")
         self.total = len(head) + size
         self.head = head
+        self.size = size
         self.offset = 0
         self.delivery: Delivery | None = None
 
@@ -234,8 +237,8 @@ class LargeSend:
 
 
 class LargeReceive:
-    """Takes messages off a receiver as their bytes arrive, keeping only their length and
-    whether every body byte matched LargeSend's pattern; settles each with ``outcome``."""
+    """Takes messages off a receiver as their bytes arrive, keeping only their body's length
+    and whether every body byte matched LargeSend's pattern; settles each with ``outcome``."""
 
     def __init__(self, client: RawClient, address: str, outcome: int = Delivery.ACCEPTED,
                  credit: int = 1) -> None:
@@ -272,8 +275,9 @@ class LargeReceive:
                 self._check(data)
             if delivery.partial:
                 return
-            self.lengths.append(self._length)
-            self.intact.append(self._ok)
+            body_start = self._head.find(b"\x00Su\xb0")
+            self.lengths.append(self._length - body_start - 8 if body_start >= 0 else -1)
+            self.intact.append(self._ok and body_start >= 0)
             delivery.update(self.outcome)
             delivery.settle()
             link.advance()

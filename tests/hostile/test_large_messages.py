@@ -13,6 +13,8 @@ import time
 import pytest
 from proton import Delivery
 
+from tests.mesh.conftest import MeshFactory
+from tests.mesh.traffic import address_row
 from tests.router.routerproc import Router
 
 from .memory import peak_mb, rss_mb
@@ -39,7 +41,7 @@ def test_a_256_mb_message_streams_through_with_bounded_memory(router: Router) ->
     receiver = LargeReceive(RawClient(router.url), "large.stream")
     sender = LargeSend(RawClient(router.url), "large.stream", 256 * MB)
     transfer(sender, receiver, 150)
-    assert receiver.lengths == [sender.total]
+    assert receiver.lengths == [sender.size]
     assert receiver.intact == [True], "the body arrived with bytes that differ from those sent"
     assert sender.outcome == Delivery.ACCEPTED
     peak = peak_mb(router)
@@ -47,6 +49,10 @@ def test_a_256_mb_message_streams_through_with_bounded_memory(router: Router) ->
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.differs_from_c("qdrouterd stops reading a message's delivery past its Q2 limit but goes on "
+                            "reading the connection: with the default (unbounded) session window the "
+                            "producer sent the whole 128 MB into it (peak 85 MB at 64 MB) while the "
+                            "consumer read nothing; qdmesh stops reading the producer's socket too")
 def test_a_slow_consumer_holds_the_producer_back(router: Router) -> None:
     """The consumer stops reading half way: the producer can send little more than the
     router and the sockets between hold, and the router's memory stays bounded; once the
@@ -66,7 +72,26 @@ def test_a_slow_consumer_holds_the_producer_back(router: Router) -> None:
     assert held < 24 * MB, f"the producer sent {held // MB} MB more to a consumer that reads nothing"
     assert rss_mb(router) < STREAM_CEILING_MB
     transfer(sender, receiver, 120)
-    assert receiver.lengths == [sender.total] and receiver.intact == [True]
+    assert receiver.lengths == [sender.size] and receiver.intact == [True]
     assert sender.outcome == Delivery.REJECTED, "the consumer's outcome did not reach the producer"
     peak = peak_mb(router)
     assert peak < STREAM_CEILING_MB, f"the router peaked at {peak:.0f} MB"
+
+
+@pytest.mark.timeout(240)
+def test_a_large_message_streams_across_two_routers(mesh_factory: MeshFactory) -> None:
+    """Producer on A, consumer on B: each router streams it on (A over the inter-router
+    link, with its router annotations in the head), and the outcome comes back."""
+    mesh = mesh_factory([("B", "A", 1)])
+    receiver = LargeReceive(RawClient(mesh["B"].url), "large.mesh")
+    deadline = time.monotonic() + mesh.timers.convergence_bound
+    while (address_row(mesh, "A", "large.mesh") or {}).get("remoteCount") != 1:
+        assert time.monotonic() < deadline, "A never learnt of B's consumer"
+        receiver.pump(0.2)
+    sender = LargeSend(RawClient(mesh["A"].url), "large.mesh", 128 * MB)
+    transfer(sender, receiver, 180)
+    assert receiver.lengths == [sender.size] and receiver.intact == [True]
+    assert sender.outcome == Delivery.ACCEPTED
+    for rid in "AB":
+        peak = peak_mb(mesh[rid])
+        assert peak < STREAM_CEILING_MB, f"router {rid} peaked at {peak:.0f} MB"

@@ -362,7 +362,8 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
         # clears a TypeError per message doing so.
         self.route_message(link, message, raw.find(_QD_PREFIX) >= 0)
 
-    def route_message(self, link: CoreLink, message: InFlight, annotations: bool, handoff: bool = True) -> None:
+    def route_message(self, link: CoreLink, message: InFlight, annotations: bool,
+                      handoff: bool = True) -> None:
         """Route a message read from ``link`` (its router annotations read first when it has
         any, or the link is anonymous); ``handoff``: may take the mesh's short cut."""
         if link.anonymous or annotations:

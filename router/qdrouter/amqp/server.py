@@ -427,6 +427,7 @@ class AmqpServer(ConnectionRelease):
         self._next_tick = now + TICK_INTERVAL_S
         try:
             self.adaptor.forwarder.recheck_held()
+            self.adaptor.streams.tick(now)
         except Exception:
             self.faults.unattributed("rechecking held credit")
         now_ms = int(now * 1000)

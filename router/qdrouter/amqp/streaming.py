@@ -32,6 +32,7 @@ message.
 from __future__ import annotations
 
 import itertools
+import time
 from typing import TYPE_CHECKING, Any, Dict, List
 
 from ..core.links import CONTROL, CoreLink, InFlight
@@ -53,6 +54,10 @@ STREAM_START = 256 * 1024
 HEAD_LIMIT = 1024 * 1024
 # Bytes moved from the producer's delivery to the consumers' per read.
 CHUNK = 64 * 1024
+# A producer held back this long has its socket read once more (its heartbeats), as long
+# as proton holds less than KEEPALIVE_LIMIT of its message.
+KEEPALIVE_S = 4.0
+KEEPALIVE_LIMIT = 4 * 1024 * 1024
 
 
 class StreamedMessage(InFlight):
@@ -82,8 +87,8 @@ class _Out:
 class Stream:
     """One incoming delivery being streamed."""
 
-    __slots__ = ("body_sent", "delivery", "discard", "head", "held", "in_link", "key", "limit", "message",
-                 "outcome", "outs", "pumping", "received", "routed")
+    __slots__ = ("body_sent", "delivery", "discard", "head", "held", "held_since", "in_link", "key", "limit",
+                 "message", "outcome", "outs", "pumping", "received", "routed")
 
     def __init__(self, in_link: CoreLink, delivery: Any, key: Any, limit: int) -> None:
         self.in_link = in_link
@@ -102,6 +107,7 @@ class Stream:
         self.outcome: int | None = None
         self.discard = False
         self.held = False
+        self.held_since = 0.0
         self.pumping = False
         settled = bool(lib.pn_delivery_settled(delivery))
         self.message: StreamedMessage = StreamedMessage(in_link, settled, self)
@@ -313,10 +319,24 @@ class Streams:
         stream.routed = True
         self.adaptor.route_message(stream.in_link, message, True, False)
 
+    def tick(self, now: float) -> None:
+        """Producers held back for a while have their socket read once more (heartbeats
+        must arrive, or the idle timeout would close the connection), while what proton
+        holds of their message stays under ``KEEPALIVE_LIMIT``."""
+        for stream in list(self.by_link.values()):
+            if stream.held and now - stream.held_since > KEEPALIVE_S and (
+                    lib.pn_delivery_pending(stream.delivery) < KEEPALIVE_LIMIT):
+                self._unhold(stream)
+
     def _hold(self, stream: Stream) -> None:
-        if not stream.held:
-            stream.held = True
-            stream.in_link.connection.input_held += 1
+        if stream.held:
+            return
+        link = stream.in_link
+        if lib.pn_session_get_incoming_capacity(lib.pn_link_session(link.handle)) > 0:
+            return  # a bounded session window (maxSessionFrames) holds the producer back
+        stream.held = True
+        stream.held_since = time.monotonic()
+        link.connection.input_held += 1
 
     def _unhold(self, stream: Stream) -> None:
         if stream.held:
