@@ -11,13 +11,14 @@ from typing import Any, Callable, Dict, Set
 from ..core.address_table import MULTICAST, UNAVAILABLE, AddressTable
 from ..core.forwarder import Forwarder
 from ..core.links import CONTROL, DATA, ENDPOINT, CoreLink, InFlight
-from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED
+from ..core.outcomes import ACCEPTED, MODIFIED
 from .consumer_flow import ConsumerFlow
 from .credit_return import CreditReturn
 from .dispositions import copy_disposition, count_outcome, disposition_handler
 from .inbound import annotated, inspect, stripped
 from .local_multicast import local_multicast
 from .mesh_handoff import mesh_handoff
+from .message_reading import MessageReading
 from .message_sections import MessageFormatError
 from .outbound import OutboundLimits
 from .proton_ffi import ffi, lib
@@ -28,7 +29,6 @@ from .proton_shim import (
     QD_NO_ANNOTATIONS,
     QD_PARTIAL,
     QD_TAKEN_SETTLED,
-    delivery_key,
     delivery_of,
     take,
 )
@@ -50,7 +50,7 @@ _PLAIN_HEAD = b"\x00Ss"
 __all__ = ["DeliveryAdaptor", "copy_disposition"]
 
 
-class DeliveryAdaptor(CreditReturn, ConsumerFlow):
+class DeliveryAdaptor(CreditReturn, ConsumerFlow, MessageReading):
     """Implements the core's DeliveryIO over proton, and feeds it arriving messages."""
 
     def __init__(self, router_id: str, table: AddressTable) -> None:
@@ -431,46 +431,6 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
         self.dirty.add(in_link.connection)
         if message.credit_held:
             self.forwarder.settled_upstream(message)
-
-    def read_message(self, link: CoreLink, delivery: Any, size: int, advance: bool = True) -> bytes:
-        """An incoming message's bytes that proton holds (complete: the delivery is consumed)."""
-        raw = self._recv(link.handle, size)
-        if advance:
-            lib.pn_link_advance(link.handle)
-        return raw
-
-    def reject_delivery(self, link: CoreLink, delivery: Any, condition: str, reason: str) -> None:
-        """Refuse a message that was read but not routed (policy), with an error."""
-        link.counters.delivered += 1
-        if lib.pn_delivery_settled(delivery):
-            lib.pn_delivery_settle(delivery)
-            self.forwarder._release_credit(link)
-            return
-        key = delivery_key(delivery)
-        message = InFlight(b"", b"", link, delivery, False, key)
-        link.unsettled[key] = message
-        self._reject_malformed(message, reason, condition)
-
-    def _reject_malformed(self, message: InFlight, reason: str, name: str = "amqp:decode-error") -> None:
-        delivery = message.delivery
-        if delivery is not None:
-            condition = lib.pn_disposition_condition(lib.pn_delivery_local(delivery))
-            lib.pn_condition_set_name(condition, name.encode())
-            lib.pn_condition_set_description(condition, reason.encode("utf-8", "replace"))
-        message.in_link.credit -= 1
-        self.finish_incoming(message, REJECTED)
-        self.forwarder._release_credit(message.in_link)
-
-    def _recv(self, handle: Any, size: int) -> bytes:
-        """Up to ``size`` bytes of ``handle``'s current delivery. A message larger than the
-        read buffer is read through a buffer of its own, freed with it: grown to fit, the
-        shared buffer would keep the largest message's size for the router's lifetime."""
-        if size <= len(self._buffer):
-            count = lib.pn_link_recv(handle, self._pointer, size)
-            return self._bytes[0:count] if count > 0 else b""
-        pointer = ffi.new("char[]", size)
-        count = lib.pn_link_recv(handle, pointer, size)
-        return ffi.buffer(pointer, count)[:] if count > 0 else b""
 
 
 def _no_handler(delivery: Any, link_key: Any, key: Any) -> None:

@@ -1,116 +1,43 @@
 """Large messages streamed through the router (cut-through), with a bound per delivery.
 
-A message is read whole before it is routed, as long as it is small: the fast path takes
-it in one step (amqp/deliveries.py). One still arriving with ``STREAM_START`` bytes or more
-buffered is *streamed* instead: its head (header, annotations and properties: what routing
-reads) is collected, the message is routed like any other, and from then on each chunk
-read from the producer's delivery is written at once to the outgoing delivery (or
-deliveries: a multicast's copies, and the links toward other routers). Nothing of it is
-kept but the head.
-
-Hold-off: when a consumer's connection stops taking output (its queued output passes the
-per-connection limit, amqp/outbound.py), the stream stops reading the producer's delivery
-and the router stops reading the producer connection's socket, until that output has
-drained below half the limit. qdrouterd's Q2 hold-off does the same per message
-(QD_QLIMIT_Q2_UPPER / _LOWER in src/message.c); stopping the socket as well bounds what
-proton buffers for the producer whatever its session window. So a message in flight costs
-the router its head, one chunk, and what the consumer's connection may queue, whatever its
-size (docs/routing.md, "Memory ceilings").
-
-Outcomes: the producer hears the consumer's outcome only after its last byte has arrived,
-as with qdrouterd (a delivery settled while still arriving would lose the rest of it).
-The outgoing delivery joins the router's normal tracking (``DeliveryAdaptor.outgoing``) at
-that point; an update before then is kept here. A consumer that settles early, or leaves,
-stops the stream: the rest of the message is read and dropped, and the producer gets that
-outcome (or modified, delivery-failed, for a consumer that left) at the end.
-
-maxMessageSize (policy) is counted as the bytes arrive: past it, the outgoing deliveries
-are aborted and the producer is refused as amqp/policing_messages.py refuses any oversized
-message.
+A delivery still arriving with ``STREAM_START`` bytes buffered is streamed instead of read
+whole: its head (header to properties: what routing reads) is collected and routed like
+any message, then each chunk read from it is written at once to the outgoing deliveries.
+When a consumer's connection stops taking output (amqp/outbound.py) the stream stops
+reading the producer's delivery and its connection's socket (qdrouterd's Q2 hold-off,
+src/message.c) until that output drains. The producer hears the outcome after its last
+byte; maxMessageSize is counted as the bytes arrive. docs/routing.md, "Memory ceilings",
+tells the whole behaviour.
 """
 
 from __future__ import annotations
 
 import itertools
-import time
 from typing import TYPE_CHECKING, Any, Dict, List
 
 from ..core.links import CONTROL, CoreLink, InFlight
 from ..core.outcomes import ACCEPTED, MODIFIED
 from .dispositions import copy_disposition
 from .inbound import annotated, stripped
-from .message_sections import MessageFormatError, find_sections, read_to
+from .message_sections import MessageFormatError
 from .proton_ffi import ffi, lib
 from .proton_shim import delivery_key, pointer_key
+from .stream_state import (
+    CHUNK,
+    HEAD_LIMIT,
+    KEEPALIVE_LIMIT,
+    KEEPALIVE_S,
+    STREAM_START,
+    Out,
+    Stream,
+    StreamedMessage,
+    head_complete,
+    hold,
+    unhold,
+)
 
 if TYPE_CHECKING:
     from .deliveries import DeliveryAdaptor
-
-# A delivery still arriving with this many bytes buffered is streamed (the fast path reads
-# complete messages of up to 64 KiB; the general path reads larger complete ones whole).
-STREAM_START = 256 * 1024
-# The most of a message's head (header to properties) collected before it is routed; a
-# head larger than this is refused as malformed (amqp:decode-error).
-HEAD_LIMIT = 1024 * 1024
-# Bytes moved from the producer's delivery to the consumers' per read.
-CHUNK = 64 * 1024
-# A producer held back this long has its socket read once more (its heartbeats), as long
-# as proton holds less than KEEPALIVE_LIMIT of its message.
-KEEPALIVE_S = 4.0
-KEEPALIVE_LIMIT = 4 * 1024 * 1024
-
-
-class StreamedMessage(InFlight):
-    """The InFlight of a streamed message: ``raw`` and ``payload`` hold its head only."""
-
-    __slots__ = ("stream",)
-    streamed = True
-
-    def __init__(self, in_link: CoreLink, settled: bool, stream: Stream) -> None:
-        super().__init__(b"", b"", in_link, None, settled)
-        self.stream = stream
-
-
-class _Out:
-    """One outgoing delivery of a stream."""
-
-    __slots__ = ("delivery", "key", "link", "tracked")
-
-    def __init__(self, link: CoreLink, delivery: Any, tracked: bool) -> None:
-        self.link = link
-        self.delivery = delivery
-        self.key = delivery_key(delivery)
-        # Unsettled (its consumer's outcome goes to the producer), not a pre-settled copy.
-        self.tracked = tracked
-
-
-class Stream:
-    """One incoming delivery being streamed."""
-
-    __slots__ = ("body_sent", "delivery", "discard", "head", "held", "held_since", "in_link", "key", "limit",
-                 "message", "outcome", "outs", "pumping", "received", "routed")
-
-    def __init__(self, in_link: CoreLink, delivery: Any, key: Any, limit: int) -> None:
-        self.in_link = in_link
-        self.delivery = delivery
-        self.key = key
-        # The head collected so far; None once routed.
-        self.head: bytearray | None = bytearray()
-        self.routed = False
-        self.body_sent = False
-        self.outs: List[_Out] = []
-        self.received = 0
-        # maxMessageSize of the producer's policy (0: none).
-        self.limit = limit
-        # The producer's outcome once decided before the end (no route, early settlement,
-        # the consumer gone): the rest of the message is read and dropped.
-        self.outcome: int | None = None
-        self.discard = False
-        self.held = False
-        self.held_since = 0.0
-        self.pumping = False
-        settled = bool(lib.pn_delivery_settled(delivery))
-        self.message: StreamedMessage = StreamedMessage(in_link, settled, self)
 
 
 class Streams:
@@ -192,7 +119,7 @@ class Streams:
             payload = annotated(message, link, adaptor.node, adaptor.edge_router)
         tag = b"S" + next(self._tags).to_bytes(8, "little")
         delivery = lib.pn_delivery(link.handle, ffi.new("pn_bytes_t *", (len(tag), ffi.from_buffer(tag)))[0])
-        out = _Out(link, delivery, not presettled)
+        out = Out(link, delivery, not presettled)
         lib.pn_link_send(link.handle, payload, len(payload))
         adaptor.outbound.account(link.connection, len(payload))
         adaptor.dirty.add(link.connection)
@@ -272,7 +199,7 @@ class Streams:
         while True:
             if not drain and not stream.discard and stream.routed and (
                     not stream.outs or any(out.link.connection.out_blocked for out in stream.outs)):
-                self._hold(stream)  # nobody to send to yet, or a consumer's output is full
+                hold(stream)  # nobody to send to yet, or a consumer's output is full
                 return
             count = recv(handle, pointer, CHUNK)
             if count <= 0:
@@ -301,7 +228,7 @@ class Streams:
                 account(out.link.connection, count)
             for out in stream.outs:
                 self.adaptor.dirty.add(out.link.connection)
-        self._unhold(stream)
+        unhold(stream, self.adaptor.dirty)
 
     def _route(self, stream: Stream) -> None:
         """Route the message once its head is in (or refuse it, if it cannot be read)."""
@@ -326,24 +253,7 @@ class Streams:
         for stream in list(self.by_link.values()):
             if stream.held and now - stream.held_since > KEEPALIVE_S and (
                     lib.pn_delivery_pending(stream.delivery) < KEEPALIVE_LIMIT):
-                self._unhold(stream)
-
-    def _hold(self, stream: Stream) -> None:
-        if stream.held:
-            return
-        link = stream.in_link
-        if lib.pn_session_get_incoming_capacity(lib.pn_link_session(link.handle)) > 0:
-            return  # a bounded session window (maxSessionFrames) holds the producer back
-        stream.held = True
-        stream.held_since = time.monotonic()
-        link.connection.input_held += 1
-
-    def _unhold(self, stream: Stream) -> None:
-        if stream.held:
-            stream.held = False
-            connection = stream.in_link.connection
-            connection.input_held -= 1
-            self.adaptor.dirty.add(connection)
+                unhold(stream, self.adaptor.dirty)
 
     def _drop_out(self, stream: Stream, key: Any, outcome: int, abort: bool = True) -> None:
         """One outgoing delivery stops (its consumer settled early, or left)."""
@@ -375,7 +285,7 @@ class Streams:
         link = stream.in_link
         if self.by_link.get(link) is stream:
             del self.by_link[link]
-        self._unhold(stream)
+        unhold(stream, self.adaptor.dirty)
         stream.message.raw = stream.message.payload = b""
         link.read_on_arrival = True
         handle = link.handle
@@ -436,38 +346,31 @@ class Streams:
         elif stream.outcome is not None and not producer_settled:
             adaptor.finish_incoming(message, stream.outcome)
         self._end(stream)
-        for out in outs:
-            if self.sending.get(out.link) is stream:
-                del self.sending[out.link]
-                self._free(out.link)
+        self._release(stream, outs)
 
     def _abort(self, stream: Stream) -> None:
         """The producer aborted the message, or left in the middle of it."""
         link = stream.in_link
-        for out in stream.outs:
-            self.out_deliveries.pop(out.key, None)
-            lib.pn_delivery_abort(out.delivery)
-            if out.tracked:
-                out.link.outstanding -= 1
-            self.adaptor.dirty.add(out.link.connection)
-        outs = stream.outs
-        stream.outs = []
+        outs = self._abort_outs(stream)
         if link.handle is not None and lib.pn_link_current(link.handle) == stream.delivery:
             lib.pn_link_advance(link.handle)
         lib.pn_delivery_settle(stream.delivery)
-        message = stream.message
-        if message.credit_held:
-            self.adaptor.forwarder.settled_upstream(message)
         self._end(stream)
-        for out in outs:
-            if self.sending.get(out.link) is stream:
-                del self.sending[out.link]
-                self._free(out.link)
+        self._release(stream, outs)
 
     def _oversize(self, stream: Stream) -> None:
         """Past maxMessageSize: the consumers' deliveries are aborted, the producer refused."""
         link = stream.in_link
-        delivery = stream.delivery
+        outs = self._abort_outs(stream)
+        del self.by_link[link]
+        unhold(stream, self.adaptor.dirty)
+        link.counters.delivered -= 1  # counted again as the refused delivery
+        self.adaptor.policer.refuse_oversize(link, stream.delivery, stream.received)
+        link.read_on_arrival = True
+        self._release(stream, outs)
+
+    def _abort_outs(self, stream: Stream) -> List[Out]:
+        """Abort every outgoing delivery of ``stream`` (their consumers see the abort)."""
         for out in stream.outs:
             self.out_deliveries.pop(out.key, None)
             lib.pn_delivery_abort(out.delivery)
@@ -476,47 +379,13 @@ class Streams:
             self.adaptor.dirty.add(out.link.connection)
         outs = stream.outs
         stream.outs = []
-        del self.by_link[link]
-        self._unhold(stream)
-        message = stream.message
-        if message.credit_held:
-            self.adaptor.forwarder.settled_upstream(message)
-        link.counters.delivered -= 1  # counted again as the refused delivery
-        self.adaptor.policer.refuse_oversize(link, delivery, stream.received)
-        link.read_on_arrival = True
+        if stream.message.credit_held:
+            self.adaptor.forwarder.settled_upstream(stream.message)
+        return outs
+
+    def _release(self, stream: Stream, outs: List[Out]) -> None:
+        """The links that carried ``stream`` take other messages again."""
         for out in outs:
             if self.sending.get(out.link) is stream:
                 del self.sending[out.link]
                 self._free(out.link)
-
-
-def head_complete(head: bytes | bytearray) -> bool:
-    """Whether ``head`` holds a message's sections up to the end of its properties (or
-    shows it has none): all that routing reads. Raises MessageFormatError when what is
-    there is malformed, not merely cut short."""
-    data = bytes(head)
-    try:
-        _, _, props_start = find_sections(data)
-        if props_start < 0:
-            # A properties descriptor after the data tells where the leading sections
-            # ended: found there, the data stopped at a section boundary, and properties
-            # may follow.
-            _, _, props_start = find_sections(data + _PROPERTIES_DESCRIPTOR)
-    except MessageFormatError as error:
-        if str(error).startswith("truncated"):
-            return False
-        raise
-    if props_start < 0:
-        return True  # another section follows the annotations: there are no properties
-    if props_start == len(data):
-        return False
-    try:
-        read_to(data, props_start)
-    except MessageFormatError as error:
-        if str(error).startswith("truncated"):
-            return False
-        raise
-    return True
-
-
-_PROPERTIES_DESCRIPTOR = b"\x00\x53\x73"
