@@ -23,7 +23,7 @@ class RawClient:
     """One AMQP connection: a socket, a proton transport, pumped by hand."""
 
     def __init__(self, url: str, receive_buffer: int | None = None,
-                 incoming_capacity: int | None = None) -> None:
+                 incoming_capacity: int | None = None, hostname: str | None = None) -> None:
         host, port = url.split("//")[-1].rsplit(":", 1)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if receive_buffer:
@@ -37,7 +37,7 @@ class RawClient:
         self.connection.collect(self.collector)
         self.transport.bind(self.connection)
         self.connection.container = f"hostile-{id(self)}"
-        self.connection.hostname = host
+        self.connection.hostname = hostname or host  # (a policy's vhost)
         self.connection.open()
         self.session = self.connection.session()
         if incoming_capacity:
@@ -266,6 +266,7 @@ class LargeReceive:
                 self.aborted += 1
                 delivery.settle()
                 link.advance()
+                link.flow(1)
                 self._reset()
                 continue
             while True:

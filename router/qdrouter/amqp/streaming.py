@@ -70,7 +70,7 @@ class Streams:
         if held:
             stream.head += held  # type: ignore[operator]
             stream.received = len(held)
-            self.adaptor.policer.forget(link.handle)
+            self.adaptor.policer.drop_held(link.handle)
         link.read_on_arrival = False
         self.by_link[link] = stream
         link.counters.delivered += 1
