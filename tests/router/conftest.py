@@ -6,6 +6,8 @@ import pytest
 
 from tests.prerequisites import require
 
+from tests.policy.harness import policy_router  # noqa: F401 (shared fixture: test_streaming_limits.py)
+
 from .fixtures import net, router_factory  # noqa: F401 (shared fixtures)
 from .routerkind import router_kind
 from .routerproc import Router, RouterFactory, build_proton_shim

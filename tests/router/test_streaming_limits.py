@@ -13,7 +13,7 @@ import pytest
 from proton import Delivery, Endpoint
 
 from tests.hostile.rawclient import LargeReceive, LargeSend, RawClient
-from tests.policy.harness import PolicyRouter, policy_router  # noqa: F401 (shared fixture)
+from tests.policy.harness import PolicyRouter
 from tests.policy.test_enforcement import group, policy_body, stats
 
 MB = 1024 * 1024
