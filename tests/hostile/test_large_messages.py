@@ -95,3 +95,17 @@ def test_a_large_message_streams_across_two_routers(mesh_factory: MeshFactory) -
     for rid in "AB":
         peak = peak_mb(mesh[rid])
         assert peak < STREAM_CEILING_MB, f"router {rid} peaked at {peak:.0f} MB"
+
+
+@pytest.mark.timeout(240)
+def test_a_link_routed_large_message_streams_through(edge: Router, container: Router) -> None:
+    """A link-routed sender's message passes through the routing router (``edge``, whose
+    link route leads to ``container``) as it arrives, bounded the same way."""
+    receiver = LargeReceive(RawClient(container.url), "lr.large")
+    sender = LargeSend(RawClient(edge.url), "lr.large", 128 * MB)
+    transfer(sender, receiver, 180)
+    assert receiver.lengths == [sender.size] and receiver.intact == [True]
+    assert sender.outcome == Delivery.ACCEPTED
+    for router in (edge, container):
+        peak = peak_mb(router)
+        assert peak < STREAM_CEILING_MB, f"a router peaked at {peak:.0f} MB"

@@ -21,6 +21,7 @@ class ConsumerFlow:
     outgoing: Dict[Any, InFlight]
     waiting: WaitingProducers
     streams: Streams
+    link_router: Any
     flush_pending: Callable[[], None]
 
     def flush_credit(self) -> None:
@@ -59,6 +60,11 @@ class ConsumerFlow:
         if link.credit > 0 and link.address is not None and self.waiting.by_address:
             self.waiting.resume(link.address)
         self.dirty.add(link.connection)
+
+    def connection_unblocked(self, connection: Any) -> None:
+        """``connection`` takes output again: link-routed streams held for it go on."""
+        if self.link_router is not None:
+            self.link_router.streams.resume()
 
     def flush_now(self) -> None:
         """The sends and producer credit decided so far, into proton now."""

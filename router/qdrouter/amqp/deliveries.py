@@ -94,7 +94,8 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow, MessageReading):
         self.arena_used = 0
         # Bounds on output queued toward each connection (amqp/outbound.py): made before
         # the flusher, which counts what it sends.
-        self.outbound = OutboundLimits(self.resume_consumer, self.flush_now, self.forwarder.consumer_blocked)
+        self.outbound = OutboundLimits(self.resume_consumer, self.flush_now, self.forwarder.consumer_blocked,
+                                       unblocked=self.connection_unblocked)
         self.flush_pending = sends_flusher(self)
         self._handoff = mesh_handoff(self)
         # Policy: producer links whose messages need a look (size limit or user-id check),

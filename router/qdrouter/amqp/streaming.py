@@ -250,6 +250,8 @@ class Streams:
         """Producers held back for a while have their socket read once more (heartbeats
         must arrive, or the idle timeout would close the connection), while what proton
         holds of their message stays under ``KEEPALIVE_LIMIT``."""
+        if self.adaptor.link_router is not None:
+            self.adaptor.link_router.streams.resume()
         for stream in list(self.by_link.values()):
             if stream.held and now - stream.held_since > KEEPALIVE_S and (
                     lib.pn_delivery_pending(stream.delivery) < KEEPALIVE_LIMIT):
