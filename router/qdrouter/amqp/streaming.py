@@ -6,7 +6,7 @@ any message, then each chunk read from it is written at once to the outgoing del
 When a consumer's connection stops taking output (amqp/outbound.py) the stream stops
 reading the producer's delivery and its connection's socket (qdrouterd's Q2 hold-off,
 src/message.c) until that output drains. The producer hears the outcome after its last
-byte; maxMessageSize is counted as the bytes arrive. docs/routing.md, "Memory ceilings",
+byte; maxMessageSize is counted as the bytes arrive. docs/routing.md, "Limits",
 tells the whole behaviour.
 """
 
