@@ -69,7 +69,8 @@ class Router:
         self.store = ConfigStore()
         self.effects = ConfigEffects(self)
         self.link_routes = LinkRouteTable()
-        link_router = LinkRouter(self.link_routes, self.server.adaptor.dirty, self.route_container)
+        link_router = LinkRouter(self.link_routes, self.server.adaptor.dirty, self.route_container,
+                                 self.server.adaptor.outbound)
         self.server.endpoints.link_router = link_router
         self.server.adaptor.link_router = link_router
         if self.mesh is not None:

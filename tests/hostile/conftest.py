@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.linkroute.conftest import container, edge, edge_factory  # noqa: F401 (shared fixtures)
+from tests.mesh.conftest import mesh_factory  # noqa: F401 (shared fixture)
 from tests.router.fixtures import net, router_factory  # noqa: F401 (shared fixtures)
 from tests.router.routerproc import Router, RouterFactory
 

@@ -23,7 +23,7 @@ class RawClient:
     """One AMQP connection: a socket, a proton transport, pumped by hand."""
 
     def __init__(self, url: str, receive_buffer: int | None = None,
-                 incoming_capacity: int | None = None) -> None:
+                 incoming_capacity: int | None = None, hostname: str | None = None) -> None:
         host, port = url.split("//")[-1].rsplit(":", 1)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if receive_buffer:
@@ -37,7 +37,7 @@ class RawClient:
         self.connection.collect(self.collector)
         self.transport.bind(self.connection)
         self.connection.container = f"hostile-{id(self)}"
-        self.connection.hostname = host
+        self.connection.hostname = hostname or host  # (a policy's vhost)
         self.connection.open()
         self.session = self.connection.session()
         if incoming_capacity:
@@ -49,7 +49,9 @@ class RawClient:
 
     def pump(self, seconds: float = 0.0, read: bool = True) -> None:
         """Write what the transport has; with ``read``, also read what the socket has.
-        Waits up to ``seconds`` for the socket to be ready once."""
+        Waits up to ``seconds`` for the socket to be ready once. Heartbeats go out as the
+        router's idle timeout asks (a consumer taking one long message says nothing else)."""
+        self.transport.tick(time.monotonic())
         self._write()
         if self.closed:
             return
@@ -176,3 +178,143 @@ class Flood:
         """Unsettled deliveries sent and not yet given an outcome."""
         self._collect()
         return len(self.unsettled)
+
+
+class LargeSend:
+    """Sends one message whose body is ``size`` bytes, a piece at a time as the socket takes
+    them: the client never holds it whole (a 1 GB message costs it a few MB). The body is
+    a data section of a repeating pattern, so the consumer can check every byte."""
+
+    PIECE = 256 * 1024
+
+    def __init__(self, client: RawClient, address: str, size: int, presettled: bool = False,
+                 link: Link | None = None) -> None:
+        self.client = client
+        self.link = link if link is not None else client.sender(address, presettled)
+        self.presettled = presettled
+        head = bytes(Message(address=address).encode()) + b"\x00Su\xb0" + size.to_bytes(4, "big")
+        self.total = len(head) + size
+        self.head = head
+        self.size = size
+        self.offset = 0
+        self.delivery: Delivery | None = None
+
+    def run(self, seconds: float) -> None:
+        """Send (and take the router's answers) for ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.delivery is None:
+                if self.link.credit <= 0:
+                    self.client.pump(0.01)
+                    continue
+                self.delivery = self.link.delivery(b"large")
+                self.link.send(self.head)
+                self.offset = len(self.head)
+            # Only what the socket will take soon is handed to proton (its session's
+            # outgoing bytes are the part not yet framed).
+            while not self.done and (self.client.transport.pending()
+                                     + self.link.session.outgoing_bytes) < 2 * self.PIECE:
+                piece = min(self.PIECE, self.total - self.offset)
+                self.link.send(pattern(self.offset - len(self.head), piece))
+                self.offset += piece
+                if self.done:
+                    self.link.advance()
+                    if self.presettled:
+                        self.delivery.settle()
+            self.client.pump(0.01)
+
+    @property
+    def done(self) -> bool:
+        return self.delivery is not None and self.offset >= self.total
+
+    @property
+    def outcome(self) -> int | None:
+        """The consumer's outcome as the router passed it on (None until settled)."""
+        delivery = self.delivery
+        if delivery is None or not (delivery.remote_state or delivery.settled):
+            return None
+        return delivery.remote_state
+
+
+class LargeReceive:
+    """Takes messages off a receiver as their bytes arrive, keeping only their body's length
+    and whether every body byte matched LargeSend's pattern; settles each with ``outcome``."""
+
+    def __init__(self, client: RawClient, address: str, outcome: int = Delivery.ACCEPTED,
+                 credit: int = 1) -> None:
+        self.client = client
+        self.link = client.receiver(address, credit)
+        self.outcome = outcome
+        self.lengths: List[int] = []
+        self.intact: List[bool] = []
+        self.aborted = 0
+        self._length = 0
+        self._head = b""
+        self._ok = True
+
+    def pump(self, seconds: float = 0.0) -> None:
+        self.client.pump(seconds)
+        self.take()
+
+    def take(self) -> None:
+        link = self.link
+        while True:
+            delivery = link.current
+            if delivery is None:
+                return
+            if delivery.aborted:
+                self.aborted += 1
+                delivery.settle()
+                link.advance()
+                link.flow(1)
+                self._reset()
+                continue
+            while True:
+                data = link.recv(1024 * 1024)
+                if not data:
+                    break
+                self._check(data)
+            if delivery.partial:
+                return
+            body_start = self._head.find(b"\x00Su\xb0")
+            self.lengths.append(self._length - body_start - 8 if body_start >= 0 else -1)
+            self.intact.append(self._ok and body_start >= 0)
+            delivery.update(self.outcome)
+            delivery.settle()
+            link.advance()
+            link.flow(1)
+            self._reset()
+
+    def _check(self, data: bytes) -> None:
+        start = self._length
+        self._length += len(data)
+        if self._ok and len(self._head) < 4096:
+            self._head += data[:4096]
+        body_start = self._head.find(b"\x00Su\xb0")
+        if body_start < 0:
+            return
+        body_offset = body_start + 8  # body bytes begin after the data section's header
+        skip = max(0, body_offset - start)
+        if skip < len(data) and data[skip:] != pattern(start + skip - body_offset, len(data) - skip):
+            self._ok = False
+
+    def _reset(self) -> None:
+        self._length = 0
+        self._head = b""
+        self._ok = True
+
+
+_PATTERN = bytes(range(251)) * (2 * 1024 * 1024 // 251 + 2)
+
+
+def pattern(offset: int, size: int) -> bytes:
+    """Bytes ``offset`` to ``offset + size`` of the body pattern (251: prime, so pieces of any
+    power-of-two size differ from one another)."""
+    out = bytearray()
+    while size > 0:
+        start = offset % 251
+        piece = min(size, len(_PATTERN) - start)
+        out += _PATTERN[start:start + piece]
+        offset += piece
+        size -= piece
+    return bytes(out)

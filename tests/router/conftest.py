@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policy.harness import policy_router  # noqa: F401 (shared fixture: test_streaming_limits.py)
 from tests.prerequisites import require
 
 from .fixtures import net, router_factory  # noqa: F401 (shared fixtures)

@@ -50,6 +50,7 @@ class AmqpConnection:
         "fileno",
         "identity",
         "input_closed",
+        "input_held",
         "interest",
         "last_error",
         "links",
@@ -108,6 +109,9 @@ class AmqpConnection:
         self.interest = 0
         self.closed = False
         self.input_closed = False
+        # Streamed messages holding this connection's input back (amqp/streaming.py): its
+        # socket is not read while any do.
+        self.input_held = 0
         self.remote_container: str | None = None
         # When it was accepted (or started connecting); opened_at derives the wall-clock time,
         # one float per connection fewer.

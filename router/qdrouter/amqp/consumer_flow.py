@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Set
 from ..core.forwarder import Forwarder
 from ..core.links import CoreLink, InFlight
 from .proton_ffi import lib
+from .streaming import Streams
 from .waiting_producers import WaitingProducers
 
 
@@ -19,6 +20,8 @@ class ConsumerFlow:
     dirty: Set[Any]
     outgoing: Dict[Any, InFlight]
     waiting: WaitingProducers
+    streams: Streams
+    link_router: Any
     flush_pending: Callable[[], None]
 
     def flush_credit(self) -> None:
@@ -28,6 +31,8 @@ class ConsumerFlow:
         if link.incoming:
             return
         handle = link.handle
+        if self.streams.busy(link):
+            return  # it carries a streamed message: its credit is read when that ends
         if link.connection.out_blocked:
             # Its connection's output is full: the credit waits for the socket to take it
             # (resume_consumer). Drained meanwhile means "nothing to send now".
@@ -49,10 +54,17 @@ class ConsumerFlow:
     def resume_consumer(self, link: CoreLink) -> None:
         """``link``'s connection is no longer blocked: its credit (proton's count) is usable
         again, and what waited for it moves."""
+        if self.streams.resumed(link):
+            return  # the rest of a streamed message goes first
         self.forwarder.consumer_credit(link, lib.pn_link_credit(link.handle))
         if link.credit > 0 and link.address is not None and self.waiting.by_address:
             self.waiting.resume(link.address)
         self.dirty.add(link.connection)
+
+    def connection_unblocked(self, connection: Any) -> None:
+        """``connection`` takes output again: link-routed streams held for it go on."""
+        if self.link_router is not None:
+            self.link_router.streams.resume()
 
     def flush_now(self) -> None:
         """The sends and producer credit decided so far, into proton now."""
@@ -61,6 +73,7 @@ class ConsumerFlow:
 
     def drop_outgoing(self, link: CoreLink) -> None:
         """An outgoing link is going (its deliveries with it): forget its deliveries."""
+        self.streams.consumer_gone(link)
         outgoing = self.outgoing
         for key in link.unsettled:
             outgoing.pop(key, None)

@@ -11,13 +11,14 @@ from typing import Any, Callable, Dict, Set
 from ..core.address_table import MULTICAST, UNAVAILABLE, AddressTable
 from ..core.forwarder import Forwarder
 from ..core.links import CONTROL, DATA, ENDPOINT, CoreLink, InFlight
-from ..core.outcomes import ACCEPTED, MODIFIED, REJECTED
+from ..core.outcomes import ACCEPTED, MODIFIED
 from .consumer_flow import ConsumerFlow
 from .credit_return import CreditReturn
 from .dispositions import copy_disposition, count_outcome, disposition_handler
 from .inbound import annotated, inspect, stripped
 from .local_multicast import local_multicast
 from .mesh_handoff import mesh_handoff
+from .message_reading import MessageReading
 from .message_sections import MessageFormatError
 from .outbound import OutboundLimits
 from .proton_ffi import ffi, lib
@@ -26,13 +27,14 @@ from .proton_shim import (
     QD_EMPTY,
     QD_LARGE,
     QD_NO_ANNOTATIONS,
+    QD_PARTIAL,
     QD_TAKEN_SETTLED,
-    delivery_key,
     delivery_of,
     take,
 )
 from .radius_rule import released_beyond_radius
 from .send_queue import sends_flusher
+from .streaming import Streams
 from .waiting_producers import WaitingProducers
 
 _QD_PREFIX = b"x-opt-qd."
@@ -48,7 +50,7 @@ _PLAIN_HEAD = b"\x00Ss"
 __all__ = ["DeliveryAdaptor", "copy_disposition"]
 
 
-class DeliveryAdaptor(CreditReturn, ConsumerFlow):
+class DeliveryAdaptor(CreditReturn, ConsumerFlow, MessageReading):
     """Implements the core's DeliveryIO over proton, and feeds it arriving messages."""
 
     def __init__(self, router_id: str, table: AddressTable) -> None:
@@ -92,7 +94,8 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
         self.arena_used = 0
         # Bounds on output queued toward each connection (amqp/outbound.py): made before
         # the flusher, which counts what it sends.
-        self.outbound = OutboundLimits(self.resume_consumer, self.flush_now, self.forwarder.consumer_blocked)
+        self.outbound = OutboundLimits(self.resume_consumer, self.flush_now, self.forwarder.consumer_blocked,
+                                       unblocked=self.connection_unblocked)
         self.flush_pending = sends_flusher(self)
         self._handoff = mesh_handoff(self)
         # Policy: producer links whose messages need a look (size limit or user-id check),
@@ -102,6 +105,8 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
         self.policer: Any = None
         self.on_link_refused: Callable[[CoreLink], None] | None = None
         self.waiting = WaitingProducers(self)
+        # Large messages, streamed as they arrive (amqp/streaming.py).
+        self.streams = Streams(self)
         self.forwarder.on_routes_changed = self.waiting.resume
         # The delivery handler once made (delivery_handler): waiting producers are read
         # through it.
@@ -148,6 +153,10 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
         nobody.credit = 1
         endpoint = ENDPOINT
         waiting_event = self.waiting.on_event
+        streaming = self.streams.by_link
+        stream_event = self.streams.on_event
+        start_stream = self.streams.start
+        stream_update = self.streams.consumer_update
 
         def on_delivery(delivery: Any, link_key: Any, key: Any) -> None:
             link = links_get(link_key)
@@ -157,7 +166,9 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
                 return
             if not link.read_on_arrival:
                 if link.incoming:
-                    waiting_event(link, delivery, key)
+                    (stream_event if link in streaming else waiting_event)(link, delivery, key)
+                elif stream_update(delivery, key):
+                    pass  # an update of a streamed message's delivery (amqp/streaming.py)
                 elif is_settled(delivery):
                     # An outgoing delivery the router no longer tracks (settled already).
                     settle(delivery)
@@ -180,6 +191,9 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
                         producer_settled(link, delivery, key)
                     return
                 # Policy reads the message (size, user-id); what passes takes the paths below.
+                if lib.pn_delivery_partial(delivery) and start_stream(
+                        link, delivery, key, state.policer.held(link.handle)):
+                    return
                 raw = state.policer.message(link, delivery)
                 if raw is None:
                     return
@@ -217,9 +231,11 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
                             producer_settled(link, delivery, key)
                     elif count == QD_LARGE:
                         general_receive(link, delivery, key)
-                    # QD_PARTIAL: more to come. A producer that settles a message while still
-                    # sending it (pre-settled, as a rule) has it read and forwarded once it is
-                    # whole: settling here would discard the rest of it.
+                    elif count == QD_PARTIAL:
+                        # More to come: streamed once large enough (amqp/streaming.py), else
+                        # read once whole. (Settled by its producer, it is not settled here:
+                        # that would discard the rest of it.)
+                        start_stream(link, delivery, key)
                     # QD_ABORTED: the producer gave up on it; read past, and settled.
                     return
                 # The shim settles a message its producer settled (so every path after this
@@ -345,7 +361,13 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
             return
         # bytes.find, not "in": "in" first tries the argument as an int, and raises and
         # clears a TypeError per message doing so.
-        if link.anonymous or raw.find(_QD_PREFIX) >= 0:
+        self.route_message(link, message, raw.find(_QD_PREFIX) >= 0)
+
+    def route_message(self, link: CoreLink, message: InFlight, annotations: bool,
+                      handoff: bool = True) -> None:
+        """Route a message read from ``link`` (its router annotations read first when it has
+        any, or the link is anonymous); ``handoff``: may take the mesh's short cut."""
+        if link.anonymous or annotations:
             try:
                 address_key = inspect(link, message)
             except MessageFormatError as error:
@@ -356,7 +378,7 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
             if link.anonymous:
                 if address_key and link.kind == ENDPOINT:
                     address_key = self.table.ingress_key(address_key)
-                elif address_key and link.kind == DATA and self._handoff(message, address_key):
+                elif address_key and link.kind == DATA and handoff and self._handoff(message, address_key):
                     return  # a mesh hop with one obvious next step (amqp/mesh_handoff.py)
                 self.forwarder.route(message, address_key)
                 return
@@ -382,6 +404,9 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
 
     # ---- DeliveryIO --------------------------------------------------------------------
     def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
+        if message.streamed:
+            self.streams.transmit(link, message, presettled)  # type: ignore[arg-type]
+            return
         if link.strip_out:
             payload = message.payload
             if payload is None:
@@ -391,6 +416,8 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
         self.pending_sends.append((link, payload, None if presettled else message))
 
     def finish_incoming(self, message: InFlight, outcome: int) -> None:
+        if message.streamed and self.streams.defer(message, outcome):
+            return  # given when its last byte has arrived
         delivery = message.delivery
         if delivery is None:
             return
@@ -405,46 +432,6 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow):
         self.dirty.add(in_link.connection)
         if message.credit_held:
             self.forwarder.settled_upstream(message)
-
-    def read_message(self, link: CoreLink, delivery: Any, size: int, advance: bool = True) -> bytes:
-        """An incoming message's bytes that proton holds (complete: the delivery is consumed)."""
-        raw = self._recv(link.handle, size)
-        if advance:
-            lib.pn_link_advance(link.handle)
-        return raw
-
-    def reject_delivery(self, link: CoreLink, delivery: Any, condition: str, reason: str) -> None:
-        """Refuse a message that was read but not routed (policy), with an error."""
-        link.counters.delivered += 1
-        if lib.pn_delivery_settled(delivery):
-            lib.pn_delivery_settle(delivery)
-            self.forwarder._release_credit(link)
-            return
-        key = delivery_key(delivery)
-        message = InFlight(b"", b"", link, delivery, False, key)
-        link.unsettled[key] = message
-        self._reject_malformed(message, reason, condition)
-
-    def _reject_malformed(self, message: InFlight, reason: str, name: str = "amqp:decode-error") -> None:
-        delivery = message.delivery
-        if delivery is not None:
-            condition = lib.pn_disposition_condition(lib.pn_delivery_local(delivery))
-            lib.pn_condition_set_name(condition, name.encode())
-            lib.pn_condition_set_description(condition, reason.encode("utf-8", "replace"))
-        message.in_link.credit -= 1
-        self.finish_incoming(message, REJECTED)
-        self.forwarder._release_credit(message.in_link)
-
-    def _recv(self, handle: Any, size: int) -> bytes:
-        """Up to ``size`` bytes of ``handle``'s current delivery. A message larger than the
-        read buffer is read through a buffer of its own, freed with it: grown to fit, the
-        shared buffer would keep the largest message's size for the router's lifetime."""
-        if size <= len(self._buffer):
-            count = lib.pn_link_recv(handle, self._pointer, size)
-            return self._bytes[0:count] if count > 0 else b""
-        pointer = ffi.new("char[]", size)
-        count = lib.pn_link_recv(handle, pointer, size)
-        return ffi.buffer(pointer, count)[:] if count > 0 else b""
 
 
 def _no_handler(delivery: Any, link_key: Any, key: Any) -> None:

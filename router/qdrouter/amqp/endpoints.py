@@ -347,6 +347,7 @@ class EndpointHandler:
             return
         if link.incoming:
             # Messages waiting unread in proton are read while it still has them.
+            self.adaptor.streams.producer_gone(link)
             self.adaptor.waiting.leave(link)
         watcher = self.link_watchers.pop(handle, None)
         if watcher is not None:

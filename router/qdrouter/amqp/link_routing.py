@@ -13,6 +13,7 @@ from .capabilities import dynamic_node_address
 from .connection import AmqpConnection
 from .deliveries import copy_disposition
 from .proton_ffi import LOCAL_CLOSED, c_string, ffi, lib, set_condition, terminus_address
+from .routed_streams import RoutedStreams
 
 log = logging.getLogger("qdrouter.ROUTER_CORE")
 
@@ -49,7 +50,7 @@ class RoutedLink:
 
 class LinkRouter:
     def __init__(self, table: LinkRouteTable, dirty: Any,
-                 find_container: Callable[[LinkRoute], AmqpConnection | None]) -> None:
+                 find_container: Callable[[LinkRoute], AmqpConnection | None], outbound: Any = None) -> None:
         self.table = table
         self.dirty = dirty
         self.find_container = find_container
@@ -68,6 +69,8 @@ class LinkRouter:
         self._sessions: Dict[int, Any] = {}
         self._buffer = bytearray(64 * 1024)
         self._pointer = ffi.from_buffer(self._buffer)
+        # Large deliveries passed on as they arrive (amqp/routed_streams.py).
+        self.streams = RoutedStreams(dirty, self._paired, outbound)
 
     # ---- attach ------------------------------------------------------------------------
     def try_route(self, connection: AmqpConnection, pn_link: Any) -> bool:
@@ -225,6 +228,7 @@ class LinkRouter:
                 del self._sessions[key]
 
     def _close(self, routed: RoutedLink) -> None:
+        self.streams.gone(routed)
         for delivery in routed.deliveries:
             lib.pn_delivery_settle(delivery)
         routed.deliveries.clear()
@@ -240,6 +244,8 @@ class LinkRouter:
             return
         peer = routed.peer
         if routed.incoming:
+            if self.streams.arrived(routed, peer, delivery):
+                return
             if lib.pn_delivery_partial(delivery):
                 # More to come; settling now (a pre-settled message being streamed) would
                 # discard the rest. Its settlement is passed on with it once it is whole.
@@ -260,20 +266,23 @@ class LinkRouter:
 
     def _pass_message(self, routed: RoutedLink, peer: RoutedLink, delivery: Any) -> None:
         size = lib.pn_delivery_pending(delivery)
-        if size > len(self._buffer):
-            self._buffer = bytearray(size)
-            self._pointer = ffi.from_buffer(self._buffer)
-        buffer = self._buffer
-        count = lib.pn_link_recv(routed.pn_link, self._pointer, size)
+        # One larger than the buffer (it arrived whole within one read) is read through a
+        # buffer of its own, freed with it.
+        pointer = self._pointer if size <= len(self._buffer) else ffi.new("char[]", size)
+        count = lib.pn_link_recv(routed.pn_link, pointer, size)
         lib.pn_link_advance(routed.pn_link)
         if count < 0:  # aborted
             lib.pn_delivery_settle(delivery)
             return
+        out = lib.pn_delivery(peer.pn_link, lib.pn_delivery_tag(delivery))
+        lib.pn_link_send(peer.pn_link, pointer, count)
+        lib.pn_link_advance(peer.pn_link)
+        self._paired(routed, peer, delivery, out)
+
+    def _paired(self, routed: RoutedLink, peer: RoutedLink, delivery: Any, out: Any) -> None:
+        """``delivery`` has gone whole to ``out``: settled together, or paired for outcomes."""
         routed.delivered += 1
         peer.delivered += 1
-        out = lib.pn_delivery(peer.pn_link, lib.pn_delivery_tag(delivery))
-        lib.pn_link_send(peer.pn_link, bytes(buffer[:count]), count)
-        lib.pn_link_advance(peer.pn_link)
         if lib.pn_delivery_settled(delivery):
             lib.pn_delivery_settle(out)
             lib.pn_delivery_settle(delivery)

@@ -42,14 +42,18 @@ class OutboundLimits:
 
     ``resume(link)`` gives a consumer link its credit back (read from proton) and sends what
     waits for it; ``flush()`` writes out the sends and credit that decided; ``blocked(link)``
-    tells the forwarder a consumer link's connection stopped taking output. The connection
-    objects carry ``out_queued``, ``out_blocked`` and ``outbound`` (amqp/connection.py)."""
+    tells the forwarder a consumer link's connection stopped taking output; ``unblocked(
+    connection)`` tells of a connection taking output again (link-routed streams wait for
+    that: amqp/routed_streams.py). The connection objects carry ``out_queued``,
+    ``out_blocked`` and ``outbound`` (amqp/connection.py)."""
 
     def __init__(self, resume: Callable[[CoreLink], None], flush: Callable[[], None],
                  blocked: Callable[[CoreLink], None],
                  per_connection: int = PER_CONNECTION_BYTES,
-                 router_total: int = ROUTER_TOTAL_BYTES) -> None:
+                 router_total: int = ROUTER_TOTAL_BYTES,
+                 unblocked: Callable[[Any], None] | None = None) -> None:
         self.resume = resume
+        self.unblocked = unblocked
         self.flush = flush
         self.blocked = blocked
         self.per_connection = per_connection
@@ -104,6 +108,8 @@ class OutboundLimits:
         for link in _consumer_links(connection):
             link.blocked = False
             self.resume(link)
+        if self.unblocked is not None:
+            self.unblocked(connection)
         self.flush()
 
 

@@ -227,6 +227,17 @@ class ConnectionPolicer:
         (amqp/policing_messages.py)."""
         return self.messages.message(link, delivery)
 
+    def held(self, handle: Any) -> bytes | None:
+        """What was read so far of a policed link's message still arriving (streaming takes
+        it over: amqp/streaming.py), if anything."""
+        return self.messages.held(handle)
+
+    def drop_held(self, handle: Any) -> None:
+        self.messages.forget(handle)
+
+    def refuse_oversize(self, link: Any, delivery: Any, size: int) -> None:
+        self.messages.refuse_oversize(link, delivery, size)
+
 
 def install(server: Any, engine: PolicyEngine) -> ConnectionPolicer:
     """Give a server's accept, endpoint and delivery hooks one policer over ``engine``."""

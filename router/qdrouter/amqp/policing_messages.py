@@ -29,6 +29,21 @@ class MessagePolicer:
     def forget(self, handle: Any) -> None:
         self.partials.pop(handle, None)
 
+    def held(self, handle: Any) -> bytes | None:
+        """What was read so far of a policed link's message still arriving, if anything."""
+        held = self.partials.get(handle)
+        return bytes(held) if held is not None else None
+
+    def refuse_oversize(self, link: Any, delivery: Any, size: int) -> None:
+        """A streamed message passed maxMessageSize after ``size`` bytes (amqp/streaming.py):
+        refused as any oversized message."""
+        grant = self.adaptor.policed.get(link.handle)
+        denial = self.engine.message(grant, size, None) if grant is not None else None
+        if denial is not None:
+            log.info("Message from %s (user %s) refused: %s", link.connection.peer, grant.user,
+                     denial.description)
+            self._oversize(link, delivery, denial)
+
     def message(self, link: Any, delivery: Any) -> bytes | None:
         """A delivery on a policed link: the complete message if it may pass, else None (it
         was rejected, or is still arriving). Oversized messages are refused while still

@@ -277,7 +277,7 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
                 if connection.finished():
                     self._released.append(connection)
                     continue
-                events = EVENT_READ if not connection.input_closed else 0
+                events = EVENT_READ if not (connection.input_closed or connection.input_held) else 0
                 if connection.want_write:
                     events |= EVENT_WRITE
                 self._set_interest(connection, events)
@@ -341,6 +341,7 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
         self._next_tick = now + TICK_INTERVAL_S
         try:
             self.adaptor.forwarder.recheck_held()
+            self.adaptor.streams.tick(now)
         except Exception:
             self.faults.unattributed("rechecking held credit")
         now_ms = int(now * 1000)

@@ -30,6 +30,8 @@ class InFlight:
         "settled",
         "trace",
     )
+    # A message streamed as it arrives (its bytes are not all here): amqp/streaming.py.
+    streamed = False
 
     def __init__(self, payload: bytes, raw: bytes, in_link: CoreLink, delivery: Any, settled: bool,
                  delivery_key: Any = None) -> None:

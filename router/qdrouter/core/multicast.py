@@ -55,6 +55,11 @@ class MulticastCopies:
                 continue
             if link.credit > 0:
                 self._send(link, message, True, address)
+            elif message.streamed:
+                # A streamed message cannot wait: its bytes go on as they arrive. The copy
+                # for a consumer without credit is dropped (docs/routing.md).
+                link.counters.dropped_presettled += 1
+                address.counters.dropped_presettled += 1
             elif link.blocked:
                 self._queue_copy(link, _loose_copy(message), address)
             else:

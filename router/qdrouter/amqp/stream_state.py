@@ -1,0 +1,132 @@
+"""A streamed message's state (amqp/streaming.py streams it): its limits, the InFlight that
+stands for it, its outgoing deliveries, and the test of whether its head is in."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, List, Set
+
+from ..core.links import CoreLink, InFlight
+from .message_sections import MessageFormatError, find_sections, read_to
+from .proton_ffi import lib
+from .proton_shim import delivery_key
+
+# A delivery still arriving with this many bytes buffered is streamed (the fast path reads
+# complete messages of up to 64 KiB; the general path reads larger complete ones whole).
+STREAM_START = 256 * 1024
+# The most of a message's head (header to properties) collected before it is routed; a
+# head larger than this is refused as malformed (amqp:decode-error).
+HEAD_LIMIT = 1024 * 1024
+# Bytes moved from the producer's delivery to the consumers' per read.
+CHUNK = 64 * 1024
+# A producer held back this long has its socket read once more (its heartbeats), as long
+# as proton holds less than KEEPALIVE_LIMIT of its message.
+KEEPALIVE_S = 4.0
+KEEPALIVE_LIMIT = 4 * 1024 * 1024
+
+
+class StreamedMessage(InFlight):
+    """The InFlight of a streamed message: ``raw`` and ``payload`` hold its head only."""
+
+    __slots__ = ("stream",)
+    streamed = True
+
+    def __init__(self, in_link: CoreLink, settled: bool, stream: Stream) -> None:
+        super().__init__(b"", b"", in_link, None, settled)
+        self.stream = stream
+
+
+class Out:
+    """One outgoing delivery of a stream."""
+
+    __slots__ = ("delivery", "key", "link", "tracked")
+
+    def __init__(self, link: CoreLink, delivery: Any, tracked: bool) -> None:
+        self.link = link
+        self.delivery = delivery
+        self.key = delivery_key(delivery)
+        # Unsettled (its consumer's outcome goes to the producer), not a pre-settled copy.
+        self.tracked = tracked
+
+
+class Stream:
+    """One incoming delivery being streamed."""
+
+    __slots__ = ("body_sent", "delivery", "discard", "head", "held", "held_since", "in_link", "key", "limit",
+                 "message", "outcome", "outs", "pumping", "received", "routed")
+
+    def __init__(self, in_link: CoreLink, delivery: Any, key: Any, limit: int) -> None:
+        self.in_link = in_link
+        self.delivery = delivery
+        self.key = key
+        # The head collected so far; None once routed.
+        self.head: bytearray | None = bytearray()
+        self.routed = False
+        self.body_sent = False
+        self.outs: List[Out] = []
+        self.received = 0
+        # maxMessageSize of the producer's policy (0: none).
+        self.limit = limit
+        # The producer's outcome once decided before the end (no route, early settlement,
+        # the consumer gone): the rest of the message is read and dropped.
+        self.outcome: int | None = None
+        self.discard = False
+        self.held = False
+        self.held_since = 0.0
+        self.pumping = False
+        settled = bool(lib.pn_delivery_settled(delivery))
+        self.message: StreamedMessage = StreamedMessage(in_link, settled, self)
+
+
+
+def head_complete(head: bytes | bytearray) -> bool:
+    """Whether ``head`` holds a message's sections up to the end of its properties (or
+    shows it has none): all that routing reads. Raises MessageFormatError when what is
+    there is malformed, not merely cut short."""
+    data = bytes(head)
+    try:
+        _, _, props_start = find_sections(data)
+        if props_start < 0:
+            # A properties descriptor after the data tells where the leading sections
+            # ended: found there, the data stopped at a section boundary, and properties
+            # may follow.
+            _, _, props_start = find_sections(data + _PROPERTIES_DESCRIPTOR)
+    except MessageFormatError as error:
+        if str(error).startswith("truncated"):
+            return False
+        raise
+    if props_start < 0:
+        return True  # another section follows the annotations: there are no properties
+    if props_start == len(data):
+        return False
+    try:
+        read_to(data, props_start)
+    except MessageFormatError as error:
+        if str(error).startswith("truncated"):
+            return False
+        raise
+    return True
+
+
+_PROPERTIES_DESCRIPTOR = b"\x00\x53\x73"
+
+
+def hold(stream: Stream) -> None:
+    """Stop reading the producer's connection for ``stream`` (Q2 hold-off)."""
+    if stream.held:
+        return
+    link = stream.in_link
+    if lib.pn_session_get_incoming_capacity(lib.pn_link_session(link.handle)) > 0:
+        return  # a bounded session window (maxSessionFrames) holds the producer back
+    stream.held = True
+    stream.held_since = time.monotonic()
+    link.connection.input_held += 1
+
+
+def unhold(stream: Stream, dirty: Set[Any]) -> None:
+    """Read the producer's connection again (its socket once it is written next)."""
+    if stream.held:
+        stream.held = False
+        connection = stream.in_link.connection
+        connection.input_held -= 1
+        dirty.add(connection)
