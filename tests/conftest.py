@@ -16,7 +16,7 @@ _REPO_ROOT = str(Path(__file__).resolve().parents[1])
 if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
 
-from tests import reaper  # noqa: E402
+from tests import parallel, reaper  # noqa: E402
 from tests.kube.apiserver import kube_apiserver, kube_control_plane  # noqa: E402, F401 (shared fixtures)
 from tests.prerequisites import INSTALL_COMMAND, missing_prerequisites  # noqa: E402
 from tests.router.routerkind import apply_marks  # noqa: E402
@@ -33,6 +33,7 @@ def _terminate(signum: int, frame: Any) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    parallel.claim_ports(config)   # before any fixture picks one (tests/ports.py)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
 
@@ -119,8 +120,12 @@ FOLDER_TIMEOUTS_S: Dict[str, int] = {
 _TESTS_DIR = Path(__file__).resolve().parent
 
 
-def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+# First: pytest-xdist reads the groups (tests/parallel.py) from the marks set here.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
     apply_marks(items)  # qdmesh_only / differs_from_c / c_router_bug, against the C router
+    parallel.assign_groups(items)
+    parallel.order_longest_first(config, items)
     for item in items:
         if item.get_closest_marker("timeout") is not None:
             continue

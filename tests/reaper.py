@@ -41,6 +41,7 @@ MARKER = "QDMESH_TEST_RUN"
 RUNS_DIR = Path(os.environ.get("QDMESH_CACHE", str(Path.home() / ".cache" / "qdmesh"))) / "test-runs"
 POLL_S = 0.5
 TERM_GRACE_S = 3.0
+RECORD_GRACE_S = 60.0     # a run's directory exists this long at most before its record does
 
 Proc = Tuple[int, str]       # (pid, start time in clock ticks): a pid alone may be reused
 
@@ -167,6 +168,13 @@ def _record(run_dir: Path) -> Dict[str, str] | None:
         return None
 
 
+def _younger_than(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime < seconds
+    except OSError:
+        return True     # gone meanwhile: its own run removed it
+
+
 def reap_stale_runs() -> List[int]:
     """Reap runs whose pytest is dead (a watchdog killed with it); leave live runs alone."""
     hit: List[int] = []
@@ -176,6 +184,8 @@ def reap_stale_runs() -> List[int]:
         record = _record(run_dir)
         if record is not None and _alive((int(record["pid"]), record["start"])):
             continue
+        if record is None and _younger_than(run_dir, RECORD_GRACE_S):
+            continue    # a run starting now (parallel workers start together): not written yet
         if record is not None and not (run_dir / "finished").exists():
             hit += reap(run_dir.name)
         shutil.rmtree(run_dir, ignore_errors=True)

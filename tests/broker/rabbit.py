@@ -30,10 +30,11 @@ from typing import Any, Dict, List
 from proton import Message
 from proton.utils import BlockingConnection
 
-from tests.ports import free_port
+from tests.ports import free_port, free_port_block
 
 START_TIMEOUT = 60.0     # Erlang boot plus plugin start: ~8-9 s on a 2-core machine
 STOP_TIMEOUT = 30.0
+CTL_DIST_PORTS = 11      # rabbitmqctl's distribution listener takes one of these
 
 
 def _find(pattern: str) -> str | None:
@@ -78,8 +79,9 @@ class RabbitBroker:
         self.epmd_port = free_port()
         self.dist_port = free_port()
         # rabbitmqctl's own Erlang distribution listener: its default range (35672-35682)
-        # lies in the ephemeral range, where another test's connection may hold a port.
-        self.ctl_dist_port = free_port()
+        # lies in the ephemeral range, where another test's connection may hold a port. Its
+        # range (CTL_DIST_PORTS ports) is reserved whole: no other test is handed one of them.
+        self.ctl_dist_port = free_port_block(CTL_DIST_PORTS)
         self.nodename = f"rabbit-test-{self.port}@localhost"
         self.proc: subprocess.Popen | None = None
         self.epmd: subprocess.Popen | None = None
@@ -108,7 +110,7 @@ class RabbitBroker:
             "RABBITMQ_NODENAME": self.nodename,
             "RABBITMQ_DIST_PORT": str(self.dist_port),
             "RABBITMQ_CTL_DIST_PORT_MIN": str(self.ctl_dist_port),
-            "RABBITMQ_CTL_DIST_PORT_MAX": str(self.ctl_dist_port + 10),
+            "RABBITMQ_CTL_DIST_PORT_MAX": str(self.ctl_dist_port + CTL_DIST_PORTS - 1),
             "RABBITMQ_CONFIG_FILE": f"{w}/rabbitmq.conf",
             "RABBITMQ_ENABLED_PLUGINS_FILE": f"{w}/enabled_plugins",
             "RABBITMQ_MNESIA_BASE": f"{w}/mnesia",
