@@ -95,6 +95,14 @@ def pytest_sessionfinish(session: object) -> None:
     _finish()
 
 
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    # Workers take whole groups (tests/parallel.py), longest first.
+    if config.getvalue("dist") not in ("loadfile", "loadgroup"):
+        return None
+    return parallel.make_scheduler(config, log)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     _finish()
 

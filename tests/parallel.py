@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -53,6 +53,21 @@ SLOW_SECONDS: Dict[str, float] = {
     "cpu-heavy": 1200,
     "spark": 300,
 }
+
+
+def make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's scheduler with ``group_of`` as its unit of work. Not xdist's own
+    ``loadgroup``: it reads groups from a suffix it puts on each test's id, which pytest 9
+    no longer reports (test ids come from ``Node.nodeid``), so every test would go out on its
+    own. Groups here are found from the test's path alone, the same on every worker."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return group_of(path[len("tests/"):] if path.startswith("tests/") else path)
+
+    return GroupScheduling(config, log)
 
 
 def is_worker(config: pytest.Config) -> bool:
