@@ -19,13 +19,13 @@ from __future__ import annotations
 import os
 import random
 import socket
-from typing import Optional, Set, Tuple
+from typing import Set, Tuple
 
 PORTS_ENV = "QDMESH_TEST_PORTS"    # "FIRST-LAST": the pool a pytest started by a test picks from
 _POOL_SIZE = 12000
 _given: Set[int] = set()
 _random = random.Random()
-_claimed: Optional[Tuple[int, int]] = None
+_claimed: Tuple[int, int] | None = None
 
 
 def _ephemeral_low() -> int:
