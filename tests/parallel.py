@@ -77,8 +77,11 @@ def is_worker(config: pytest.Config) -> bool:
 def claim_ports(config: pytest.Config) -> None:
     """This process's share of the port pool (tests/ports.py): worker N of K takes slice N."""
     if is_worker(config):
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
         worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").lstrip("gw") or 0)
-        ports.claim(worker, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+        # A worker that replaces a crashed one is numbered on (gw4 of 4): it takes the slice
+        # of the worker it replaces.
+        ports.claim(worker % workers, workers)
     elif not getattr(config.option, "numprocesses", None):
         ports.claim()      # a serial run (its workers, if any, divide the pool it leaves whole)
 
