@@ -79,9 +79,9 @@ def claim_ports(config: pytest.Config) -> None:
     if is_worker(config):
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
         worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").lstrip("gw") or 0)
-        # A worker that replaces a crashed one is numbered on (gw4 of 4): it takes the slice
-        # of the worker it replaces.
-        ports.claim(worker % workers, workers)
+        # One slice more than workers: a worker that replaces a crashed one is numbered on
+        # (gw4 of 4) and takes that spare slice, since the crashed one's may still be in use.
+        ports.claim(min(worker, workers), workers + 1)
     elif not getattr(config.option, "numprocesses", None):
         ports.claim()      # a serial run (its workers, if any, divide the pool it leaves whole)
 
