@@ -30,17 +30,24 @@ from tests import ports
 
 _TESTS_DIR = Path(__file__).resolve().parent
 
+# The group the scheduler holds back until every other test has run: it runs alone.
+ALONE = "alone"
+
 # Group -> (paths under tests/, why these run one after another on one worker).
 SERIAL_GROUPS: Dict[str, Tuple[List[str], str]] = {
     "cpu-heavy": ([
         "interop/test_behaviour_c.py",
         "interop/test_generated_meshes.py",
+    ], "each keeps a core busy for minutes (a nested suite against the C router; mixed and "
+       "all-C meshes of up to eight routers under traffic side by side): two at once would "
+       "starve every other worker's timers"),
+    ALONE: ([
         "router/test_soak.py",
         "router/test_scale.py",
         "hostile",
-    ], "each keeps a core busy for minutes (a nested suite against the C router, meshes of up "
-       "to eight routers under traffic, soak churn, 10,000 connections, hostile floods measured "
-       "by memory): two at once would starve every other worker's timers"),
+    ], "they measure the router at full load (churn rates, 10,000 connections and 100,000 "
+       "addresses with round trips under 50 ms, memory under floods): run last, when every "
+       "other worker is done, they see the machine as a serial run does"),
     "spark": ([
         "telemetry",
     ], "one Spark JVM (local[2], a session fixture) serves every telemetry test; a second "
@@ -66,6 +73,18 @@ def make_scheduler(config: pytest.Config, log: Any) -> Any:
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
             return group_of(path[len("tests/"):] if path.startswith("tests/") else path)
+
+        def _reschedule(self, node: Any) -> None:
+            # The ALONE group (last in the queue) goes to the last worker still busy, once
+            # every worker is down to the one test it holds (a worker runs its last test only
+            # when told there is no more); the others are told so then, and stop.
+            if not node.shutting_down and list(self.workqueue) == [ALONE]:
+                others = [n for n in self.assigned_work if n is not node and not n.shutting_down]
+                if any(self._pending_of(self.assigned_work[n]) > 1 for n in [node, *others]):
+                    return
+                for other in others:
+                    other.shutdown()
+            super()._reschedule(node)
 
     return GroupScheduling(config, log)
 
@@ -115,6 +134,6 @@ def order_longest_first(config: pytest.Config, items: List[pytest.Item]) -> None
     def weight(item: pytest.Item) -> float:
         mark = item.get_closest_marker("xdist_group")
         group = str(mark.args[0]) if mark is not None and mark.args else _relative(item)
-        return -SLOW_SECONDS.get(group, 0.0)
+        return float("inf") if group == ALONE else -SLOW_SECONDS.get(group, 0.0)
 
     items.sort(key=weight)
