@@ -77,10 +77,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(line)
 
 
-def pytest_sessionstart(session: object) -> None:
+def pytest_sessionstart(session: pytest.Session) -> None:
     global _run_id
     # First: every process the run starts from here on carries the run's marker (tests/reaper.py).
-    _run_id = reaper.start_run()
+    # A parallel run's workers are covered by its watchdog (they carry its marker too).
+    _run_id = reaper.start_run(watchdog=not parallel.is_worker(session.config))
     # Every folder starts routers from this checkout with this interpreter: give them the
     # compiled proton shim, as an installed router has.
     build_proton_shim()
@@ -93,6 +94,14 @@ def pytest_sessionfinish(session: object) -> None:
     # must find their processes still running. Should that teardown raise, this is not called:
     # pytest_unconfigure then, or the watchdog once pytest has exited, does the same.
     _finish()
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    # Workers take whole groups (tests/parallel.py), longest first.
+    if config.getvalue("dist") not in ("loadfile", "loadgroup"):
+        return None
+    return parallel.make_scheduler(config, log)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

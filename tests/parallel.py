@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -30,17 +30,24 @@ from tests import ports
 
 _TESTS_DIR = Path(__file__).resolve().parent
 
+# The group the scheduler holds back until every other test has run: it runs alone.
+ALONE = "alone"
+
 # Group -> (paths under tests/, why these run one after another on one worker).
 SERIAL_GROUPS: Dict[str, Tuple[List[str], str]] = {
     "cpu-heavy": ([
         "interop/test_behaviour_c.py",
         "interop/test_generated_meshes.py",
+    ], "each keeps a core busy for minutes (a nested suite against the C router; mixed and "
+       "all-C meshes of up to eight routers under traffic side by side): two at once would "
+       "starve every other worker's timers"),
+    ALONE: ([
         "router/test_soak.py",
         "router/test_scale.py",
         "hostile",
-    ], "each keeps a core busy for minutes (a nested suite against the C router, meshes of up "
-       "to eight routers under traffic, soak churn, 10,000 connections, hostile floods measured "
-       "by memory): two at once would starve every other worker's timers"),
+    ], "they measure the router at full load (churn rates, 10,000 connections and 100,000 "
+       "addresses with round trips under 50 ms, memory under floods): run last, when every "
+       "other worker is done, they see the machine as a serial run does"),
     "spark": ([
         "telemetry",
     ], "one Spark JVM (local[2], a session fixture) serves every telemetry test; a second "
@@ -55,6 +62,33 @@ SLOW_SECONDS: Dict[str, float] = {
 }
 
 
+def make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's scheduler with ``group_of`` as its unit of work. Not xdist's own
+    ``loadgroup``: it reads groups from a suffix it puts on each test's id, which pytest 9
+    no longer reports (test ids come from ``Node.nodeid``), so every test would go out on its
+    own. Groups here are found from the test's path alone, the same on every worker."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return group_of(path[len("tests/"):] if path.startswith("tests/") else path)
+
+        def _reschedule(self, node: Any) -> None:
+            # The ALONE group (last in the queue) goes to the last worker still busy, once
+            # every worker is down to the one test it holds (a worker runs its last test only
+            # when told there is no more); the others are told so then, and stop.
+            if not node.shutting_down and list(self.workqueue) == [ALONE]:
+                others = [n for n in self.assigned_work if n is not node and not n.shutting_down]
+                if any(self._pending_of(self.assigned_work[n]) > 1 for n in [node, *others]):
+                    return
+                for other in others:
+                    other.shutdown()
+            super()._reschedule(node)
+
+    return GroupScheduling(config, log)
+
+
 def is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
@@ -62,8 +96,11 @@ def is_worker(config: pytest.Config) -> bool:
 def claim_ports(config: pytest.Config) -> None:
     """This process's share of the port pool (tests/ports.py): worker N of K takes slice N."""
     if is_worker(config):
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
         worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").lstrip("gw") or 0)
-        ports.claim(worker, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+        # One slice more than workers: a worker that replaces a crashed one is numbered on
+        # (gw4 of 4) and takes that spare slice, since the crashed one's may still be in use.
+        ports.claim(min(worker, workers), workers + 1)
     elif not getattr(config.option, "numprocesses", None):
         ports.claim()      # a serial run (its workers, if any, divide the pool it leaves whole)
 
@@ -97,6 +134,6 @@ def order_longest_first(config: pytest.Config, items: List[pytest.Item]) -> None
     def weight(item: pytest.Item) -> float:
         mark = item.get_closest_marker("xdist_group")
         group = str(mark.args[0]) if mark is not None and mark.args else _relative(item)
-        return -SLOW_SECONDS.get(group, 0.0)
+        return float("inf") if group == ALONE else -SLOW_SECONDS.get(group, 0.0)
 
     items.sort(key=weight)

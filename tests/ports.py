@@ -9,7 +9,8 @@ out twice in one test run, and each is checked free when picked.
 Several pytest processes pick ports at once: the workers of a parallel run (pytest-xdist),
 and the pytest a test runs inside its own (the behaviour runner, the reaper's tests). The
 pool is therefore divided, never shared: ``claim`` (called once per pytest process, by
-tests/conftest.py) gives worker N of K the N-th of K equal slices of the pool it inherited,
+tests/parallel.py) gives worker N of K the N-th of K+1 equal slices of the pool it inherited
+(the last for a worker that replaces a crashed one),
 keeps the lower half of that slice for itself and hands the upper half to the processes it
 starts (``PORTS_ENV``), so that a pytest started by a test picks from ports its parent never
 hands out. Two processes of one run therefore never pick the same port."""
@@ -19,13 +20,15 @@ from __future__ import annotations
 import os
 import random
 import socket
-from typing import Optional, Set, Tuple
+from typing import Set, Tuple
 
 PORTS_ENV = "QDMESH_TEST_PORTS"    # "FIRST-LAST": the pool a pytest started by a test picks from
-_POOL_SIZE = 12000
+# Below the ephemeral range: room for a parallel run's workers (and the runs their tests
+# start) to hand out a few thousand ports each, none twice.
+_POOL_SIZE = 22000
 _given: Set[int] = set()
 _random = random.Random()
-_claimed: Optional[Tuple[int, int]] = None
+_claimed: Tuple[int, int] | None = None
 
 
 def _ephemeral_low() -> int:

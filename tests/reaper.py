@@ -195,9 +195,14 @@ def reap_stale_runs() -> List[int]:
 _watchdog: subprocess.Popen | None = None
 
 
-def start_run() -> str:
+def start_run(watchdog: bool = True) -> str:
     """Mark this process's environment with a new run id, start the watchdog; the run id
-    ("" when there is no reaper here: no /proc, or no writable cache directory)."""
+    ("" when there is no reaper here: no /proc, or no writable cache directory).
+
+    ``watchdog=False`` for a parallel run's workers: the run that started them carries its
+    own id in their marker and its watchdog notes their descendants, so one watchdog (each
+    scans /proc twice a second) covers them all; a worker's own ``finish_run`` still ends
+    what it started."""
     global _watchdog
     if not Path("/proc/self/environ").exists():
         return ""          # not Linux: no /proc to find processes by; fixtures still stop theirs
@@ -216,6 +221,8 @@ def start_run() -> str:
     env = {k: v for k, v in os.environ.items() if k != MARKER}   # the watchdog is not a victim
     repo = str(Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = repo + os.pathsep + env.get("PYTHONPATH", "")
+    if not watchdog:
+        return run_id
     with open(run_dir / "watchdog.log", "ab") as log:
         _watchdog = subprocess.Popen(
             [sys.executable, "-m", "tests.reaper", "watch", str(me), run_id],
