@@ -60,6 +60,7 @@ BEHAVIOUR_FILES = [
     "tests/management",
     "tests/linkroute/test_address_route_container.py",
     "tests/linkroute/test_detach.py",
+    "tests/linkroute/test_link_names.py",
     "tests/linkroute/test_management.py",
     "tests/linkroute/test_matching.py",
     "tests/linkroute/test_route_container_totals.py",

@@ -67,6 +67,10 @@ class LinkRouter:
         # The same by link-route key: [ingress, egress] for router.address's rows.
         self.closed_route_container_by_key: Dict[str, List[int]] = {}
         self._sessions: Dict[int, Any] = {}
+        # Per container connection: the names of the routed links attached on it (how many
+        # of each). Two clients may name their links alike; one connection may not carry two
+        # links of one name (its peer would close it: "link name already attached").
+        self._link_names: Dict[int, Dict[str, int]] = {}
         self._buffer = bytearray(64 * 1024)
         self._pointer = ffi.from_buffer(self._buffer)
         # Large deliveries passed on as they arrive (amqp/routed_streams.py).
@@ -112,7 +116,7 @@ class LinkRouter:
             log.info("Link route for %s: no destination reachable; attach refused", address)
             return
         session = self._session(container)
-        name = lib.pn_link_name(pn_link)
+        name = self._unique_name(container, connection, c_string(lib.pn_link_name(pn_link)) or "").encode()
         peer_link = lib.pn_sender(session, name) if incoming else lib.pn_receiver(session, name)
         lib.pn_terminus_copy(lib.pn_link_source(peer_link), lib.pn_link_remote_source(pn_link))
         lib.pn_terminus_copy(lib.pn_link_target(peer_link), lib.pn_link_remote_target(pn_link))
@@ -137,9 +141,31 @@ class LinkRouter:
                   "in" if incoming else "out", address, connection.identity, client.identity,
                   container.identity, container_side.identity)
 
+    def _unique_name(self, container: AmqpConnection, client: AmqpConnection, name: str) -> str:
+        """The client's link name, unless a routed link of that name is already attached on the
+        container's connection: then NAME@CONTAINER-ID (qdrouterd's form), numbered if need be."""
+        names = self._link_names.setdefault(container.identity, {})
+        chosen = name
+        if chosen in names:
+            chosen = base = f"{name}@{client.remote_container}"
+            for number in itertools.count(1):
+                if chosen not in names:
+                    break
+                chosen = f"{base}#{number}"
+        names[chosen] = names.get(chosen, 0) + 1
+        return chosen
+
     def _retire(self, pn_link: Any) -> RoutedLink | None:
         """The routed link leaves the table; what it passed stays in the router's totals."""
         routed = self.routed.pop(pn_link, None)
+        names = self._link_names.get(routed.connection.identity) if routed is not None else None
+        if names is not None and routed is not None and \
+                lib.pn_link_session(pn_link) == self._sessions.get(routed.connection.identity):
+            name = c_string(lib.pn_link_name(pn_link)) or ""
+            if names.get(name, 0) > 1:
+                names[name] -= 1
+            else:
+                names.pop(name, None)
         if routed is not None and routed.connection.settings.role == ROUTE_CONTAINER:
             if routed.incoming:
                 self.closed_route_container_ingress += routed.delivered
@@ -210,6 +236,7 @@ class LinkRouter:
                               "The other end of this routed link went away")
                 self._close(peer)
         self._sessions.pop(connection.identity, None)
+        self._link_names.pop(connection.identity, None)
 
     def session_gone(self, session: Any) -> None:
         """A session ended under routed links: their other ends are detached."""
