@@ -33,6 +33,8 @@ from .stream_state import (
     StreamedMessage,
     head_complete,
     hold,
+    queued,
+    refused_by_policy,
     unhold,
 )
 
@@ -244,7 +246,12 @@ class Streams:
         message.raw = message.payload = bytes(head)
         stream.head = None
         stream.routed = True
-        self.adaptor.route_message(stream.in_link, message, True, False)
+        adaptor = self.adaptor
+        if adaptor.policed and refused_by_policy(adaptor.policed, adaptor.policer, stream):
+            return
+        adaptor.route_message(stream.in_link, message, True, False)
+        if not stream.outs and not stream.discard and not queued(adaptor.table, message):
+            stream.discard = True  # pre-settled, with nowhere to go: dropped by the forwarder
 
     def tick(self, now: float) -> None:
         """Producers held back for a while have their socket read once more (heartbeats
