@@ -58,8 +58,6 @@ class Streams:
         self._pointer = ffi.from_buffer(self._buffer)
         self._bytes = ffi.buffer(self._pointer)
         self._tags = itertools.count(1)
-        # Messages streamed (for management and the tests' view of the router).
-        self.started = 0
 
     # ---- from the delivery handler -------------------------------------------------------
     def start(self, link: CoreLink, delivery: Any, key: Any, held: bytes | None = None) -> bool:
@@ -76,7 +74,6 @@ class Streams:
         link.read_on_arrival = False
         self.by_link[link] = stream
         link.counters.delivered += 1
-        self.started += 1
         self._pump(stream)
         return True
 
