@@ -51,3 +51,25 @@ def test_a_streamed_message_past_max_message_size_is_refused(policy_router: Poli
         receiver.pump(0.0)
     assert receiver.lengths == [64 * 1024] and receiver.intact == [True]
     assert small.outcome == Delivery.ACCEPTED
+
+
+@pytest.mark.timeout(120)
+def test_a_streamed_message_on_an_anonymous_link_is_checked_against_targets(
+        policy_router: PolicyRouter) -> None:
+    """Policy reads a streamed message's head as it reads a whole one's: its ``to`` must be
+    one of the user's targets, or it is rejected (amqp:unauthorized-access), none of it
+    reaching the address."""
+    router = policy_router(policy_body(group("g", "anonymous", targets="app.*", allowAnonymousSender=True)))
+    secret = LargeReceive(RawClient(router.url, hostname=VHOST), "secret.x")
+    producer = RawClient(router.url, hostname=VHOST)
+    sender = LargeSend(producer, "secret.x", 4 * MB, link=producer.sender(None))  # type: ignore[arg-type]
+    deadline = time.monotonic() + 60
+    while sender.outcome is None:
+        assert time.monotonic() < deadline, f"no outcome (sent {sender.offset} of {sender.total} bytes)"
+        sender.run(0.02)
+        secret.pump(0.0)
+    assert sender.outcome == Delivery.REJECTED
+    assert sender.delivery is not None and sender.delivery.remote.condition is not None
+    assert sender.delivery.remote.condition.name == "amqp:unauthorized-access"
+    secret.pump(0.5)
+    assert secret.lengths == [] and secret.aborted == 0, "a refused message reached the address"

@@ -232,6 +232,9 @@ class ConnectionPolicer:
         it over: amqp/streaming.py), if anything."""
         return self.messages.held(handle)
 
+    def head_denial(self, link: Any, head: bytes) -> Denial | None:
+        return self.messages.head_denial(link, head)
+
     def drop_held(self, handle: Any) -> None:
         self.messages.forget(handle)
 

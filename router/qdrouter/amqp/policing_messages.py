@@ -34,6 +34,21 @@ class MessagePolicer:
         held = self.partials.get(handle)
         return bytes(held) if held is not None else None
 
+    def head_denial(self, link: Any, head: bytes) -> Denial | None:
+        """The checks of a message's head (user-id, an anonymous link's target) for one that
+        streams (amqp/streaming.py): its size is counted as it arrives."""
+        grant: ConnectionGrant = self.adaptor.policed[link.handle]
+        user_id = None
+        if grant.check_user_id:
+            try:
+                user_id = read_user_id(head)
+            except MessageFormatError:
+                user_id = None
+        denial = self.engine.message(grant, 0, user_id)
+        if denial is None and link.anonymous and grant.group is not None:
+            denial = self._check_target(grant, link, head)
+        return denial
+
     def refuse_oversize(self, link: Any, delivery: Any, size: int) -> None:
         """A streamed message passed maxMessageSize after ``size`` bytes (amqp/streaming.py):
         refused as any oversized message."""

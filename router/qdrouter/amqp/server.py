@@ -343,7 +343,7 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
             self.adaptor.forwarder.recheck_held()
             self.adaptor.streams.tick(now)
         except Exception:
-            self.faults.unattributed("rechecking held credit")
+            self.faults.unattributed("rechecking held credit and held producers")
         now_ms = int(now * 1000)
         for connection in list(self.by_fd.values()):
             try:

@@ -4,11 +4,12 @@ stands for it, its outgoing deliveries, and the test of whether its head is in."
 from __future__ import annotations
 
 import time
-from typing import Any, List, Set
+from typing import Any, Dict, List, Set
 
 from ..core.links import CoreLink, InFlight
+from ..core.outcomes import REJECTED
 from .message_sections import MessageFormatError, find_sections, read_to
-from .proton_ffi import lib
+from .proton_ffi import lib, set_condition
 from .proton_shim import delivery_key
 
 # A delivery still arriving with this many bytes buffered is streamed (the fast path reads
@@ -130,3 +131,26 @@ def unhold(stream: Stream, dirty: Set[Any]) -> None:
         connection = stream.in_link.connection
         connection.input_held -= 1
         dirty.add(connection)
+
+
+def refused_by_policy(policed: Dict[Any, Any], policer: Any, stream: Stream) -> bool:
+    """Policy's checks of a streamed message's head (user-id, target; its size is counted
+    as it arrives): True when refused, the rest then read and dropped and the producer's
+    delivery rejected at the end."""
+    link = stream.in_link
+    if link.handle not in policed:
+        return False
+    denial = policer.head_denial(link, stream.message.raw)
+    if denial is None:
+        return False
+    condition = lib.pn_disposition_condition(lib.pn_delivery_local(stream.delivery))
+    set_condition(condition, denial.condition, denial.description)
+    stream.outcome = REJECTED
+    stream.discard = True
+    return True
+
+
+def queued(table: Any, message: StreamedMessage) -> bool:
+    """Whether the forwarder holds ``message`` for an address's consumers or routers."""
+    address = table.find(message.key) if message.key else None
+    return address is not None and any(held is message for held in address.undelivered)

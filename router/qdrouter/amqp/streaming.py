@@ -33,6 +33,8 @@ from .stream_state import (
     StreamedMessage,
     head_complete,
     hold,
+    queued,
+    refused_by_policy,
     unhold,
 )
 
@@ -56,8 +58,6 @@ class Streams:
         self._pointer = ffi.from_buffer(self._buffer)
         self._bytes = ffi.buffer(self._pointer)
         self._tags = itertools.count(1)
-        # Messages streamed (for management and the tests' view of the router).
-        self.started = 0
 
     # ---- from the delivery handler -------------------------------------------------------
     def start(self, link: CoreLink, delivery: Any, key: Any, held: bytes | None = None) -> bool:
@@ -74,7 +74,6 @@ class Streams:
         link.read_on_arrival = False
         self.by_link[link] = stream
         link.counters.delivered += 1
-        self.started += 1
         self._pump(stream)
         return True
 
@@ -244,7 +243,12 @@ class Streams:
         message.raw = message.payload = bytes(head)
         stream.head = None
         stream.routed = True
-        self.adaptor.route_message(stream.in_link, message, True, False)
+        adaptor = self.adaptor
+        if adaptor.policed and refused_by_policy(adaptor.policed, adaptor.policer, stream):
+            return
+        adaptor.route_message(stream.in_link, message, True, False)
+        if not stream.outs and not stream.discard and not queued(adaptor.table, message):
+            stream.discard = True  # pre-settled, with nowhere to go: dropped by the forwarder
 
     def tick(self, now: float) -> None:
         """Producers held back for a while have their socket read once more (heartbeats
