@@ -20,7 +20,8 @@ from .apply.credentials import ManagementCredentials
 from .apply.kube import KubeApi, KubeRefused
 from .apply.management import ClientPool
 from .apply.mesh import apply_mesh
-from .apply.observe import ROUTING_PLURALS, observe
+from .apply.observe import ROUTING_PLURALS, Observed, observe
+from .keyed import KeyedLocks
 from .model.desired import mesh_state
 from .model.errors import SpecError
 from .model.inputs import parse_inputs
@@ -33,6 +34,7 @@ from .status.lost import routers_to_ask
 from .status.mesh import stalled_report
 from .status.report import Event, Report
 from .status.routing import orphan_status, orphans_report
+from .status.unchanged import unchanged_statuses
 from .tls.certs import CertificateError
 from .tls.resolve import resolve_certificates
 
@@ -42,14 +44,12 @@ __all__ = ["ROUTING_PLURALS", "Event", "MeshReconciler", "Report", "mesh_converg
 #: lifecycle controller marks every node it finds stale in one pass (a few seconds; every 5 s
 #: by default), and a control plane back from an outage finds them all stale at once.
 NODE_SETTLE_S = 10.0
+#: Seconds after which a node no reconciliation has seen is forgotten (far longer than any
+#: drift interval, so a node still in use is seen again well before).
+NODE_FORGET_S = 3600.0
 
-_locks: Dict[Tuple[str, str], threading.Lock] = {}
-_locks_guard = threading.Lock()
-
-
-def mesh_lock(namespace: str, name: str) -> threading.Lock:
-    with _locks_guard:
-        return _locks.setdefault((namespace, name), threading.Lock())
+#: One reconciliation of a mesh at a time, across the worker threads.
+MESH_LOCKS: KeyedLocks[Tuple[str, str]] = KeyedLocks()
 
 
 class MeshReconciler:
@@ -59,8 +59,13 @@ class MeshReconciler:
         self.kube = kube
         self.node_settle_s = node_settle_s
         self._unready_since: Dict[str, float] = {}
+        self._node_seen: Dict[str, float] = {}
         self._nodes_guard = threading.Lock()
-        self.pool = pool or ClientPool()
+        #: A pool shared by every mesh (given), or None: one pool per mesh, kept to the routers
+        #: the mesh's last reconciliation reached and closed when the mesh goes.
+        self.pool = pool
+        self._pools: Dict[Tuple[str, str], ClientPool] = {}
+        self._pools_guard = threading.Lock()
         self.credentials = ManagementCredentials()
         self._last: Dict[Tuple[str, str], Tuple[float, Report]] = {}
         self.urls = urls
@@ -71,15 +76,44 @@ class MeshReconciler:
         they could have read), so a burst of changes costs two reconciliations, not one each."""
         requested = time.monotonic()
         key = (namespace, mesh_name)
-        with mesh_lock(namespace, mesh_name):
+        with MESH_LOCKS.hold(key):
             last = self._last.get(key)
             if last is not None and last[0] >= requested:
-                return Report(statuses=last[1].statuses, mesh_found=last[1].mesh_found)
+                # What that reconciliation did covers this request; its statuses are written by
+                # whoever asked for it, so a burst of changes writes them once, not once each.
+                return Report(mesh_found=last[1].mesh_found)
             start = time.monotonic()
             report = self._reconcile(namespace, mesh_name, why)
             report.seconds = time.monotonic() - start
-            self._last[key] = (start, report)
+            if report.mesh_found:
+                self._last[key] = (start, report)
+            else:
+                self.forget(namespace, mesh_name)
             return report
+
+    def forget(self, namespace: str, mesh_name: str) -> None:
+        """Everything kept for a mesh that is gone: its last report, its management connections
+        and the files of its certificate."""
+        key = (namespace, mesh_name)
+        self._last.pop(key, None)
+        with self._pools_guard:
+            pool = self._pools.pop(key, None)
+        if pool is not None:
+            pool.close()
+        self.credentials.forget(namespace, mesh_name)
+
+    def kept(self) -> Dict[str, int]:
+        """How many meshes each kind of per-mesh state is kept for (tests, bench)."""
+        with self._pools_guard:
+            pools = len(self._pools)
+        return {"reports": len(self._last), "pools": pools, "credentials": self.credentials.meshes(),
+                "locks": len(MESH_LOCKS)}
+
+    def _pool(self, key: Tuple[str, str]) -> ClientPool:
+        if self.pool is not None:
+            return self.pool
+        with self._pools_guard:
+            return self._pools.setdefault(key, ClientPool())
 
     def orphan_status(self, kind: str, body: Mapping[str, Any]) -> Dict[str, Any]:
         """Status of a routing resource whose mesh does not exist."""
@@ -88,6 +122,15 @@ class MeshReconciler:
     def _reconcile(self, namespace: str, mesh_name: str, why: str) -> Report:
         # observe: everything the later stages decide from, read once
         observed = observe(self.kube, namespace, mesh_name)
+        stored = [((ROUTING_PLURALS[kind], str(item["metadata"]["name"])), item)
+                  for kind, item in observed.routing]
+        if observed.body is not None:
+            stored.append(((contract.MESH_PLURAL, mesh_name), observed.body))
+        report = self._decide(observed, namespace, mesh_name, why)
+        report.unchanged = unchanged_statuses(report.statuses, stored)
+        return report
+
+    def _decide(self, observed: Observed, namespace: str, mesh_name: str, why: str) -> Report:
         body = observed.body
         if body is None:
             return orphans_report(observed.routing)
@@ -127,11 +170,13 @@ class MeshReconciler:
         except RenderError as e:
             return stalled_report(body, str(e), event=None)
         # apply: Kubernetes objects, then live entities on each router, then the StatefulSet
+        pool = self._pool((namespace, mesh_name))
         try:
-            applied = apply_mesh(self.kube, self.pool, rendered, state, observed, urls, certificates,
-                                 override)
+            applied = apply_mesh(self.kube, pool, rendered, state, observed, urls, certificates, override)
         except KubeRefused as e:
             return refused_report(body, e, certificates)
+        if pool is not self.pool:  # routers that left the mesh, edge pods replaced: closed
+            pool.retain([*urls.values(), *(r.url for r in applied.edge_routers)])
         # status: every status to write and every Event to post
         report = reconciled_report(body, parsed, observed, state, certificates, applied, why)
         report.recheck_in = recheck
@@ -143,10 +188,15 @@ class MeshReconciler:
         now = time.monotonic()
         with self._nodes_guard:
             for name, health in (observed.nodes or {}).items():
+                self._node_seen[name] = now
                 if health.ready:
                     self._unready_since.pop(name, None)
                 else:
                     self._unready_since.setdefault(name, now)
+            # Nodes no mesh has run on for a while (deleted, scaled away) are forgotten.
+            for name in [n for n, seen in self._node_seen.items() if now - seen > NODE_FORGET_S]:
+                self._node_seen.pop(name, None)
+                self._unready_since.pop(name, None)
             left = {name: self._unready_since[name] + self.node_settle_s - now
                     for name in (observed.nodes or {}) if name in self._unready_since}
         observed.settling = {name for name, seconds in left.items() if seconds > 0}
