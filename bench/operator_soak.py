@@ -310,6 +310,30 @@ def run(args: argparse.Namespace, work: Path) -> Dict[str, Any]:
         plane.stop()
 
 
+def connection_cost(work: Path, count: int) -> str:
+    """RSS of this process per open management connection (the operator keeps one per ready
+    router): ``count`` ManagementClients to one local router, each having answered a QUERY."""
+    from qdrouter.tools.management_client import ManagementClient
+
+    router = start_routers(work, 1)[0]
+    clients = []
+    try:
+        warm = ManagementClient(router.url, timeout=10.0)
+        warm.query("org.apache.qpid.dispatch.router")
+        before = rss_mib(os.getpid())
+        for _ in range(count):
+            clients.append(ManagementClient(router.url, timeout=10.0))
+            clients[-1].query("org.apache.qpid.dispatch.router.config.linkRoute")
+        after = rss_mib(os.getpid())
+        warm.close()
+    finally:
+        for client in clients:
+            client.close()
+        router.stop(check=False)
+    return (f"- management connections: {count} open (plain AMQP), RSS {before:.1f} -> {after:.1f} MiB: "
+            f"{(after - before) * 1024 / count:.0f} KiB each")
+
+
 def report(result: Dict[str, Any], args: argparse.Namespace) -> str:
     lines = ["| phase | elapsed s | RSS MiB | CPU s |", "|---|---:|---:|---:|"]
     lines += [f"| {p} | {t:.0f} | {rss:.1f} | {cpu:.1f} |" for p, t, rss, cpu in result["samples"]]
@@ -351,9 +375,19 @@ def main(argv: List[str] | None = None) -> int:
                         help="trace the operator's allocations; print what grew between phases")
     parser.add_argument("--operator-src", type=Path, default=REPO / "operator",
                         help="the directory holding the qdmesh_operator package to run (another checkout's)")
+    parser.add_argument("--connections", type=int, default=0,
+                        help="only measure the memory of this many management connections")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="qdmesh-operator-soak-"))
+    if args.connections:
+        try:
+            print(connection_cost(work, args.connections))
+        finally:
+            import shutil
+
+            shutil.rmtree(work, ignore_errors=True)
+        return 0
     try:
         result = run(args, work)
     finally:
