@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import socket
+import threading
 import uuid
+import weakref
 from typing import Any, Dict, Iterator, List, Tuple, cast
 
 from proton import ConnectionException, Delivery, Message, ProtonException, SSLDomain, Timeout, Url
@@ -47,6 +50,18 @@ class _ReplyCollector(IncomingMessageHandler):
         if self.connection is not None:
             # Wake BlockingConnection.wait() so it re-checks its condition now.
             self.connection.container.yield_()
+
+
+#: SSL domains by client kind and settings, while some client holds them.
+_DOMAINS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_DOMAINS_LOCK = threading.Lock()
+
+
+def _mtime(path: str | None) -> int:
+    try:
+        return os.stat(path).st_mtime_ns if path else 0
+    except OSError:
+        return -1
 
 
 class _Container(Container):
@@ -98,6 +113,7 @@ class ManagementClient:
         self._sender: BlockingSender | None = None
         self._receiver: BlockingReceiver | None = None
         self._collector = _ReplyCollector()
+        self._domain: SSLDomain | None = None
 
     @property
     def host_port(self) -> str:
@@ -112,7 +128,7 @@ class ManagementClient:
         try:
             self._conn = BlockingConnection(str(self.url), timeout=self.timeout,
                                             container=_Container(self._container_id),
-                                            ssl_domain=self._ssl_domain(), **self._sasl_kwargs())
+                                            ssl_domain=self._shared_ssl_domain(), **self._sasl_kwargs())
         except (Timeout, socket.timeout):
             raise ManagementTimeout(
                 f"timed out after {self.timeout:g}s connecting to {self.host_port}") from None
@@ -176,6 +192,25 @@ class ManagementClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _shared_ssl_domain(self) -> SSLDomain | None:
+        """The SSL domain of this client's settings, shared with every live client of the same
+        kind and settings (an OpenSSL context is about 0.8 MiB; a process with a client per
+        router of a mesh needs one).  Keyed by the files' modification times too, so a file
+        rewritten in place gets a new domain."""
+        if self.url.scheme != "amqps" and not (self._ssl[0] or self._ssl[2]):
+            return None
+        stamps = tuple(_mtime(path) for path in self._ssl[:3])
+        key = (type(self), self.url.scheme, *self._ssl, *stamps)
+        with _DOMAINS_LOCK:
+            domain = _DOMAINS.get(key)
+        if domain is None:
+            domain = self._ssl_domain()
+            if domain is not None:
+                with _DOMAINS_LOCK:
+                    domain = _DOMAINS.setdefault(key, domain)
+        self._domain = domain  # held while this client lives
+        return domain
 
     def _ssl_domain(self) -> SSLDomain | None:
         certificate, key, trustfile, password = self._ssl
