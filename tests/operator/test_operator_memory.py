@@ -23,7 +23,7 @@ from tests.operator.kube_operator import Cluster, eventually
 from tests.operator.localmesh import names_on
 from tests.router.routerproc import free_port
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = pytest.mark.timeout(1800)
 
 #: Python allocations of the operator's and kopf's code that may outlive the measured rounds.
 TRACED_GROWTH_LIMIT = 256 * 1024
@@ -67,15 +67,15 @@ def churn(kube: Cluster, round_no: int, live_url: str = "") -> None:
         kube.create(plural, kind, f"r{i}", spec(kind, mesh, i))
         made.append((plural, f"r{i}"))
     for plural, name in [*made, *(("routermeshes", m) for m in meshes)]:
-        eventually(lambda p=plural, n=name: observed(kube, p, n), 120,  # type: ignore[misc]
+        eventually(lambda p=plural, n=name: observed(kube, p, n), 300,  # type: ignore[misc]
                    f"{plural}/{name} reconciled")
     if live_url:
-        eventually(lambda: "qdmesh/linkRoute/r0-in" in names_on(live_url, "linkRoute"), 120,
+        eventually(lambda: "qdmesh/linkRoute/r0-in" in names_on(live_url, "linkRoute"), 300,
                    "the live mesh's link route on its router")
     for plural, name in [*made, *(("routermeshes", m) for m in meshes)]:
         kube.delete(plural, name)
     for plural, name in made:
-        eventually(lambda p=plural, n=name: kube.gone(p, n), 120, f"{plural}/{name} deleted")  # type: ignore[misc]
+        eventually(lambda p=plural, n=name: kube.gone(p, n), 300, f"{plural}/{name} deleted")  # type: ignore[misc]
 
 
 class TracedOperator:
@@ -131,7 +131,7 @@ def test_memory_stays_flat_under_churn(crds: ControlPlane, router_factory: Calla
             with urllib.request.urlopen(f"http://127.0.0.1:{health}/healthz", timeout=2) as reply:
                 return bool(reply.status == 200)
 
-        eventually(alive, 120, "the operator answering")
+        eventually(alive, 300, "the operator answering")
         operator = TracedOperator(proc, tmp_path / "traces")
         churn(kube, 0, router.url)  # warm-up: every code path and kubernetes model used once
         operator.snapshot()  # tracing starts here
