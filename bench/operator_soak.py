@@ -290,7 +290,7 @@ def run(args: argparse.Namespace, work: Path) -> Dict[str, Any]:
         for r in range(args.rounds):
             created, deleted = churn_round(soak, meshes, args.churn, r, args.timeout)
             rounds.append((created, deleted))
-            soak.sample(f"churn round {r + 1}: {args.churn} made+gone")
+            soak.sample(f"churn {r + 1}: {args.churn} made+gone")
             if r == 0:
                 soak.snapshot("churn 1")
         cpu_after = idle(soak, args.idle, "idle after churn")
@@ -351,7 +351,7 @@ def report(result: Dict[str, Any], args: argparse.Namespace) -> str:
         f"({result['churn_growth'] * 1024 / churned:+.2f} KiB per resource churned)",
     ]
     for i, (made, gone) in enumerate(result["rounds"]):
-        lines.append(f"- round {i + 1}: {args.churn} made in {made:.1f} s "
+        lines.append(f"- churn {i + 1}: {args.churn} made in {made:.1f} s "
                      f"({args.churn / made:.1f}/s), deleted in {gone:.1f} s ({args.churn / gone:.1f}/s)")
     return "\n".join(lines)
 
