@@ -172,3 +172,29 @@ def test_an_open_management_connection_costs_kilobytes_not_megabytes(router_fact
         for client in [warm, *clients]:
             client.close()
     assert grown < 30 * 256, f"{grown} KiB for 30 connections"
+
+
+def test_a_long_lived_management_connection_keeps_nothing_per_request(router_factory: Any) -> None:
+    """The operator keeps one connection per router for as long as the router lives: 300
+    requests on it leave no request's delivery behind."""
+    import tracemalloc
+
+    router = router_factory()
+    client = ManagementClient(router.url, timeout=10.0)
+    try:
+        for _ in range(20):
+            client.query("org.apache.qpid.dispatch.router")
+        tracemalloc.start(5)
+        try:
+            before = tracemalloc.take_snapshot()
+            for _ in range(300):
+                client.query("org.apache.qpid.dispatch.router")
+            after = tracemalloc.take_snapshot()
+        finally:
+            tracemalloc.stop()
+    finally:
+        client.close()
+    proton_only = [tracemalloc.Filter(True, "*proton*", all_frames=True)]
+    grown = sum(s.size_diff for s in after.filter_traces(proton_only).compare_to(
+        before.filter_traces(proton_only), "filename"))
+    assert grown < 16 * 1024, f"{grown} bytes of proton objects kept after 300 requests"

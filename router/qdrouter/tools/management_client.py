@@ -283,8 +283,10 @@ class ManagementClient:
             delivery.settle()
             raise ManagementConnectionError(
                 f"{operation} request {state} by {self.host_port}: no management agent at {self.address}")
-        if not delivery.settled:
-            delivery.settle()
+        # Settled here whether or not the router settled it first (``delivery.settled`` is the
+        # router's side): a delivery this end never settles stays on the link for as long as
+        # the connection lives, one per request.
+        delivery.settle()
         self._receiver.flow(1)
         return wire.check_reply(reply)
 
