@@ -76,6 +76,11 @@ def churn(kube: Cluster, round_no: int, live_url: str = "") -> None:
         kube.delete(plural, name)
     for plural, name in made:
         eventually(lambda p=plural, n=name: kube.gone(p, n), 300, f"{plural}/{name} deleted")  # type: ignore[misc]
+    for mesh in meshes:  # what the mesh owned goes too (the garbage collector): nothing left to watch
+        selector = f"qdmesh.io/mesh={mesh}"
+        eventually(lambda s=selector: not kube.apps.list_namespaced_stateful_set(  # type: ignore[misc]
+            kube.ns, label_selector=s).items and not kube.core.list_namespaced_pod(
+            kube.ns, label_selector=s).items, 300, f"the objects of {mesh} collected")
 
 
 class TracedOperator:
