@@ -1,5 +1,6 @@
 """The drift check of every RouterMesh, every ``interval`` seconds: one asyncio task per mesh
-the operator watches, started when the mesh is first seen and cancelled when it goes.
+the operator watches, started when the mesh is first seen and ended when it goes (its
+DELETED event, or a check that finds it gone).
 
 kopf's own timers would do the same, but kopf puts its finalizer on every object that has a
 timer (so that it can stop the timer before the object goes).  A RouterMesh needs no clean-up
@@ -17,7 +18,7 @@ Key = Tuple[str, str]
 
 
 class DriftSchedule:
-    def __init__(self, interval: float, check: Callable[[str, str], Awaitable[object]]) -> None:
+    def __init__(self, interval: float, check: Callable[[str, str], Awaitable[bool]]) -> None:
         self.interval = interval
         self.check = check
         self._tasks: Dict[Key, asyncio.Task] = {}
@@ -47,7 +48,9 @@ class DriftSchedule:
         while True:
             await asyncio.sleep(self.interval)
             try:
-                await self.check(*key)
+                if not await self.check(*key):  # the mesh is gone
+                    self._tasks.pop(key, None)
+                    return
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # logged once while it lasts, tried again next interval

@@ -99,13 +99,17 @@ async def run(namespace: str, mesh: str | None, why: str) -> Report | None:
     METRICS.reconciled(why, result, report.seconds, report.operations, report.failures, report.repaired)
     kube = reconciler().kube
     for (plural, name), status in report.statuses.items():
+        if (plural, name) in report.unchanged:
+            continue
         if not leader.may_reconcile():
             raise kopf.TemporaryError("not holding the Lease", delay=60)
         await loop.run_in_executor(None, kube.patch_status, plural, namespace, name, status)
     if report.recheck_in is not None:
         _recheck(namespace, mesh, report.recheck_in)
     mesh_status = report.statuses.get((contract.MESH_PLURAL, mesh))
-    if mesh_status is not None:
+    if not report.mesh_found:
+        _state.get("mesh_nodes", {}).pop((namespace, mesh), None)
+    elif mesh_status is not None:
         nodes: dict = _state.setdefault("mesh_nodes", {})
         routers = mesh_status.get("routerStatus") or []
         nodes[(namespace, mesh)] = {r.get("node") for r in routers if r.get("node")}
@@ -145,10 +149,12 @@ async def mesh_changed(name: str, namespace: Any, **_: Any) -> None:
     await run(namespace, name, "change")
 
 
-async def mesh_drift(namespace: str, name: str) -> None:
+async def mesh_drift(namespace: str, name: str) -> bool:
     """Compare every router with the desired state and repair what changed by hand; refresh
-    the per-router status (peers, auto-link states) as routers come and go."""
-    await run(namespace, name, "drift")
+    the per-router status (peers, auto-link states) as routers come and go.  False once the
+    mesh is gone (its deletion may have fallen in a gap of the watch): no more checks."""
+    report = await run(namespace, name, "drift")
+    return report is None or report.mesh_found
 
 
 @kopf.on.event(G, V, contract.MESH_PLURAL)
@@ -164,11 +170,15 @@ async def mesh_seen(type: Any, name: str, namespace: Any, meta: Any, **_: Any) -
 
 
 @kopf.on.event("apps", "v1", "statefulsets", labels={"app.kubernetes.io/managed-by": contract.MANAGER})
-async def routers_came_or_went(labels: Any, namespace: Any, name: Any, status: Any, **_: Any) -> None:
+async def routers_came_or_went(labels: Any, namespace: Any, name: Any, status: Any, type: Any,
+                               **_: Any) -> None:
     """A router became ready or stopped being ready: refresh the mesh (an event handler, not a
     change handler, so kopf writes nothing onto the StatefulSet)."""
     ready = (status or {}).get("readyReplicas") or 0
     seen: dict = _state.setdefault("ready_replicas", {})
+    if type == "DELETED":
+        seen.pop((namespace, name), None)
+        return
     if seen.get((namespace, name)) == ready:
         return
     seen[(namespace, name)] = ready
@@ -209,12 +219,15 @@ async def router_pod_changed(labels: Any, namespace: Any, name: Any, status: Any
 
 
 @kopf.on.event("", "v1", "nodes")
-async def node_came_or_went(name: Any, status: Any, **_: Any) -> None:
+async def node_came_or_went(name: Any, status: Any, type: Any, **_: Any) -> None:
     """A node that router pods run on turned ready or not: refresh those meshes now (the
     pods' own readiness may have changed before, or not at all)."""
     conditions = (status or {}).get("conditions") or []
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
     seen: dict = _state.setdefault("node_ready", {})
+    if type == "DELETED":
+        seen.pop(name, None)
+        return
     before = seen.get(name)
     seen[name] = ready
     if before is None or before == ready:
@@ -226,11 +239,15 @@ async def node_came_or_went(name: Any, status: Any, **_: Any) -> None:
 
 @kopf.on.event("apps", "v1", "deployments", labels={"qdmesh.io/edge-of": kopf.PRESENT})
 @kopf.on.event("apps", "v1", "daemonsets", labels={"qdmesh.io/edge-of": kopf.PRESENT})
-async def edges_came_or_went(labels: Any, namespace: Any, name: Any, status: Any, **_: Any) -> None:
+async def edges_came_or_went(labels: Any, namespace: Any, name: Any, status: Any, type: Any,
+                             **_: Any) -> None:
     """An edge router became ready or went: manage it and refresh the mesh's edge status."""
     status = status or {}
     ready = status.get("readyReplicas", status.get("numberReady")) or 0
     seen: dict = _state.setdefault("ready_edges", {})
+    if type == "DELETED":
+        seen.pop((namespace, name), None)
+        return
     if seen.get((namespace, name)) == ready:
         return
     seen[(namespace, name)] = ready

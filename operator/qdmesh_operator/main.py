@@ -195,6 +195,9 @@ def main(argv: List[str] | None = None) -> int:
             os.environ[env] = str(getattr(args, flag))
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from . import memtrace
+
+    memtrace.install()
     import kopf
 
     from . import handlers  # noqa: F401  (registers the handlers)

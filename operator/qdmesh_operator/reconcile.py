@@ -15,6 +15,7 @@ import time
 from typing import Any, Callable, Dict, Mapping, Sequence, Tuple
 
 from . import apply, contract, desired, model, observe, render, status, tls
+from .keyed import KeyedLocks
 from .kube import KubeApi, KubeRefused
 
 __all__ = ["ROUTING_PLURALS", "Event", "MeshReconciler", "Report", "mesh_converged", "reconcile_all"]
@@ -28,14 +29,12 @@ mesh_converged = apply.mesh_converged
 #: lifecycle controller marks every node it finds stale in one pass (a few seconds; every 5 s
 #: by default), and a control plane back from an outage finds them all stale at once.
 NODE_SETTLE_S = 10.0
+#: Seconds after which a node no reconciliation has seen is forgotten (far longer than any
+#: drift interval, so a node still in use is seen again well before).
+NODE_FORGET_S = 3600.0
 
-_locks: Dict[Tuple[str, str], threading.Lock] = {}
-_locks_guard = threading.Lock()
-
-
-def mesh_lock(namespace: str, name: str) -> threading.Lock:
-    with _locks_guard:
-        return _locks.setdefault((namespace, name), threading.Lock())
+#: One reconciliation of a mesh at a time, across the worker threads.
+MESH_LOCKS: KeyedLocks[Tuple[str, str]] = KeyedLocks()
 
 
 class MeshReconciler:
@@ -45,8 +44,13 @@ class MeshReconciler:
         self.kube = kube
         self.node_settle_s = node_settle_s
         self._unready_since: Dict[str, float] = {}
+        self._node_seen: Dict[str, float] = {}
         self._nodes_guard = threading.Lock()
-        self.pool = pool or apply.ClientPool()
+        #: A pool shared by every mesh (given), or None: one pool per mesh, kept to the routers
+        #: the mesh's last reconciliation reached and closed when the mesh goes.
+        self.pool = pool
+        self._pools: Dict[Tuple[str, str], apply.ClientPool] = {}
+        self._pools_guard = threading.Lock()
         self.credentials = tls.ManagementCredentials()
         self._last: Dict[Tuple[str, str], Tuple[float, Report]] = {}
         self.urls = urls
@@ -57,15 +61,44 @@ class MeshReconciler:
         they could have read), so a burst of changes costs two reconciliations, not one each."""
         requested = time.monotonic()
         key = (namespace, mesh_name)
-        with mesh_lock(namespace, mesh_name):
+        with MESH_LOCKS.hold(key):
             last = self._last.get(key)
             if last is not None and last[0] >= requested:
-                return Report(statuses=last[1].statuses, mesh_found=last[1].mesh_found)
+                # What that reconciliation did covers this request; its statuses are written by
+                # whoever asked for it, so a burst of changes writes them once, not once each.
+                return Report(mesh_found=last[1].mesh_found)
             start = time.monotonic()
             report = self._reconcile(namespace, mesh_name, why)
             report.seconds = time.monotonic() - start
-            self._last[key] = (start, report)
+            if report.mesh_found:
+                self._last[key] = (start, report)
+            else:
+                self.forget(namespace, mesh_name)
             return report
+
+    def forget(self, namespace: str, mesh_name: str) -> None:
+        """Everything kept for a mesh that is gone: its last report, its management connections
+        and the files of its certificate."""
+        key = (namespace, mesh_name)
+        self._last.pop(key, None)
+        with self._pools_guard:
+            pool = self._pools.pop(key, None)
+        if pool is not None:
+            pool.close()
+        self.credentials.forget(namespace, mesh_name)
+
+    def kept(self) -> Dict[str, int]:
+        """How many meshes each kind of per-mesh state is kept for (tests, bench)."""
+        with self._pools_guard:
+            pools = len(self._pools)
+        return {"reports": len(self._last), "pools": pools, "credentials": self.credentials.meshes(),
+                "locks": len(MESH_LOCKS)}
+
+    def _pool(self, key: Tuple[str, str]) -> apply.ClientPool:
+        if self.pool is not None:
+            return self.pool
+        with self._pools_guard:
+            return self._pools.setdefault(key, apply.ClientPool())
 
     def orphan_status(self, kind: str, body: Mapping[str, Any]) -> Dict[str, Any]:
         """Status of a routing resource whose mesh does not exist."""
@@ -74,6 +107,15 @@ class MeshReconciler:
     def _reconcile(self, namespace: str, mesh_name: str, why: str) -> Report:
         # observe: everything the later stages decide from, read once
         observed = observe.observe(self.kube, namespace, mesh_name)
+        stored = [((ROUTING_PLURALS[kind], str(item["metadata"]["name"])), item)
+                  for kind, item in observed.routing]
+        if observed.body is not None:
+            stored.append(((contract.MESH_PLURAL, mesh_name), observed.body))
+        report = self._decide(observed, namespace, mesh_name, why)
+        report.unchanged = status.unchanged_statuses(report.statuses, stored)
+        return report
+
+    def _decide(self, observed: observe.Observed, namespace: str, mesh_name: str, why: str) -> Report:
         body = observed.body
         if body is None:
             return status.orphans_report(observed.routing)
@@ -115,12 +157,15 @@ class MeshReconciler:
         except render.RenderError as e:
             return status.stalled_report(body, str(e), event=None)
         # apply: Kubernetes objects, then live entities on each router, then the StatefulSet
+        pool = self._pool((namespace, mesh_name))
         try:
-            applied = apply.apply_mesh(self.kube, pool=self.pool, rendered=rendered, state=state,
+            applied = apply.apply_mesh(self.kube, pool=pool, rendered=rendered, state=state,
                                        observed=observed, urls=urls, certificates=certificates,
                                        override=override)
         except KubeRefused as e:
             return status.refused_report(body, e, certificates)
+        if pool is not self.pool:  # routers that left the mesh, edge pods replaced: closed
+            pool.retain([*urls.values(), *(r.url for r in applied.edge_routers)])
         # status: every status to write and every Event to post
         report = status.reconciled_report(body, parsed=parsed, observed=observed, state=state,
                                           certificates=certificates, applied=applied, why=why)
@@ -133,10 +178,15 @@ class MeshReconciler:
         now = time.monotonic()
         with self._nodes_guard:
             for name, health in (observed.nodes or {}).items():
+                self._node_seen[name] = now
                 if health.ready:
                     self._unready_since.pop(name, None)
                 else:
                     self._unready_since.setdefault(name, now)
+            # Nodes no mesh has run on for a while (deleted, scaled away) are forgotten.
+            for name in [n for n, seen in self._node_seen.items() if now - seen > NODE_FORGET_S]:
+                self._node_seen.pop(name, None)
+                self._unready_since.pop(name, None)
             left = {name: self._unready_since[name] + self.node_settle_s - now
                     for name in (observed.nodes or {}) if name in self._unready_since}
         observed.settling = {name for name, seconds in left.items() if seconds > 0}

@@ -12,7 +12,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Sequence, Tuple
 
 from qdrouter.tools.errors import ManagementConnectionError, ManagementError
 from qdrouter.tools.management_client import ManagementClient
@@ -87,6 +87,21 @@ class ClientPool:
             found = self._clients.pop(url, None)
         if found is not None:
             found[0].close()
+
+    def retain(self, urls: Iterable[str]) -> int:
+        """Close the clients of every router not in ``urls`` (one that left the mesh, an edge
+        router's pod replaced under a new address); returns how many were closed."""
+        keep = set(urls)
+        with self._lock:
+            gone = [url for url in self._clients if url not in keep]
+            stale = [self._clients.pop(url)[0] for url in gone]
+        for client in stale:
+            client.close()
+        return len(stale)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._clients)
 
     def close(self) -> None:
         with self._lock:

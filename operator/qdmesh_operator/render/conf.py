@@ -21,6 +21,7 @@ from .. import contract
 from ..desired.state import EDGE_PROFILE, EDGE_TLS_DIR, INTER_ROUTER_PROFILE, MeshState
 from ..model.entities import Entity
 from ..model.mesh import MeshSpec
+from .checked import ACCEPTED
 
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
@@ -143,13 +144,22 @@ def _policy(mesh: MeshSpec) -> List[Entity]:
     return sections
 
 
+def _parse_once(text: str, name: str) -> None:
+    """Raises ConfigError if the router would not load ``text``; a text accepted before is
+    not parsed again."""
+    if ACCEPTED.known(text, name):
+        return
+    parse_config_text(text, name)
+    ACCEPTED.add(text, name)
+
+
 def render_router_conf(state: MeshState, router_id: str) -> str:
     """The config file of one router; raises RenderError if the router's parser refuses it."""
     text = _ENV.get_template("qdrouterd.conf.j2").render(
         mesh=state.mesh, router_id=router_id, edge_group=None, static_sections=static_sections(state.mesh),
         entities=state.entities[router_id])
     try:
-        parse_config_text(text, f"{router_id}.conf")
+        _parse_once(text, f"{router_id}.conf")
     except ConfigError as e:
         raise RenderError(f"rendered config of {router_id} does not load: {e}") from None
     return text
@@ -161,7 +171,7 @@ def render_edge_conf(state: MeshState, group: str) -> str:
         mesh=state.mesh, edge_group=group, static_sections=edge_static_sections(state.mesh),
         entities=state.edges[group])
     try:
-        parse_config_text(text, contract.edge_config_key(group))
+        _parse_once(text, contract.edge_config_key(group))
     except ConfigError as e:
         raise RenderError(f"rendered config of edge group {group} does not load: {e}") from None
     return text

@@ -7,6 +7,7 @@ from .lost import routers_to_ask
 from .mesh import stalled_report
 from .report import Event, Report
 from .routing import orphan_status, orphans_report
+from .unchanged import unchanged_statuses
 
 __all__ = ["Event", "Report", "Verdict", "orphan_status", "orphans_report", "reconciled_report",
-           "refused_report", "routers_to_ask", "stalled_report"]
+           "refused_report", "routers_to_ask", "stalled_report", "unchanged_statuses"]

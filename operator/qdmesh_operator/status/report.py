@@ -4,7 +4,7 @@ name) and the Events to post.  The handlers write them; nothing here talks to Ku
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Set, Tuple
 
 from .. import contract
 
@@ -32,6 +32,8 @@ class Report:
     seconds: float = 0.0
     #: Reconcile again after this many seconds (a node that turned not ready is settling).
     recheck_in: float | None = None
+    #: The statuses the API server holds already, as read at the start (nothing to write).
+    unchanged: Set[Tuple[str, str]] = field(default_factory=set)
 
 
 def ref(body: Mapping[str, Any]) -> Dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import shutil
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -81,3 +82,17 @@ class ManagementCredentials:
             files = TlsFiles(paths["tls.crt"], paths["tls.key"], paths["ca.crt"], version)
             self._written[key] = files
             return files
+
+    def forget(self, namespace: str, name: str) -> None:
+        """The mesh is gone: its files and directory go too."""
+        key = (namespace, name)
+        with self._lock:
+            self._written.pop(key, None)
+            directory = self._dirs.pop(key, None)
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def meshes(self) -> int:
+        """How many meshes have files written now."""
+        with self._lock:
+            return len(self._dirs)

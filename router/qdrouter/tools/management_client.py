@@ -8,11 +8,15 @@ cannot be mistaken for the current one.  Every failure surfaces as a ManagementE
 from __future__ import annotations
 
 import json
+import os
 import socket
+import threading
 import uuid
+import weakref
 from typing import Any, Dict, Iterator, List, Tuple, cast
 
 from proton import ConnectionException, Delivery, Message, ProtonException, SSLDomain, Timeout, Url
+from proton._reactor import GlobalOverrides
 from proton.handlers import IncomingMessageHandler
 from proton.reactor import Container
 from proton.utils import BlockingConnection, BlockingReceiver, BlockingSender
@@ -46,6 +50,38 @@ class _ReplyCollector(IncomingMessageHandler):
             self.connection.container.yield_()
 
 
+#: SSL domains by client kind and settings, while some client holds them.
+_DOMAINS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_DOMAINS_LOCK = threading.Lock()
+
+
+def _mtime(path: str | None) -> int:
+    try:
+        return os.stat(path).st_mtime_ns if path else 0
+    except OSError:
+        return -1
+
+
+class _Container(Container):
+    """A Container without the two default SSL domains proton makes for every Container (an
+    OpenSSL context each, about 0.8 MiB of native memory apiece, whether TLS is used or not):
+    this client passes its own domain whenever it speaks TLS.  A process holding a connection
+    per router (the operator) would otherwise pay 1.6 MiB per router for nothing."""
+
+    def __init__(self, container_id: str) -> None:
+        # ``impl`` makes Container.__init__ skip its defaults; the ones a client needs follow.
+        super().__init__(impl=None)
+        self.ssl = None  # type: ignore[assignment]
+        self.global_handler = GlobalOverrides(self.global_handler)  # type: ignore[arg-type]
+        self.trigger = None
+        self.container_id = container_id
+        self.allow_insecure_mechs = True
+        self.allowed_mechs = None
+        self.sasl_enabled = True
+        self.user = None
+        self.password = None
+
+
 class ManagementClient:
     """Requests to one router's management agent (or, with ``router``, a peer router's agent).
 
@@ -75,6 +111,7 @@ class ManagementClient:
         self._sender: BlockingSender | None = None
         self._receiver: BlockingReceiver | None = None
         self._collector = _ReplyCollector()
+        self._domain: SSLDomain | None = None
 
     @property
     def host_port(self) -> str:
@@ -88,8 +125,8 @@ class ManagementClient:
             return
         try:
             self._conn = BlockingConnection(str(self.url), timeout=self.timeout,
-                                            container=Container(container_id=self._container_id),
-                                            ssl_domain=self._ssl_domain(), **self._sasl_kwargs())
+                                            container=_Container(self._container_id),
+                                            ssl_domain=self._shared_ssl_domain(), **self._sasl_kwargs())
         except (Timeout, socket.timeout):
             raise ManagementTimeout(
                 f"timed out after {self.timeout:g}s connecting to {self.host_port}") from None
@@ -155,6 +192,25 @@ class ManagementClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _shared_ssl_domain(self) -> SSLDomain | None:
+        """The SSL domain of this client's settings, shared with every live client of the same
+        kind and settings (an OpenSSL context is about 0.8 MiB; a process with a client per
+        router of a mesh needs one).  Keyed by the files' modification times too, so a file
+        rewritten in place gets a new domain."""
+        if self.url.scheme != "amqps" and not (self._ssl[0] or self._ssl[2]):
+            return None
+        stamps = tuple(_mtime(path) for path in self._ssl[:3])
+        key = (type(self), self.url.scheme, *self._ssl, *stamps)
+        with _DOMAINS_LOCK:
+            domain = _DOMAINS.get(key)
+        if domain is None:
+            domain = self._ssl_domain()
+            if domain is not None:
+                with _DOMAINS_LOCK:
+                    domain = _DOMAINS.setdefault(key, domain)
+        self._domain = domain  # held while this client lives
+        return domain
+
     def _ssl_domain(self) -> SSLDomain | None:
         certificate, key, trustfile, password = self._ssl
         if self.url.scheme != "amqps" and not (certificate or trustfile):
@@ -212,8 +268,10 @@ class ManagementClient:
             delivery.settle()
             raise ManagementConnectionError(
                 f"{operation} request {state} by {self.host_port}: no management agent at {self.address}")
-        if not delivery.settled:
-            delivery.settle()
+        # Settled here whether or not the router settled it first (``delivery.settled`` is the
+        # router's side): a delivery this end never settles stays on the link for as long as
+        # the connection lives, one per request.
+        delivery.settle()
         self._receiver.flow(1)
         return wire.check_reply(reply)
 

@@ -1,0 +1,406 @@
+"""Operator soak: the operator's memory and CPU against a real API server as meshes and routing
+resources come and go.  ``qdmesh-operator`` runs as its own process (so its resident set is
+its own) against etcd + kube-apiserver started from the Kubernetes binaries
+(tests/e2e/cluster/build.sh); with ``--controllers`` the controller manager and scheduler run
+too (StatefulSets get pods, the garbage collector deletes what a RouterMesh owned).
+
+There is no kubelet: router pods are stored, never run, so no mesh of the API server has a
+router to manage.  ``--live N`` gives the first N meshes (size 1) a local router process each
+(QDMESH_ROUTER_URLS), so management connections and the live sync are part of the run.
+
+Phases: the operator empty; ``--meshes`` RouterMeshes created and reconciled; idle for
+``--idle`` seconds (the drift checks' CPU); ``--rounds`` rounds of creating ``--churn``
+routing resources (LinkRoutes, AutoLinks, VhostPolicies in turn, spread over the meshes),
+waiting until each has a status, deleting them and waiting until each is gone; idle again.
+The operator's RSS (/proc) is sampled after each step and printed as a Markdown table.
+
+    python -m bench.operator_soak --meshes 200 --rounds 5 --churn 150 --live 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Tuple
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tests.kube.controlplane import ControlPlane, start_control_plane  # noqa: E402
+from tests.ports import free_port  # noqa: E402
+
+G, V = "qdmesh.io", "v1alpha1"
+TICK = os.sysconf("SC_CLK_TCK")
+KINDS = (("linkroutes", "LinkRoute"), ("autolinks", "AutoLink"), ("vhostpolicies", "VhostPolicy"))
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` (its threads included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def wait(check: Callable[[], bool], timeout: float, what: str, interval: float = 0.5) -> float:
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout:
+            raise TimeoutError(f"{what}: not within {timeout:g} s")
+        time.sleep(interval)
+    return time.monotonic() - start
+
+
+def routing_spec(kind: str, mesh: str, i: int) -> Dict[str, Any]:
+    if kind == "LinkRoute":
+        return {"meshRef": mesh, "prefix": f"soak{i}.", "containerId": "broker"}
+    if kind == "AutoLink":
+        return {"meshRef": mesh, "address": f"queue/soak{i}", "direction": "in", "containerId": "broker"}
+    return {"meshRef": mesh, "hostname": f"soak{i}.example.com", "maxConnections": 10}
+
+
+@dataclass
+class Soak:
+    plane: ControlPlane
+    namespace: str
+    work: Path
+    samples: List[Tuple[str, float, float, float]] = field(default_factory=list)
+    proc: subprocess.Popen | None = None
+    tracemalloc: bool = False
+    operator_src: Path = REPO / "operator"
+    snapshots: Dict[str, Path] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+
+    def __post_init__(self) -> None:
+        from kubernetes import client
+
+        api = self.plane.api_client()
+        self.custom = client.CustomObjectsApi(api)
+        self.core = client.CoreV1Api(api)
+
+    # -- the operator process ---------------------------------------------------------------
+    def start_operator(self, urls: Dict[str, str], drift: float) -> None:
+        urls_file = self.work / "router-urls.json"
+        urls_file.write_text(json.dumps(urls))
+        env = {**self.plane.env(), "QDMESH_ROUTER_URLS": str(urls_file),
+               "PYTHONPATH": os.pathsep.join([str(self.operator_src), str(REPO / "router"), str(REPO)])}
+        if self.tracemalloc:
+            env["QDMESH_TRACEMALLOC"] = str(self.work / "tracemalloc")
+        self.health = free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "qdmesh_operator.main", "-n", self.namespace, "--health-port",
+             str(self.health), "--metrics-port", "0", "--drift-interval", f"{drift:g}", "--log-level",
+             os.environ.get("QDMESH_SOAK_LOG_LEVEL", "warning")],
+            env=env, stdout=subprocess.DEVNULL, stderr=open(self.work / "operator.log", "wb"),
+            start_new_session=True)
+
+    def wait_started(self, timeout: float) -> None:
+        """Until kopf answers its liveness probe (it has listed what it watches)."""
+        import urllib.request
+
+        def alive() -> bool:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the operator exited; see {self.work}/operator.log")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.health}/healthz", timeout=2) as reply:
+                    return bool(reply.status == 200)
+            except OSError:
+                return False
+
+        wait(alive, timeout, "the operator's liveness endpoint")
+
+    def stop_operator(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def sample(self, phase: str) -> float:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"the operator exited ({self.proc.returncode}); see {self.work}/operator.log")
+        rss, cpu = rss_mib(self.proc.pid), cpu_s(self.proc.pid)
+        self.samples.append((phase, time.monotonic() - self.started, rss, cpu))
+        print(f"{phase:<28} {time.monotonic() - self.started:8.1f} s  RSS {rss:7.1f} MiB  CPU {cpu:7.1f} s",
+              flush=True)
+        return rss
+
+    def snapshot(self, label: str) -> None:
+        """A tracemalloc snapshot of the operator (with --tracemalloc), kept as ``label``."""
+        if not self.tracemalloc or self.proc is None:
+            return
+        directory = self.work / "tracemalloc"
+        before = set(directory.glob("*.done")) if directory.exists() else set()
+        self.proc.send_signal(signal.SIGUSR2)
+        wait(lambda: bool(set(directory.glob("*.done")) - before), 120, f"snapshot {label}", 0.2)
+        done = sorted(set(directory.glob("*.done")) - before)[0]
+        self.snapshots[label] = done.with_suffix("")
+
+    def compare(self, first: str, second: str, top: int = 15) -> List[str]:
+        import tracemalloc
+
+        if first not in self.snapshots or second not in self.snapshots:
+            return []
+        old = tracemalloc.Snapshot.load(str(self.snapshots[first]))
+        new = tracemalloc.Snapshot.load(str(self.snapshots[second]))
+        total = sum(s.size_diff for s in new.compare_to(old, "filename"))
+        lines = [f"tracemalloc {first} -> {second}: {total / 1024:+.0f} KiB traced"]
+        for stat in new.compare_to(old, "traceback")[:top]:
+            frames = [f"{f.filename.split('site-packages/')[-1].split('/wt-opmem/')[-1]}:{f.lineno}"
+                      for f in stat.traceback if "tracemalloc" not in f.filename][-6:]
+            where = " <- ".join(reversed(frames))
+            lines.append(f"  {stat.size_diff / 1024:+8.0f} KiB {stat.count_diff:+6d}  {where}")
+        return lines
+
+    # -- the API server -----------------------------------------------------------------------
+    def items(self, plural: str) -> List[Dict[str, Any]]:
+        return list(self.custom.list_namespaced_custom_object(G, V, self.namespace, plural)["items"])
+
+    def create(self, plural: str, kind: str, name: str, spec: Dict[str, Any]) -> None:
+        body = {"apiVersion": f"{G}/{V}", "kind": kind, "metadata": {"name": name}, "spec": spec}
+        self.custom.create_namespaced_custom_object(G, V, self.namespace, plural, body)
+
+    def delete(self, plural: str, name: str) -> None:
+        self.custom.delete_namespaced_custom_object(G, V, self.namespace, plural, name)
+
+    def all_observed(self, plural: str, names: List[str]) -> bool:
+        seen = {i["metadata"]["name"]: i for i in self.items(plural)}
+        return all(name in seen and (seen[name].get("status") or {}).get("observedGeneration") ==
+                   seen[name]["metadata"]["generation"] for name in names)
+
+
+def install_crds(plane: ControlPlane) -> None:
+    from kubernetes import client
+
+    ext = client.ApiextensionsV1Api(plane.api_client())
+    names = []
+    for path in sorted((REPO / "crds").glob("*.yaml")):
+        body = yaml.safe_load(path.read_text())
+        names.append(body["metadata"]["name"])
+        ext.create_custom_resource_definition(body)
+
+    def established() -> bool:
+        for name in names:
+            conditions = ext.read_custom_resource_definition(name).status.conditions or []
+            if not any(c.type == "Established" and c.status == "True" for c in conditions):
+                return False
+        return True
+
+    wait(established, 60, "CRDs established")
+
+
+def start_routers(work: Path, count: int) -> List[Any]:
+    from tests.router.routerproc import Router
+
+    routers = []
+    for i in range(count):
+        directory = work / f"router-{i}"
+        directory.mkdir()
+        routers.append(Router(directory, router_id=f"R{i}").start())
+    return routers
+
+
+def churn_round(soak: Soak, meshes: List[str], count: int, round_no: int,
+                timeout: float) -> Tuple[float, float]:
+    """Create ``count`` routing resources, wait for their statuses, delete them, wait until they
+    are gone; returns (seconds to create, seconds to delete)."""
+    made: Dict[str, List[str]] = {plural: [] for plural, _ in KINDS}
+    start = time.monotonic()
+    for i in range(count):
+        plural, kind = KINDS[i % len(KINDS)]
+        name = f"r{round_no}-{i}"
+        soak.create(plural, kind, name, routing_spec(kind, meshes[i % len(meshes)], i))
+        made[plural].append(name)
+    for plural, names in made.items():
+        wait(lambda p=plural, n=names: soak.all_observed(p, n), timeout,  # type: ignore[misc]
+             f"{plural} of round {round_no} observed")
+    created = time.monotonic() - start
+    start = time.monotonic()
+    for plural, names in made.items():
+        for name in names:
+            soak.delete(plural, name)
+    for plural, names in made.items():
+        gone = set(names)
+        wait(lambda p=plural, g=gone: not g & {i["metadata"]["name"] for i in soak.items(p)},  # type: ignore[misc]
+             timeout, f"{plural} of round {round_no} gone")
+    return created, time.monotonic() - start
+
+
+def idle(soak: Soak, seconds: float, phase: str) -> float:
+    """CPU seconds per second the operator spends over ``seconds`` of nothing changing."""
+    assert soak.proc is not None
+    soak.sample(f"{phase} (start)")
+    before = cpu_s(soak.proc.pid)
+    time.sleep(seconds)
+    used = cpu_s(soak.proc.pid) - before
+    soak.sample(f"{phase} (end)")
+    return used / seconds
+
+
+def run(args: argparse.Namespace, work: Path) -> Dict[str, Any]:
+    plane = start_control_plane(work / "plane", controllers=args.controllers)
+    routers: List[Any] = []
+    soak: Soak | None = None
+    try:
+        install_crds(plane)
+        namespace = "soak"
+        from kubernetes import client
+
+        client.CoreV1Api(plane.api_client()).create_namespace({"metadata": {"name": namespace}})
+        soak = Soak(plane, namespace, work, tracemalloc=args.tracemalloc, operator_src=args.operator_src)
+        routers = start_routers(work, args.live)
+        meshes = [f"m{i:03d}" for i in range(args.meshes)]
+        urls = {f"{namespace}/{meshes[i]}-0": r.url for i, r in enumerate(routers)}
+        soak.start_operator(urls, args.drift)
+        soak.wait_started(args.timeout)
+        time.sleep(args.settle)
+        empty = soak.sample("empty")
+        soak.snapshot("empty")
+        start = time.monotonic()
+        for i, name in enumerate(meshes):
+            size = 1 if i < args.live else args.size
+            soak.create("routermeshes", "RouterMesh", name, {"size": size, "image": "qdmesh/router:0.1.0"})
+        wait(lambda: soak.all_observed("routermeshes", meshes), args.timeout, "every mesh observed")
+        mesh_seconds = time.monotonic() - start
+        soak.sample(f"{args.meshes} meshes reconciled")
+        cpu_idle = idle(soak, args.idle, "idle")
+        soak.snapshot("meshes")
+        with_meshes = soak.samples[-1][2]
+        rounds = []
+        for r in range(args.rounds):
+            created, deleted = churn_round(soak, meshes, args.churn, r, args.timeout)
+            rounds.append((created, deleted))
+            soak.sample(f"churn {r + 1}: {args.churn} made+gone")
+            if r == 0:
+                soak.snapshot("churn 1")
+        cpu_after = idle(soak, args.idle, "idle after churn")
+        soak.snapshot("churned")
+        for first, second in (("empty", "meshes"), ("churn 1", "churned")):
+            print("\n".join(soak.compare(first, second)))
+        return {"meshes": args.meshes, "empty": empty, "with_meshes": with_meshes,
+                "per_mesh": (with_meshes - empty) / max(1, args.meshes), "mesh_seconds": mesh_seconds,
+                "cpu_idle": cpu_idle, "cpu_after": cpu_after, "rounds": rounds,
+                "churn_growth": soak.samples[-1][2] - with_meshes, "samples": soak.samples,
+                "churned": args.churn * args.rounds}
+    finally:
+        if soak is not None:
+            soak.stop_operator()
+        for router in routers:
+            router.stop(check=False)
+        plane.stop()
+
+
+def connection_cost(work: Path, count: int) -> str:
+    """RSS of this process per open management connection (the operator keeps one per ready
+    router): ``count`` ManagementClients to one local router, each having answered a QUERY."""
+    from qdrouter.tools.management_client import ManagementClient
+
+    router = start_routers(work, 1)[0]
+    clients = []
+    try:
+        warm = ManagementClient(router.url, timeout=10.0)
+        warm.query("org.apache.qpid.dispatch.router")
+        before = rss_mib(os.getpid())
+        for _ in range(count):
+            clients.append(ManagementClient(router.url, timeout=10.0))
+            clients[-1].query("org.apache.qpid.dispatch.router.config.linkRoute")
+        after = rss_mib(os.getpid())
+        warm.close()
+    finally:
+        for client in clients:
+            client.close()
+        router.stop(check=False)
+    return (f"- management connections: {count} open (plain AMQP), RSS {before:.1f} -> {after:.1f} MiB: "
+            f"{(after - before) * 1024 / count:.0f} KiB each")
+
+
+def report(result: Dict[str, Any], args: argparse.Namespace) -> str:
+    lines = ["| phase | elapsed s | RSS MiB | CPU s |", "|---|---:|---:|---:|"]
+    lines += [f"| {p} | {t:.0f} | {rss:.1f} | {cpu:.1f} |" for p, t, rss, cpu in result["samples"]]
+    churned = max(1, result["churned"])
+    lines += [
+        "",
+        f"- RSS empty {result['empty']:.1f} MiB; with {result['meshes']} meshes "
+        f"{result['with_meshes']:.1f} MiB: "
+        f"{result['per_mesh'] * 1024:.0f} KiB per mesh; {result['meshes']} meshes reconciled in "
+        f"{result['mesh_seconds']:.0f} s",
+        f"- idle CPU (drift every {args.drift:g} s): {result['cpu_idle']:.3f} core with the meshes, "
+        f"{result['cpu_after']:.3f} core after the churn",
+        f"- churn: {result['churned']} routing resources made and deleted; RSS "
+        f"{result['churn_growth']:+.1f} MiB over the churn "
+        f"({result['churn_growth'] * 1024 / churned:+.2f} KiB per resource churned)",
+    ]
+    for i, (made, gone) in enumerate(result["rounds"]):
+        lines.append(f"- churn {i + 1}: {args.churn} made in {made:.1f} s "
+                     f"({args.churn / made:.1f}/s), deleted in {gone:.1f} s ({args.churn / gone:.1f}/s)")
+    return "\n".join(lines)
+
+
+def main(argv: List[str] | None = None) -> int:
+    # SIGTERM (a timeout) as an exit, so the API server, routers and operator are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--meshes", type=int, default=200)
+    parser.add_argument("--size", type=int, default=3, help="routers per mesh (without --live)")
+    parser.add_argument("--live", type=int, default=2, help="meshes with a local router process")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--churn", type=int, default=150, help="routing resources per round")
+    parser.add_argument("--idle", type=float, default=60.0, help="seconds of each idle phase")
+    parser.add_argument("--drift", type=float, default=30.0, help="the operator's --drift-interval")
+    parser.add_argument("--settle", type=float, default=5.0, help="seconds after the operator answers")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--controllers", action="store_true",
+                        help="run kube-controller-manager and kube-scheduler too")
+    parser.add_argument("--tracemalloc", action="store_true",
+                        help="trace the operator's allocations; print what grew between phases")
+    parser.add_argument("--operator-src", type=Path, default=REPO / "operator",
+                        help="the directory holding the qdmesh_operator package to run (another checkout's)")
+    parser.add_argument("--connections", type=int, default=0,
+                        help="only measure the memory of this many management connections")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="qdmesh-operator-soak-"))
+    if args.connections:
+        try:
+            print(connection_cost(work, args.connections))
+        finally:
+            import shutil
+
+            shutil.rmtree(work, ignore_errors=True)
+        return 0
+    try:
+        result = run(args, work)
+    finally:
+        if not args.keep:
+            import shutil
+
+            shutil.rmtree(work, ignore_errors=True)
+    print()
+    print(f"operator soak, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
+          f"python -m bench.operator_soak {' '.join(argv if argv is not None else sys.argv[1:])}")
+    print(report(result, args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
