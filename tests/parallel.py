@@ -1,6 +1,6 @@
 """How the suite shares a machine with itself when run by several workers (pytest-xdist).
 
-The README's command runs ``pytest -n 4 --dist loadgroup`` (``--dist loadgroup`` and
+``pytest -n 4`` runs the suite on workers (``--dist loadfile`` and
 ``--no-loadscope-reorder`` come from pyproject's addopts). Most tests wait on sockets, timers
 and subprocesses, so four workers keep two cores busy. This module decides, for every test:
 

@@ -11,10 +11,10 @@ from typing import Any, List
 
 import pytest
 
-from qdmesh_operator.kube import KubeApi
 from qdmesh_operator.apply.management import ClientPool
 from qdmesh_operator.drift import DriftSchedule
 from qdmesh_operator.keyed import KeyedLocks
+from qdmesh_operator.kube import KubeApi
 from qdmesh_operator.reconcile import MeshReconciler
 from qdmesh_operator.render.checked import AcceptedTexts
 from qdmesh_operator.status.unchanged import changes, unchanged_statuses

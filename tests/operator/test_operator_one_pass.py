@@ -22,7 +22,11 @@ pytestmark = pytest.mark.timeout(120)
 # pods and the last status (was the control plane away, so routers on not-ready nodes may still
 # answer); the status stage proper (status/compose.py) comes last.
 STAGES = ["observe/cluster.py", "model/inputs.py", "apply/router_urls.py", "status/lost.py", "tls/resolve.py",
-          "desired/state.py", "render/mesh.py", "apply/mesh.py", "status/compose.py"]
+          "desired/state.py", "render/mesh.py",
+          # apply: the mesh's management connections (taken, then trimmed to the routers reached)
+          "apply/management.py", "apply/mesh.py", "apply/management.py",
+          # status: composed, then what the API server already holds left unwritten
+          "status/compose.py", "status/unchanged.py"]
 
 
 def _module(frame: Any) -> str:

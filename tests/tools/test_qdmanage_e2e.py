@@ -59,7 +59,7 @@ def test_create_read_delete_listener(router: RouterProcess) -> None:
     assert qdmanage(router, "read", "extra").json()["identity"] == created["identity"]
     assert qdmanage(router, "delete", "--type", "listener", "--name", "extra").out == ""
     err = fails(router, "read", "--type", "listener", "--name", "extra")
-    assert err.startswith("qdmanage: error: NotFound: ") and "'extra'" in err
+    assert err.startswith("qdmanage: error: NotFound: ") and "name=extra" in err
 
 
 def test_update_log_as_in_the_book(router: RouterProcess) -> None:
@@ -159,7 +159,7 @@ def test_autolink_create_answers_what_a_query_says(router: RouterProcess) -> Non
 
 def test_unknown_entity_is_not_found(router: RouterProcess) -> None:
     err = fails(router, "delete", "--type", "listener", "--name", "x")
-    assert err.startswith("qdmanage: error: NotFound: ") and "'x'" in err
+    assert err.startswith("qdmanage: error: NotFound: ") and "name=x" in err
 
 
 def test_create_invalid_attribute_is_bad_request(router: RouterProcess) -> None:
