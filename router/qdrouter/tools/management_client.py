@@ -2,8 +2,7 @@
 
 One connection, one sender to the agent and one dynamic receiver for the replies.  Requests
 are matched to replies by correlation id, so a late reply to an earlier (timed-out) request
-cannot be mistaken for the current one.  Every failure surfaces as a ManagementError.
-"""
+cannot be mistaken for the current one.  Every failure surfaces as a ManagementError."""
 
 from __future__ import annotations
 
