@@ -3,9 +3,7 @@ adminStatus 'deleted' force-closing a client's connection."""
 
 from __future__ import annotations
 
-from typing import Any, Dict
-
-from proton import Handler, symbol
+from proton import symbol
 
 from tests.management.mgmt import MgmtClient
 from tests.router.amqpclient import Client, Net
@@ -18,15 +16,7 @@ class PropertiesClient(Client):
     """tests/router's Client, whose open carries connection properties."""
 
     def __init__(self, net: Net, url: str, properties: dict) -> None:
-        # Client.__init__'s state, then a connect with properties (Client takes none).
-        Handler.__init__(self)
-        self.net = net
-        self.links: Dict[str, Any] = {}
-        self.opened = False
-        self.remote_closed = False
-        self.transport_closed = False
-        self.error: Any = None
-        self.conn = net.container.connect(url, handler=self, reconnect=False, properties=properties)
+        super().__init__(net, url, properties=properties)
 
 
 def connect_with(net: Net, url: str, properties: dict) -> Client:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
-from proton import SASL, Handler
+from proton import SASL
 
 from qdrouter.tools.management_client import ManagementClient
 from tests.prerequisites import require
@@ -99,19 +99,11 @@ class LoginClient(Client):
 
     def __init__(self, net: Net, url: str, user: str | None = None, password: str | None = None,
                  vhost: str | None = None, mechanism: str | None = None, **options: Any) -> None:
-        # Client.__init__'s state, then a connect with login options (Client takes none).
-        Handler.__init__(self)
-        self.net = net
-        self.links: Dict[str, Any] = {}
-        self.opened = False
-        self.remote_closed = False
-        self.transport_closed = False
-        self.error: Any = None
         login = {"user": user, "password": password, "virtual_host": vhost,
                  "allowed_mechs": mechanism or ("PLAIN" if user else "ANONYMOUS"),
                  "allow_insecure_mechs": True, **options}
         login = {key: value for key, value in login.items() if value is not None}
-        self.conn = net.container.connect(url, handler=self, reconnect=False, **login)
+        super().__init__(net, url, **login)
 
 
 def login(net: Net, url: str, user: str | None = None, vhost: str | None = None, password: str | None = None,

@@ -108,7 +108,8 @@ class Net:
 class Client(Handler):
     """One AMQP connection; routes link and delivery events to link wrappers."""
 
-    def __init__(self, net: Net, url: str) -> None:
+    def __init__(self, net: Net, url: str, **connect_options: Any) -> None:
+        """``connect_options``: more of proton's connect arguments (properties, login, ...)."""
         super().__init__()
         self.net = net
         self.links: Dict[str, Any] = {}
@@ -116,7 +117,7 @@ class Client(Handler):
         self.remote_closed = False
         self.transport_closed = False
         self.error: Condition | None = None
-        self.conn = net.container.connect(url, handler=self, reconnect=False)
+        self.conn = net.container.connect(url, handler=self, reconnect=False, **connect_options)
 
     # -- events ------------------------------------------------------------------------
     def on_connection_remote_open(self, event: Any) -> None:
