@@ -168,7 +168,8 @@ class MeshReconciler:
             pool.retain([*urls.values(), *(r.url for r in applied.edge_routers)])
         # status: every status to write and every Event to post
         report = status.reconciled_report(body, parsed=parsed, observed=observed, state=state,
-                                          certificates=certificates, applied=applied, why=why)
+                                          certificates=certificates, applied=applied, why=why,
+                                          last_in_sync=last[1].in_sync if last else {})
         report.recheck_in = recheck
         return report
 

@@ -13,6 +13,7 @@ from ..kube.api import KubeRefused
 from ..model.inputs import ParsedMesh
 from ..observe.cluster import Observed
 from ..tls.resolve import Certificates
+from . import drift
 from . import mesh as mesh_status
 from .edges import edge_status
 from .lost import control_plane_away, lost_events, lost_routers, recovering
@@ -22,20 +23,30 @@ from .routing import routing_statuses
 
 
 def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: Observed, state: MeshState,
-                      certificates: Certificates, applied: Applied, why: str) -> Report:
+                      certificates: Certificates, applied: Applied, why: str,
+                      last_in_sync: Mapping[str, int]) -> Report:
+    """``last_in_sync``: the previous reconciliation's ``Report.in_sync``."""
     report = Report()
     report.events.extend(_events(body, certificates.events, applied.events))
     rolling = mesh_status.rolling_event(body, state, applied.rolling)
     if rolling is not None:
         report.events.append(rolling)
     every_router = {**applied.outcomes, **applied.edge_outcomes}
-    mesh_status.count(report, every_router, why)
+    # A drift check repairs drift on every router, edges included; any other trigger repairs
+    # it on the routers nothing was asked of since they were last in sync.
+    repairs = frozenset(every_router) if why == "drift" else drift.unchanged_since(last_in_sync, state)
+    report.in_sync = drift.in_sync(state, applied.outcomes)
+    mesh_status.count(report, every_router, repairs)
     lost = lost_routers(parsed.mesh, body, observed=observed, outcomes=applied.outcomes,
                         rolling=applied.rolling)
     report.events.extend(lost_events(body, lost, observed, parsed.mesh.size))
     nodes = {name: pod.node for name, pod in observed.pods.items() if pod.node}
+    # A router whose management answers is running, whatever its pod says (a router reached
+    # outside the cluster): the pod is not why it does not work, and no Warning says so.
+    answers = {rid for rid, outcome in applied.outcomes.items() if outcome.reachable}
     problems = {name: pod.problem for name, pod in observed.pods.items()
-                if pod.problem is not None and not pod.ready and name in parsed.mesh.router_ids()}
+                if pod.problem is not None and not pod.ready and name in parsed.mesh.router_ids()
+                and name not in answers}
     report.events.extend(pod_events(body, problems))
     away = control_plane_away(body, observed)
     answering = [rid for rid in recovering(observed)
@@ -45,7 +56,7 @@ def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: 
         problems=problems, answering=answering)
     routing_statuses(report, state, bodies=observed.routing, invalid=parsed.invalid,
                      outcomes=applied.outcomes)
-    mesh_status.management_events(report, body, every_router, why)
+    mesh_status.management_events(report, body, every_router, repairs)
     return report
 
 

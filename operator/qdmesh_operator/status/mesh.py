@@ -4,7 +4,7 @@ reports it) and its Events, from what the earlier stages found.  Pure."""
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Mapping, Sequence
+from typing import AbstractSet, Any, Dict, Mapping, Sequence
 
 from kubernetes.client.rest import ApiException
 
@@ -74,7 +74,7 @@ def router_entry(rid: str, outcome: RouterOutcome | None, *, node: str = "",
     entry: Dict[str, Any] = {"name": rid, "ready": bool(outcome and outcome.in_sync and lost is None)}
     if node:
         entry["node"] = node
-    if problem is not None and outcome is None:
+    if problem is not None and (outcome is None or not outcome.reachable):
         entry["message"] = f"pod not ready: {problem.describe()}"[:1000]
     elif lost is not None:
         # What management answered last is no news about a router whose node or pod is gone.
@@ -171,11 +171,12 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, *, applied: Applied,
     return new
 
 
-def count(report: Report, outcomes: Mapping[str, RouterOutcome], why: str) -> None:
-    for outcome in outcomes.values():
+def count(report: Report, outcomes: Mapping[str, RouterOutcome], repairs: AbstractSet[str]) -> None:
+    """``repairs``: the routers whose changes put back drift (status/drift.py)."""
+    for rid, outcome in outcomes.items():
         report.operations += len(outcome.results)
         report.failures += len(outcome.failures)
-        if why == "drift":
+        if rid in repairs:
             report.repaired += len([r for r in outcome.results if r.ok])
 
 
@@ -191,14 +192,17 @@ def rolling_event(body: Mapping[str, Any], state: MeshState, rolling: str) -> Ev
 
 
 def management_events(report: Report, body: Mapping[str, Any], outcomes: Mapping[str, RouterOutcome],
-                      why: str) -> None:
-    done = [(rid, r) for rid, o in outcomes.items() for r in o.results if r.ok]
-    if done and why == "drift":
-        repaired = sorted({r.op.describe() for _, r in done})
+                      repairs: AbstractSet[str]) -> None:
+    """One Event for the drift put back and one for the live changes asked for, each if any."""
+    ok = [(rid, r) for rid, o in outcomes.items() for r in o.results if r.ok]
+    repaired = [(rid, r) for rid, r in ok if rid in repairs]
+    done = [(rid, r) for rid, r in ok if rid not in repairs]
+    if repaired:
+        what = sorted({r.op.describe() for _, r in repaired})
         report.events.append(Event(ref(body), "Warning", "DriftRepaired",
-                                   f"{len(done)} operations on {len({rid for rid, _ in done})} routers "
-                                   "put back what had changed by hand: " + "; ".join(repaired[:5])))
-    elif done:
+                                   f"{len(repaired)} operations on {len({rid for rid, _ in repaired})} "
+                                   "routers put back what had changed by hand: " + "; ".join(what[:5])))
+    if done:
         created = len([1 for _, r in done if r.op.action == CREATE])
         report.events.append(Event(ref(body), "Normal", "Applied",
                                    f"{len(done)} live changes ({created} created) on "

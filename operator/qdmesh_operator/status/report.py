@@ -34,6 +34,9 @@ class Report:
     recheck_in: float | None = None
     #: The statuses the API server holds already, as read at the start (nothing to write).
     unchanged: Set[Tuple[str, str]] = field(default_factory=set)
+    #: The routers this reconciliation left in sync, with a fingerprint of what they hold
+    #: (status/drift.py): the next one tells drift from asked-for changes by it.
+    in_sync: Dict[str, int] = field(default_factory=dict)
 
 
 def ref(body: Mapping[str, Any]) -> Dict[str, Any]:
