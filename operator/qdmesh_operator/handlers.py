@@ -198,12 +198,14 @@ def _pod_state(status: Any, spec: Any) -> tuple:
 
 @kopf.on.event("", "v1", "pods", labels={"app.kubernetes.io/managed-by": contract.MANAGER,
                                           "qdmesh.io/mesh": kopf.PRESENT})
+@kopf.on.event("", "v1", "pods", labels={"app.kubernetes.io/managed-by": contract.MANAGER,
+                                          "qdmesh.io/edge-of": kopf.PRESENT}, id="edge_pod_changed")
 async def router_pod_changed(labels: Any, namespace: Any, name: Any, status: Any, spec: Any,
                              type: Any, **_: Any) -> None:
     """A router's pod became ready or not (its kubelet, or the node lifecycle controller), or
     says why it cannot run: refresh the mesh now rather than at the next drift check.  The
     StatefulSet's ready count alone misses a pod that is back while its node is not yet, and
-    one that never ran."""
+    one that never ran.  Edge router pods too (their mesh in ``qdmesh.io/edge-of``)."""
     seen: dict = _state.setdefault("router_pods", {})
     key = (namespace, name)
     if type == "DELETED":
@@ -215,7 +217,7 @@ async def router_pod_changed(labels: Any, namespace: Any, name: Any, status: Any
         return
     seen[key] = state
     if known:  # the first sight of each pod (the operator starting) is the resume handler's
-        await run(namespace, labels.get("qdmesh.io/mesh"), "routers")
+        await run(namespace, labels.get("qdmesh.io/mesh") or labels.get("qdmesh.io/edge-of"), "routers")
 
 
 @kopf.on.event("", "v1", "nodes")

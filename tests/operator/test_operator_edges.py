@@ -247,3 +247,32 @@ def test_edge_routers_restart_only_for_the_secrets_they_mount(tls: Dict[str, Any
     spec = {**EDGE_SPEC, "listeners": [{"name": "amqps", "port": 5671, "tlsSecretName": "listener-tls"}]}
     assert edge_mounted(edge_mesh(spec, **tls)) == mounted
     assert edge_mounted(edge_mesh(MESH_SPEC, **tls)) == []
+
+
+def test_edge_pods_kept_from_running_are_named_in_status_conditions_and_one_event() -> None:
+    from qdmesh_operator.pod_problems import PodProblem
+    from qdmesh_operator.status.mesh import mesh_status
+    from qdmesh_operator.status.pods import pod_events
+
+    pull = PodProblem("ImagePullBackOff", 'container router: Back-off pulling image "qdmesh/router:9.9"')
+    state = mesh_state(edge_mesh({**MESH_SPEC, "size": 1, "edgeGroups": [{"name": "apps", "size": 2}]}), [])
+    observed = Observed("messaging", "demo", {}, edge_pods={
+        "a": EdgePod("a", "apps", "10.0.0.1", "n1", True),
+        "b": EdgePod("b", "apps", "", "n2", False, problem=pull)})
+    applied = Applied(edge_routers=[EdgeRouter("a", "apps", "u")],
+                      edge_outcomes={"a": RouterOutcome("a", "u", router={"id": "a"}, uplink="demo-0")},
+                      outcomes={"demo-0": RouterOutcome("demo-0", "u0")},
+                      stateful_set_status={"replicas": 1, "readyReplicas": 1})
+    edges = edge_status(state, observed, applied)
+    assert edges.problems == {"b": pull} and (edges.wanted, edges.ready) == (2, 1)
+    assert edges.groups[0]["routers"][1] == {"name": "b", "ready": False, "node": "n2",
+                                             "message": f"pod not ready: {pull.describe()}"}
+    body: Dict[str, Any] = {"apiVersion": "qdmesh.io/v1alpha1", "kind": "RouterMesh",
+                            "metadata": {"name": "demo", "namespace": "messaging", "generation": 1}}
+    status = mesh_status(body, state, applied=applied, edges=edges)
+    stalled = next(c for c in status["conditions"] if c["type"] == "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "ImagePullBackOff")
+    assert stalled["message"] == f"b: {pull.describe()}"
+    # Announced once: the next reconciliation reads the problem back from the status.
+    assert [e.reason for e in pod_events(body, edges.problems)] == ["ImagePullBackOff"]
+    assert pod_events({**body, "status": status}, edges.problems) == []

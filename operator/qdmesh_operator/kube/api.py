@@ -10,7 +10,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from .. import contract
-from ..pod_problems import pod_problem
+from ..pod_problems import PodProblem, pod_problem
 from ..rolling import PodState
 from .apiclient import TimedApiClient
 
@@ -50,6 +50,8 @@ class EdgePod:
     ip: str
     node: str
     ready: bool
+    #: What keeps the pod from running (its scheduler's or kubelet's reason), or None.
+    problem: PodProblem | None = None
 
 MERGE = "application/merge-patch+json"
 
@@ -196,7 +198,8 @@ class KubeApi:
                 group=str((pod.metadata.labels or {}).get("qdmesh.io/edge-group")),
                 ip=str((pod.status.pod_ip if pod.status else None) or ""),
                 node=str((pod.spec.node_name if pod.spec else None) or ""),
-                ready=any(c.type == "Ready" and c.status == "True" for c in conditions))
+                ready=any(c.type == "Ready" and c.status == "True" for c in conditions),
+                problem=pod_problem(pod))
         return found
 
     def delete_edge_group(self, namespace: str, workload: Mapping[str, Any],

@@ -47,12 +47,13 @@ def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: 
     problems = {name: pod.problem for name, pod in observed.pods.items()
                 if pod.problem is not None and not pod.ready and name in parsed.mesh.router_ids()
                 and name not in answers}
-    report.events.extend(pod_events(body, problems))
+    edges = edge_status(state, observed, applied)
+    report.events.extend(pod_events(body, {**problems, **edges.problems}))
     away = control_plane_away(body, observed)
     answering = [rid for rid in recovering(observed)
                  if away and rid in applied.outcomes and applied.outcomes[rid].reachable]
     report.statuses[(contract.MESH_PLURAL, parsed.mesh.name)] = mesh_status.mesh_status(
-        body, state, applied=applied, edges=edge_status(state, observed, applied), lost=lost, nodes=nodes,
+        body, state, applied=applied, edges=edges, lost=lost, nodes=nodes,
         problems=problems, answering=answering)
     routing_statuses(report, state, bodies=observed.routing, invalid=parsed.invalid,
                      outcomes=applied.outcomes)

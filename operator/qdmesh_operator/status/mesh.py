@@ -140,6 +140,8 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, *, applied: Applied,
         verdict = status.Verdict.progressing(status.ROUTER_UNREACHABLE,
                                              "; ".join(str(u) for u in unreachable[:3])
                                              or "routers not reachable yet")
+    elif edges.ready < edges.wanted and edges.problems:
+        verdict = pods_verdict(edges.problems)
     elif edges.ready < edges.wanted:
         verdict = status.Verdict.progressing(status.EDGES_NOT_READY,
                                              f"{edges.ready}/{edges.wanted} edge routers connected to "

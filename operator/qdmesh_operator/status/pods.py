@@ -35,10 +35,13 @@ def pods_verdict(problems: Mapping[str, PodProblem]) -> status.Verdict:
 
 def pod_events(body: Mapping[str, Any], problems: Mapping[str, PodProblem]) -> List[Event]:
     """A Warning per problem newly seen on a router: the last status names each router's
-    problem (routerStatus[].message), so one that stands is announced once, not at every drift
-    check, and again only when it changes."""
-    previous = {str(r.get("name")): str(r.get("message") or "")
-                for r in (body.get("status") or {}).get("routerStatus") or []}
+    problem (routerStatus[].message; edgeGroups[].routers[].message for edge routers), so
+    one that stands is announced once, not at every drift check, and again only when it
+    changes."""
+    last = body.get("status") or {}
+    entries = [*(last.get("routerStatus") or []),
+               *(r for g in last.get("edgeGroups") or [] for r in g.get("routers") or [])]
+    previous = {str(r.get("name")): str(r.get("message") or "") for r in entries}
     fresh = {rid: p for rid, p in problems.items()
              if not previous.get(rid, "").startswith(f"pod not ready: {p.reason}:")
              and previous.get(rid, "") != f"pod not ready: {p.reason}"}
