@@ -12,7 +12,8 @@ import pytest
 from proton import Message, symbol
 
 from qdrouter.amqp import inbound
-from qdrouter.amqp.message_sections import find_sections, read_annotations, rewrite_annotations
+from qdrouter.amqp.message_sections import find_sections
+from qdrouter.amqp.router_annotations import read_annotations, rewrite_annotations
 from qdrouter.core.links import DATA, CoreLink, InFlight
 
 _counter = itertools.count()

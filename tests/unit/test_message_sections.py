@@ -9,18 +9,9 @@ from typing import Any, cast
 import pytest
 from proton import UNDESCRIBED, Array, Data, Message, char, int32, symbol, ubyte, ulong
 
-from qdrouter.amqp.message_sections import (
-    Annotations,
-    MessageFormatError,
-    encode_string,
-    encode_string_list,
-    encode_symbol,
-    find_sections,
-    read_annotations,
-    read_to,
-    rewrite_annotations,
-    skip_value,
-)
+from qdrouter.amqp.amqp_types import encode_string, encode_string_list, encode_symbol, skip_value
+from qdrouter.amqp.message_sections import MessageFormatError, find_sections, read_to
+from qdrouter.amqp.router_annotations import Annotations, read_annotations, rewrite_annotations
 
 LONG = "L" * 300  # forces str32 / map32 / list32 encodings
 OTHER_MA: dict[Any, Any] = {

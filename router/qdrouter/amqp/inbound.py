@@ -14,7 +14,8 @@ from ..core.address_table import phased, split_phase
 from ..core.address_view import hash_view
 from ..core.links import DATA, CoreLink, InFlight
 from .amqp_types import section_insert_pos
-from .message_sections import Annotations, find_sections, read_annotations, read_to, rewrite_annotations
+from .message_sections import find_sections, read_to
+from .router_annotations import Annotations, read_annotations, rewrite_annotations
 
 # Sections larger than this (user annotations, typically) are not remembered, and the
 # memo is emptied when it reaches _MEMO_ENTRIES: memory stays within ~1 MiB per memo.

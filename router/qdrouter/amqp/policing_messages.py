@@ -10,8 +10,9 @@ from typing import Any, Dict
 from ..policy import ConnectionGrant, Denial, PolicyEngine
 from ..policy.engine import MESSAGE_SIZE, OVERSIZE
 from .amqp_types import PROPERTIES, MessageFormatError, section_value, skip_value, u32
-from .message_sections import find_sections, read_annotations, read_to
+from .message_sections import find_sections, read_to
 from .proton_ffi import lib, set_condition
+from .router_annotations import read_annotations
 
 log = logging.getLogger("qdrouter.POLICY")
 

@@ -12,8 +12,9 @@ from typing import Any, Callable, Dict, Hashable, List, Set
 from ..amqp.codec import MessageFormatError, decode_message
 from ..amqp.control_wire import encode_control
 from ..amqp.endpoint_listener import EndpointListener
-from ..amqp.message_sections import find_sections, rewrite_annotations
+from ..amqp.message_sections import find_sections
 from ..amqp.proton_ffi import ffi, lib
+from ..amqp.router_annotations import rewrite_annotations
 from ..amqp.server import AmqpServer
 from ..control_counters import ControlCounters
 from ..core.address_table import BALANCED, CLOSEST, MULTICAST, AddressTable
