@@ -295,6 +295,16 @@ def test_live_changes_drift_and_finalizers_on_real_routers(
     assert [(r["name"], r["applied"], r["operStatus"]) for r in status["routers"]] == [
         (f"gamma-{i}", True, "inactive") for i in range(3)
     ]  # no broker listens on that port
+    # Applied everywhere, reachable nowhere: the conditions say what traffic would find.
+    unreachable = kube.condition("autolinks", "q1", "Reachable")
+    assert (unreachable["status"], unreachable["reason"]) == ("False", "AutoLinkInactive")
+    assert unreachable["message"].startswith(
+        "active on 0/3 routers; gamma-0: inactive (not connected to connector 'broker')"), unreachable
+    route = eventually(lambda: kube.condition("linkroutes", "orders", "Reachable"), what="Reachable")
+    assert (route["status"], route["reason"]) == ("False", "NoRouteContainer"), route
+    mesh_status = eventually(lambda: kube.get("routermeshes", "gamma")["status"].get("reachableAutoLinks") and
+                             kube.get("routermeshes", "gamma")["status"], what="the mesh's count of routes")
+    assert (mesh_status["reachableLinkRoutes"], mesh_status["reachableAutoLinks"]) == ("0/1", "0/1")
 
     # Drift: delete the auto-link by hand on one router; the timer puts it back.
     victim = routers[1]

@@ -4,7 +4,7 @@ stages produced them (certificates, apply, rolling restart, routing resources, m
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from .. import contract
 from ..apply.mesh import Applied
@@ -13,7 +13,7 @@ from ..kube.api import KubeRefused
 from ..model.inputs import ParsedMesh
 from ..observe.cluster import Observed
 from ..tls.resolve import Certificates
-from . import drift
+from . import drift, reachable
 from . import mesh as mesh_status
 from .edges import edge_status
 from .lost import control_plane_away, lost_events, lost_routers, recovering
@@ -57,8 +57,21 @@ def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: 
         problems=problems, answering=answering)
     routing_statuses(report, state, bodies=observed.routing, invalid=parsed.invalid,
                      outcomes=applied.outcomes)
+    _summarise_routes(report.statuses, parsed.mesh.name)
     mesh_status.management_events(report, body, every_router, repairs)
     return report
+
+
+def _summarise_routes(statuses: Dict[Tuple[str, str], Dict[str, Any]], mesh: str) -> None:
+    """The RouterMesh's status says how many of its link routes and auto-links traffic can
+    reach (their ``Reachable`` condition), beside how many routers are ready."""
+    mesh_status_ = statuses.get((contract.MESH_PLURAL, mesh))
+    if mesh_status_ is None:
+        return
+    for plural, field in (("linkroutes", "reachableLinkRoutes"), ("autolinks", "reachableAutoLinks")):
+        found = [s for (p, _), s in statuses.items() if p == plural]
+        if found:
+            mesh_status_[field] = reachable.summary(found)
 
 
 def refused_report(body: Mapping[str, Any], refused: KubeRefused,

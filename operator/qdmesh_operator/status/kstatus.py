@@ -59,10 +59,11 @@ def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def condition(type_: str, status: bool, *, reason: str, message: str, generation: int,
+def condition(type_: str, status: bool | None, *, reason: str, message: str, generation: int,
               previous: Sequence[Mapping[str, Any]], when: str | None = None) -> Dict[str, Any]:
-    """One condition; ``lastTransitionTime`` moves only when ``status`` changes."""
-    text = "True" if status else "False"
+    """One condition (``status`` None: Unknown); ``lastTransitionTime`` moves only when
+    ``status`` changes."""
+    text = "Unknown" if status is None else "True" if status else "False"
     old = next((c for c in previous if c.get("type") == type_), None)
     changed = old is None or old.get("status") != text
     stamp = (when or now()) if changed else str(old.get("lastTransitionTime") or when or now())  # type: ignore[union-attr]

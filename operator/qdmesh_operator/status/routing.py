@@ -12,6 +12,7 @@ from ..model.mesh import MeshSpec
 from ..model.routing import PARSERS
 from ..observe.cluster import ROUTING_PLURALS
 from . import kstatus as status
+from .reachable import ACTIVE, reachable_condition
 from .report import Event, Report, generation_of, ref
 
 
@@ -80,7 +81,10 @@ def routing_status(kind: str, item: Mapping[str, Any], *, entities: Sequence[Any
                 entry["lastError"] = str(rows[0]["lastError"])
             active += entry["operStatus"] == "active"
         elif rows and "operStatus" in rows[0]:
-            entry["operStatus"] = str(rows[0].get("operStatus") or "")
+            # A link route's two entities (in and out) share their connection: either active is.
+            states = [str(row.get("operStatus") or "") for row in rows]
+            entry["operStatus"] = ACTIVE if ACTIVE in states else states[0]
+            active += entry["operStatus"] == ACTIVE
         routers.append(entry)
     if failures:
         verdict = status.Verdict.stalled(status.APPLY_FAILED, f"a router refused it: {failures[0]}")
@@ -93,6 +97,11 @@ def routing_status(kind: str, item: Mapping[str, Any], *, entities: Sequence[Any
         verdict = status.Verdict.progressing(status.ROUTER_UNREACHABLE,
                                              f"live on {applied}/{mesh.size} routers")
     extra: Dict[str, Any] = {"routers": routers}
-    if kind == "AutoLink":
+    if kind in ("AutoLink", "LinkRoute"):
         extra["activeRouters"] = active
-    return status.status_of(verdict, generation, item.get("status"), **extra)
+    found = status.status_of(verdict, generation, item.get("status"), **extra)
+    if kind in ("AutoLink", "LinkRoute"):
+        found["conditions"].append(reachable_condition(
+            kind, item.get("spec") or {}, routers, generation=generation,
+            previous=(item.get("status") or {}).get("conditions") or []))
+    return found
