@@ -1,6 +1,6 @@
 """The project's behaviour tests, run against the C router (qdrouterd 1.19).
 
-One pytest in a subprocess runs ``BEHAVIOUR_FILES`` with ``$QDROUTER_TEST_CMD`` naming
+A pytest in a subprocess runs each shard of ``BEHAVIOUR_FILES`` with ``$QDROUTER_TEST_CMD`` naming
 qdrouterd-c: tests/router/routerproc.py then starts the C router from each test's config
 (tests/router/routerkind.py translates what it must). A test that does not pass against the
 C router is marked with its reason (``qdmesh_only``: skipped; ``differs_from_c`` and
@@ -11,6 +11,7 @@ test that passed against the C router (its mark no longer says the truth).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -76,15 +77,46 @@ BEHAVIOUR_FILES = [
 ]
 
 
+# The files in a few runs of their own: each has its own time limit (the whole list takes 15-20
+# minutes on two cores), and in a run of the suite in one process each uses two workers, since
+# its tests mostly wait on sockets and timers (in a parallel run of the suite, its worker runs
+# them one after another: the other workers keep the cores busy). A file under a directory no
+# prefix names runs in "other".
+SHARDS = {
+    "router": ("tests/router/",),
+    "management-linkroute-policy": ("tests/management", "tests/linkroute/", "tests/policy"),
+    "mesh-edge-hostile": ("tests/mesh/", "tests/edge", "tests/hostile"),
+}
+
+
+def shard_of(path: str) -> str:
+    return next((name for name, prefixes in SHARDS.items() if path.startswith(prefixes)), "other")
+
+
+def files_of(shard: str) -> List[str]:
+    return [path for path in BEHAVIOUR_FILES if shard_of(path) == shard]
+
+
+def nested_workers() -> List[str]:
+    """Two workers when this run is in one process; none inside a worker of a parallel run."""
+    return [] if os.environ.get("PYTEST_XDIST_WORKER") else ["-n", "2"]
+
+
+def test_every_behaviour_file_runs_in_a_shard() -> None:
+    assert sorted(path for shard in [*SHARDS, "other"] for path in files_of(shard)) == sorted(BEHAVIOUR_FILES)
+    assert not files_of("other"), "give these files a shard in SHARDS: " + ", ".join(files_of("other"))
+
+
 @pytest.mark.timeout(1200)
-def test_behaviour_suites_against_the_c_router(tmp_path: Path) -> None:
+@pytest.mark.parametrize("shard", list(SHARDS))
+def test_behaviour_suites_against_the_c_router(tmp_path: Path, shard: str) -> None:
     binary = require_c_router()
     report = tmp_path / "c-router.xml"
     env = router_env()
     env.update(QDROUTER_TEST_CMD=str(binary), QDROUTER_TEST_KIND="c")
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEX",
-         f"--junitxml={report}", *BEHAVIOUR_FILES],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEX", *nested_workers(),
+         f"--junitxml={report}", *files_of(shard)],
         cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=1180)
     print(run.stdout[-6000:])
     assert report.exists(), ("the run against the C router wrote no report:\n"
