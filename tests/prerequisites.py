@@ -108,6 +108,8 @@ PREREQUISITES: List[Tuple[str, str, Callable[[], bool], str]] = [
     ("the C router qdrouterd 1.19", "tests/interop, the edge churn of tests/router/test_soak.py", _c_router,
      "25-qdrouterd-c.sh"),
     ("helm, kubeconform and lua5.4", "tests/chart, tests/gitops", _helm_tools, "30-helm-tools.sh"),
+    ("promtool (Debian's prometheus)", "tests/alerts", lambda: shutil.which("promtool") is not None,
+     "32-promtool.sh"),
     ("Docker", "tests/images", _docker, "35-images.sh"),
     ("Kubernetes binaries (etcd, kube-apiserver...)", "tests/kube, tests/operator, tests/kubectl",
      _kubernetes, "40-kubernetes.sh"),

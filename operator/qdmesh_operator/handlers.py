@@ -15,6 +15,7 @@ from . import contract, leader
 from .config import SETTINGS, load_kube_credentials
 from .drift import DriftSchedule
 from .kube.api import KubeApi
+from .mesh_gauges import MESH_GAUGES
 from .metrics import METRICS, serve
 from .reconcile import ROUTING_PLURALS, MeshReconciler, Report
 from .status.events import EventPoster
@@ -97,6 +98,10 @@ async def run(namespace: str, mesh: str | None, why: str) -> Report | None:
         log.debug("reconciled %s/%s (%s)", namespace, mesh, why)
     result = "ok" if not report.failures else "refused"
     METRICS.reconciled(why, result, report.seconds, report.operations, report.failures, report.repaired)
+    if report.mesh_found:
+        MESH_GAUGES.observe(namespace, mesh, report.statuses)
+    else:
+        MESH_GAUGES.forget(namespace, mesh)
     kube = reconciler().kube
     for (plural, name), status in report.statuses.items():
         if (plural, name) in report.unchanged:
@@ -159,12 +164,16 @@ async def mesh_drift(namespace: str, name: str) -> bool:
 
 @kopf.on.event(G, V, contract.MESH_PLURAL)
 async def mesh_seen(type: Any, name: str, namespace: Any, meta: Any, **_: Any) -> None:
-    """Drift checks for every RouterMesh there is (drift.py: no kopf timer, so no finalizer)."""
+    """Drift checks for every RouterMesh there is (drift.py: no kopf timer, so no finalizer).
+    A mesh gone gets one last reconciliation: it finds no mesh, so what was kept for it (its
+    management connections, last report, gauges) goes, and its routing resources say so."""
     if "drift" not in _state:
         _state["drift"] = DriftSchedule(SETTINGS.drift_interval, mesh_drift)
     schedule: DriftSchedule = _state["drift"]
     if type == "DELETED" or meta.get("deletionTimestamp"):
         schedule.forget(namespace, name)
+        if type == "DELETED":
+            await run(namespace, name, "change")
     else:
         schedule.watch(namespace, name)
 

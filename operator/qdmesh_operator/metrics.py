@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict, List, Tuple
 
+from .mesh_gauges import MESH_GAUGES
+
 BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 
 
@@ -71,7 +73,8 @@ async def serve(port: int, host: str = "0.0.0.0") -> Any:
     from aiohttp import web
 
     async def handle(_request: web.Request) -> web.Response:
-        return web.Response(text=METRICS.render(), content_type="text/plain", charset="utf-8")
+        text = METRICS.render() + MESH_GAUGES.render()
+        return web.Response(text=text, content_type="text/plain", charset="utf-8")
 
     app = web.Application()
     app.router.add_get("/metrics", handle)

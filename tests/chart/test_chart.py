@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("helm_available"
 
 VALUES = Path(__file__).parent / "values"
 VALUES_FILES = sorted(VALUES.glob("*.yaml"))
-PROMETHEUS_KINDS = ("ServiceMonitor", "PodMonitor")  # their CRDs' schemas are not available offline
+PROMETHEUS_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule")  # their CRDs' schemas are not offline
 
 
 def package_version() -> str:
@@ -268,3 +268,15 @@ def test_crd_copies_match_the_sources() -> None:
     assert result.returncode == 0, f"run charts/sync-crds.sh: {result.stderr}"
     for name in sources:
         assert (CHART / "crds" / name).read_bytes() == (REPO / "crds" / name).read_bytes()
+
+
+def test_alert_rules_as_a_prometheus_rule_with_their_runbook_links() -> None:
+    [rule] = by_kind(render([VALUES / "monitoring.yaml"]), "PrometheusRule")
+    assert rule["metadata"]["labels"]["release"] == "prometheus"
+    alerts = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"]}
+    assert "QdmeshRoutersLost" in alerts and "QdmeshRouteUnreachable" in alerts
+    assert alerts["QdmeshRoutersLost"]["annotations"]["runbook_url"] == \
+        "https://runbooks.example.com/qdmesh#routers-lost"
+    # Prometheus' own templates reach the rule as they are, for Prometheus to fill in.
+    assert "{{ $labels.mesh }}" in alerts["QdmeshRoutersLost"]["annotations"]["summary"]
+    assert not by_kind(render(), "PrometheusRule")

@@ -372,6 +372,17 @@ def test_metrics_and_liveness_endpoints(operator: Dict[str, Any], kube: Cluster)
 
     text = eventually(counted, what="the reconcile counted")
     assert "qdmesh_operator_reconcile_seconds_count" in text
+    # What the mesh's status says, as gauges for alert rules: no router runs here.
+    mesh = f'namespace="{kube.ns}",mesh="metered"'
+    text = eventually(lambda: f"qdmesh_mesh_routers{{{mesh}}} 1" in _get(metrics_url) and _get(metrics_url),
+                      what="the mesh's gauges")
+    assert f"qdmesh_mesh_ready{{{mesh}}} 0" in text
+    assert f"qdmesh_mesh_lost_routers{{{mesh}}} 0" in text
+    expiry = next(line for line in text.splitlines() if line.startswith(
+        f'qdmesh_certificate_expiry_timestamp_seconds{{{mesh},secret="metered-inter-router-ca"}} '))
+    assert float(expiry.split()[-1]) > time.time() + 300 * 86400  # the managed CA: ten years
+    kube.delete("routermeshes", "metered")
+    eventually(lambda: 'mesh="metered"' not in _get(metrics_url), what="the mesh's gauges gone with it")
 
 
 def _reconciles_ok(text: str) -> int:

@@ -4,6 +4,7 @@ stages produced them (certificates, apply, rolling restart, routing resources, m
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from .. import contract
@@ -58,6 +59,10 @@ def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: 
     routing_statuses(report, state, bodies=observed.routing, invalid=parsed.invalid,
                      outcomes=applied.outcomes)
     _summarise_routes(report.statuses, parsed.mesh.name)
+    if certificates.expiries:
+        report.statuses[(contract.MESH_PLURAL, parsed.mesh.name)]["certificates"] = [
+            {"secret": secret, "notAfter": dt.datetime.fromtimestamp(when, dt.timezone.utc).strftime(
+                "%Y-%m-%dT%H:%M:%SZ")} for secret, when in sorted(certificates.expiries.items())]
     mesh_status.management_events(report, body, every_router, repairs)
     return report
 

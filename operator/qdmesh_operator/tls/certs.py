@@ -95,6 +95,14 @@ def load_cert(pem: bytes, what: str) -> x509.Certificate:
         raise CertificateError(f"{what} is not a PEM certificate: {e}") from None
 
 
+def not_after(pem: bytes) -> float | None:
+    """When a PEM certificate expires, in Unix time; None if it is not one."""
+    try:
+        return x509.load_pem_x509_certificate(pem).not_valid_after_utc.timestamp()
+    except ValueError:
+        return None
+
+
 def load_ca(pair: KeyPair, what: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     cert = load_cert(pair.cert_pem, what)
     try:

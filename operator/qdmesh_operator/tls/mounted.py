@@ -7,13 +7,16 @@ pod template: when it changes, the routers roll one at a time."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
-from typing import Any, List, Set, Tuple
+from typing import Any, Dict, List, Set, Tuple
 
 from kubernetes.client.rest import ApiException
 
 from .. import contract
 from ..model.mesh import MeshSpec
+from . import certs
 
 
 def mounted(mesh: MeshSpec) -> List[Tuple[str, str | None]]:
@@ -43,10 +46,12 @@ def edge_mounted(mesh: MeshSpec) -> List[Tuple[str, str | None]]:
     return []
 
 
-def digest(core: Any, mesh: MeshSpec, wanted: List[Tuple[str, str | None]] | None = None) -> str | None:
+def digest(core: Any, mesh: MeshSpec, wanted: List[Tuple[str, str | None]] | None = None,
+           expiries: Dict[str, float] | None = None) -> str | None:
     """A short digest of what the routers read from those Secrets (``wanted``: mounted(mesh)
     by default); None when there are none, or when the operator may not read Secrets (then
-    renewals apply at the next restart)."""
+    renewals apply at the next restart).  ``expiries`` gets when each Secret's ``tls.crt``
+    expires (Unix time), by Secret name."""
     wanted = mounted(mesh) if wanted is None else wanted
     if not wanted:
         return None
@@ -64,4 +69,11 @@ def digest(core: Any, mesh: MeshSpec, wanted: List[Tuple[str, str | None]] | Non
         for k in sorted(data):
             if key is None or k == key:
                 h.update(f"{name}/{k}={data[k]}\n".encode())
+        if expiries is not None and data.get("tls.crt"):
+            try:
+                when = certs.not_after(base64.b64decode(data["tls.crt"]))
+            except binascii.Error:
+                when = None
+            if when is not None:
+                expiries[name] = when
     return h.hexdigest()[:16]

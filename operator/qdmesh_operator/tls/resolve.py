@@ -37,6 +37,8 @@ class Certificates:
     management_error: str | None = None
     #: Events to post as (type, reason, message).
     events: List[Tuple[str, str, str]] = field(default_factory=list)
+    #: When each certificate the routers present or trust expires (Unix time), by Secret name.
+    expiries: Dict[str, float] = field(default_factory=dict)
 
 
 def resolve_certificates(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any],
@@ -56,7 +58,8 @@ def resolve_certificates(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any],
             found.revision = managed.revision
             found.edge_revision = managed.edge_revision
             found.events.extend(managed.events)
-        found.mounted_digest = mounted.digest(core, mesh)
+            found.expiries.update(managed.expiries)
+        found.mounted_digest = mounted.digest(core, mesh, expiries=found.expiries)
         found.edge_mounted_digest = mounted.digest(core, mesh, mounted.edge_mounted(mesh))
     except ApiException as e:
         raise KubeRefused("Secret", e) from None

@@ -35,6 +35,8 @@ class ManagedTls:
     events: List[Tuple[str, str, str]] = field(default_factory=list)
     #: With edge groups: the fingerprint of the edge routers' certificate (their pod template).
     edge_revision: str | None = None
+    #: When each certificate of these Secrets expires (Unix time), by Secret name.
+    expiries: Dict[str, float] = field(default_factory=dict)
 
 
 def _read(core: Any, namespace: str, name: str) -> Tuple[Dict[str, bytes], str] | None:
@@ -135,22 +137,32 @@ def ensure_managed_tls(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any] | Non
             events.append(event)
             cas = stepped
     rotated = bool(events) and events[-1][1] == "CARotated"
+    expiries: Dict[str, float] = {}
+    _expires(expiries, contract.inter_router_ca_secret(mesh.name), cas.signing.cert_pem)
     revision = _ensure_leaf(core, mesh, owner=owner, cas=cas, found=found, leaf_spec=_Leaf(
         name, f"{mesh.name} inter-router", certs.inter_router_dns_names(mesh.name, mesh.namespace),
-        "the routers' inter-router certificate", "routers"), now=now, ca_rotated=rotated, events=events)
+        "the routers' inter-router certificate", "routers"), now=now, ca_rotated=rotated, events=events,
+        expiries=expiries)
     if revision is None:  # made meanwhile by another reconciliation: use that one
         return ensure_managed_tls(core, mesh, owner=owner, now=now, running=running,
                                   running_edges=running_edges)
-    managed = ManagedTls(revision, events)
+    managed = ManagedTls(revision, events, expiries=expiries)
     if mesh.edge_groups:
         edge_revision = _ensure_leaf(core, mesh, owner=owner, cas=cas, found=edge_found, leaf_spec=_Leaf(
             edge_name, f"{mesh.name} edge router", certs.edge_dns_names(mesh.name, mesh.namespace),
-            "the edge routers' certificate", "edge routers"), now=now, ca_rotated=rotated, events=events)
+            "the edge routers' certificate", "edge routers"), now=now, ca_rotated=rotated, events=events,
+            expiries=expiries)
         if edge_revision is None:
             return ensure_managed_tls(core, mesh, owner=owner, now=now, running=running,
                                       running_edges=running_edges)
         managed.edge_revision = edge_revision
     return managed
+
+
+def _expires(expiries: Dict[str, float], secret: str, pem: bytes) -> None:
+    when = certs.not_after(pem)
+    if when is not None:
+        expiries[secret] = when
 
 
 @dataclass
@@ -166,7 +178,8 @@ class _Leaf:
 
 def _ensure_leaf(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any] | None, cas: CaSet,
                  found: Tuple[Dict[str, bytes], str] | None, leaf_spec: _Leaf, now: dt.datetime,
-                 ca_rotated: bool, events: List[Tuple[str, str, str]]) -> str | None:
+                 ca_rotated: bool, events: List[Tuple[str, str, str]],
+                 expiries: Dict[str, float]) -> str | None:
     """The leaf's revision after making, renewing or re-bundling it; None when a create lost
     a race (the caller starts over with what won)."""
     name = leaf_spec.secret
@@ -181,6 +194,7 @@ def _ensure_leaf(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any] | None, cas
                          owner=owner)
             body["metadata"]["resourceVersion"] = found[1]
             core.replace_namespaced_secret(name, mesh.namespace, body)
+        _expires(expiries, leaf_spec.secret, found[0]["tls.crt"])
         return cas.revision(found[0]["tls.crt"])
     leaf = certs.issue_leaf(cas.signing, leaf_spec.common_name, dns_names=leaf_spec.dns_names, now=now)
     body = _body(mesh, name, type_="kubernetes.io/tls",
@@ -197,6 +211,7 @@ def _ensure_leaf(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any] | None, cas
         events.append(("Normal", "CertificateRenewed", f"renewed {leaf_spec.what} in "
                        f"Secret {name} ({reason}); valid until {expires:%Y-%m-%d}; {leaf_spec.holders} "
                        "restart one at a time to load it"))
+    _expires(expiries, leaf_spec.secret, leaf.cert_pem)
     return cas.revision(leaf.cert_pem)
 
 
