@@ -99,7 +99,7 @@ async def run(namespace: str, mesh: str | None, why: str) -> Report | None:
     result = "ok" if not report.failures else "refused"
     METRICS.reconciled(why, result, report.seconds, report.operations, report.failures, report.repaired)
     if report.mesh_found:
-        MESH_GAUGES.observe(namespace, mesh, report.statuses)
+        MESH_GAUGES.observe(namespace, mesh, report.statuses, report.canary)
     else:
         MESH_GAUGES.forget(namespace, mesh)
     kube = reconciler().kube

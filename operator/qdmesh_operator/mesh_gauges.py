@@ -29,6 +29,10 @@ FAMILIES = (
     ("qdmesh_router_management_answers", "1 when the operator reached the router's AMQP management."),
     ("qdmesh_route_reachable", "1 when traffic can reach the LinkRoute's or AutoLink's destination "
                                "(its Reachable condition), 0 when not."),
+    ("qdmesh_canary_pair_reachable", "1 when the canary's last probe from the source router reached the "
+                                     "destination router through the mesh and back, 0 when it failed."),
+    ("qdmesh_canary_round_trip_seconds", "The canary's last round trip from the source router to the "
+                                         "destination router's management and back, through the mesh."),
     ("qdmesh_certificate_expiry_timestamp_seconds",
      "When the certificate in the Secret expires (Unix time)."),
 )
@@ -42,8 +46,10 @@ def _condition(found: Mapping[str, Any], type_: str) -> str | None:
     return next((str(c.get("status")) for c in found.get("conditions") or [] if c.get("type") == type_), None)
 
 
-def samples(namespace: str, mesh: str, statuses: Statuses) -> List[Tuple[str, Dict[str, str], float]]:
-    """(family, labels, value) of one mesh, from its reconciliation's statuses."""
+def samples(namespace: str, mesh: str, statuses: Statuses,
+            canary: Mapping[Tuple[str, str], Any] | None = None) -> List[Tuple[str, Dict[str, str], float]]:
+    """(family, labels, value) of one mesh, from its reconciliation's statuses and the canary's
+    last result of each pair (canary/probe.py PairResult)."""
     base = {"namespace": namespace, "mesh": mesh}
     found: List[Tuple[str, Dict[str, str], float]] = []
     status = statuses.get((contract.MESH_PLURAL, mesh))
@@ -62,6 +68,11 @@ def samples(namespace: str, mesh: str, statuses: Statuses) -> List[Tuple[str, Di
             when = dt.datetime.fromisoformat(str(cert["notAfter"]).replace("Z", "+00:00"))
             found.append(("qdmesh_certificate_expiry_timestamp_seconds",
                           {**base, "secret": str(cert["secret"])}, when.timestamp()))
+    for (source, destination), result in sorted((canary or {}).items()):
+        labels = {**base, "source": source, "destination": destination}
+        found.append(("qdmesh_canary_pair_reachable", labels, float(result.seconds is not None)))
+        if result.seconds is not None:
+            found.append(("qdmesh_canary_round_trip_seconds", labels, float(result.seconds)))
     for (plural, name), route in sorted(statuses.items()):
         reachable = _condition(route, "Reachable") if plural in ROUTE_KINDS else None
         if reachable in ("True", "False"):
@@ -75,11 +86,13 @@ class MeshGauges:
         self._lock = threading.Lock()
         self._meshes: Dict[Key, List[Tuple[str, Dict[str, str], float]]] = {}
 
-    def observe(self, namespace: str, mesh: str, statuses: Statuses) -> None:
-        """A reconciliation's statuses (a reconciliation that wrote none changes nothing)."""
+    def observe(self, namespace: str, mesh: str, statuses: Statuses,
+                canary: Mapping[Tuple[str, str], Any] | None = None) -> None:
+        """A reconciliation's statuses and canary results (one that has no status of the mesh,
+        served by another reconciliation, changes nothing)."""
         if (contract.MESH_PLURAL, mesh) not in statuses:
             return
-        found = samples(namespace, mesh, statuses)
+        found = samples(namespace, mesh, statuses, canary)
         with self._lock:
             self._meshes[(namespace, mesh)] = found
 

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Mapping, Sequence, Tuple
 
-from . import apply, contract, desired, model, observe, render, status, tls
+from . import apply, canary, contract, desired, model, observe, render, status, tls
 from .keyed import KeyedLocks
 from .kube import KubeApi, KubeRefused
 
@@ -166,11 +166,18 @@ class MeshReconciler:
             return status.refused_report(body, e, certificates)
         if pool is not self.pool:  # routers that left the mesh, edge pods replaced: closed
             pool.retain([*urls.values(), *(r.url for r in applied.edge_routers)])
+        # canary: probes between the routers through the mesh, on the drift schedule
+        results, round_no = canary.next_round(
+            pool, outcomes=applied.outcomes, urls=urls, tls=certificates.management,
+            previous=last[1].canary if last else {}, last_round=last[1].canary_round if last else -1,
+            probe=why == "drift")
         # status: every status to write and every Event to post
         report = status.reconciled_report(body, parsed=parsed, observed=observed, state=state,
                                           certificates=certificates, applied=applied, why=why,
-                                          last_in_sync=last[1].in_sync if last else {})
+                                          last_in_sync=last[1].in_sync if last else {},
+                                          canary=canary.summarise(results))
         report.recheck_in = recheck
+        report.canary, report.canary_round = results, round_no
         return report
 
     def _settle(self, observed: Any) -> float | None:

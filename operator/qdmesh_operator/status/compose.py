@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from .. import contract
 from ..apply.mesh import Applied
+from ..canary.summary import CanarySummary
 from ..desired.state import MeshState
 from ..kube.api import KubeRefused
 from ..model.inputs import ParsedMesh
@@ -25,8 +26,9 @@ from .routing import routing_statuses
 
 def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: Observed, state: MeshState,
                       certificates: Certificates, applied: Applied, why: str,
-                      last_in_sync: Mapping[str, int]) -> Report:
-    """``last_in_sync``: the previous reconciliation's ``Report.in_sync``."""
+                      last_in_sync: Mapping[str, int], canary: CanarySummary | None = None) -> Report:
+    """``last_in_sync``: the previous reconciliation's ``Report.in_sync``; ``canary``: what the
+    probes between the routers found."""
     report = Report()
     report.events.extend(_events(body, certificates.events, applied.events))
     rolling = mesh_status.rolling_event(body, state, applied.rolling)
@@ -55,7 +57,7 @@ def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: 
                  if away and rid in applied.outcomes and applied.outcomes[rid].reachable]
     report.statuses[(contract.MESH_PLURAL, parsed.mesh.name)] = mesh_status.mesh_status(
         body, state, applied=applied, edges=edges, lost=lost, nodes=nodes,
-        problems=problems, answering=answering)
+        problems=problems, answering=answering, canary=canary)
     routing_statuses(report, state, bodies=observed.routing, invalid=parsed.invalid,
                      outcomes=applied.outcomes)
     _summarise_routes(report.statuses, parsed.mesh.name)

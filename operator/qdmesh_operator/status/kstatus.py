@@ -29,6 +29,8 @@ UNKNOWN_REFERENCE = "UnknownReference"
 APPLY_FAILED = "ApplyFailed"
 EDGES_NOT_READY = "EdgesNotReady"
 ROUTERS_LOST = "RoutersLost"
+#: Routers of the mesh that cannot reach each other through it (the canary's probes).
+CANARY_FAILED = "CanaryFailed"
 #: Every node of the mesh not ready, its routers answering: Kubernetes' control plane was away.
 NODES_NOT_READY = "NodesNotReady"
 

@@ -13,6 +13,7 @@ from ..apply.converged import mesh_converged
 from ..apply.management import RouterOutcome
 from ..apply.mesh import Applied
 from ..apply.plan import CREATE
+from ..canary.summary import CanarySummary
 from ..desired.state import MeshState
 from ..kube.api import KubeRefused
 from ..pod_problems import PodProblem
@@ -96,10 +97,11 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, *, applied: Applied,
                 edges: EdgeStatus | None = None, lost: Sequence[LostRouter] = (),
                 nodes: Mapping[str, str] | None = None,
                 problems: Mapping[str, PodProblem] | None = None,
-                answering: Sequence[str] = ()) -> Dict[str, Any]:
+                answering: Sequence[str] = (), canary: CanarySummary | None = None) -> Dict[str, Any]:
     """``lost``: routers lost since they ran (status/lost.py); ``nodes``: router -> its node;
     ``problems``: what keeps each router whose pod is not ready from running (pods.py);
-    ``answering``: routers that answer management although every node of the mesh is not ready."""
+    ``answering``: routers that answer management although every node of the mesh is not ready;
+    ``canary``: what the last probes between its routers found (canary/)."""
     problems = problems or {}
     mesh, outcomes, sts = state.mesh, applied.outcomes, applied.stateful_set_status
     generation = generation_of(body)
@@ -166,9 +168,17 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, *, applied: Applied,
         message=f"every router reaches the other {mesh.size - 1}, each over its own links" if converged
         else "not every router reaches every other router over its own links yet", generation=generation,
         previous=previous.get("conditions") or []))
+    canary = canary or CanarySummary()
+    if canary.probed:
+        new["canary"] = canary.status()
+    if lost:
+        degraded, reason, message = True, status.ROUTERS_LOST, describe(lost, mesh.size)
+    elif canary.failing:
+        degraded, reason, message = True, status.CANARY_FAILED, canary.degraded_message()
+    else:
+        degraded, reason, message = False, "NoRouterLost", "no router lost since it ran"
     new["conditions"].append(status.condition(
-        status.DEGRADED, bool(lost), reason=status.ROUTERS_LOST if lost else "NoRouterLost",
-        message=describe(lost, mesh.size) if lost else "no router lost since it ran", generation=generation,
+        status.DEGRADED, degraded, reason=reason, message=message, generation=generation,
         previous=previous.get("conditions") or []))
     return new
 

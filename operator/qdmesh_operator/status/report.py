@@ -37,6 +37,10 @@ class Report:
     #: The routers this reconciliation left in sync, with a fingerprint of what they hold
     #: (status/drift.py): the next one tells drift from asked-for changes by it.
     in_sync: Dict[str, int] = field(default_factory=dict)
+    #: The canary's last result of each pair of routers, and its round (canary/): the next
+    #: reconciliation probes the next round's pairs and keeps the others' results.
+    canary: Dict[Tuple[str, str], Any] = field(default_factory=dict)
+    canary_round: int = -1
 
 
 def ref(body: Mapping[str, Any]) -> Dict[str, Any]:

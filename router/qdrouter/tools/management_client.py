@@ -21,7 +21,7 @@ from proton.reactor import Container
 from proton.utils import BlockingConnection, BlockingReceiver, BlockingSender
 
 from . import failures, wire
-from .errors import BadReply, ManagementConnectionError, ManagementError, ManagementTimeout
+from .errors import ManagementConnectionError, ManagementError, ManagementTimeout
 
 DEFAULT_URL = "127.0.0.1:5672"
 _REPLY_CREDIT = 16
@@ -108,6 +108,7 @@ class ManagementClient:
         self._container_id = container_id or f"mgmt-client-{uuid.uuid4().hex[:12]}"
         self._conn: BlockingConnection | None = None
         self._sender: BlockingSender | None = None
+        self._relay: BlockingSender | None = None
         self._receiver: BlockingReceiver | None = None
         self._collector = _ReplyCollector()
         self._domain: SSLDomain | None = None
@@ -176,7 +177,7 @@ class ManagementClient:
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
-        self._sender = self._receiver = None
+        self._sender = self._relay = self._receiver = None
         if conn is not None:
             # A peer that ignored our requests may ignore our close too: don't wait long for it.
             conn.timeout = min(self.timeout, 1.0)
@@ -245,9 +246,16 @@ class ManagementClient:
 
     # -- requests ---------------------------------------------------------------------------
     def call(self, message: Message) -> Any:
-        """Send one request message and return the body of its successful reply."""
+        """Send one request message and return the body of its successful reply; one with an
+        ``address`` (another router's agent, say) goes there over an anonymous link."""
         self.connect()
         assert self._conn is not None and self._sender is not None and self._receiver is not None
+        if message.address and self._relay is None:
+            try:
+                self._relay = self._conn.create_sender(None)
+            except BaseException as e:
+                raise self._translate(e, "attaching an anonymous sender") from None
+        sender = self._relay if message.address and self._relay is not None else self._sender
         correlation_id = wire.new_correlation_id()
         message.correlation_id = correlation_id
         message.reply_to = self._receiver.remote_source.address
@@ -255,7 +263,7 @@ class ManagementClient:
         operation = str(properties.get("operation", "request"))
         replies = self._collector.replies
         try:
-            delivery = cast(Delivery, self._sender.link.send(message))
+            delivery = cast(Delivery, sender.link.send(message))
             self._conn.wait(lambda: correlation_id in replies or delivery.remote_state in _FAILED_STATES,
                             msg=f"waiting for the {operation} reply")
         except BaseException as e:
@@ -289,23 +297,24 @@ class ManagementClient:
         if name is not None:
             body["name"] = name
         body.pop("type", None)  # travels as the `type` application property
-        return _as_map(self.request("CREATE", entity_type=entity_type, name=name, body=body), "CREATE")
+        return wire.as_map(self.request("CREATE", entity_type=entity_type, name=name, body=body), "CREATE")
 
     def read(self, entity_type: str | None = None, *, name: str | None = None,
              identity: str | None = None) -> Dict[str, Any]:
-        _need_key(name, identity)
-        return _as_map(self.request("READ", entity_type=entity_type, name=name, identity=identity), "READ")
+        wire.need_key(name, identity)
+        reply = self.request("READ", entity_type=entity_type, name=name, identity=identity)
+        return wire.as_map(reply, "READ")
 
     def update(self, entity_type: str | None, attributes: Dict[str, Any], *, name: str | None = None,
                identity: str | None = None) -> Dict[str, Any]:
-        _need_key(name, identity)
+        wire.need_key(name, identity)
         body = {k: v for k, v in attributes.items() if k != "type"}
-        return _as_map(self.request("UPDATE", entity_type=entity_type, name=name, identity=identity,
+        return wire.as_map(self.request("UPDATE", entity_type=entity_type, name=name, identity=identity,
                                     body=body), "UPDATE")
 
     def delete(self, entity_type: str | None = None, *, name: str | None = None,
                identity: str | None = None) -> None:
-        _need_key(name, identity)
+        wire.need_key(name, identity)
         self.request("DELETE", entity_type=entity_type, name=name, identity=identity)
 
     # -- node operations ---------------------------------------------------------------------
@@ -357,22 +366,22 @@ class ManagementClient:
         return [dict(zip(names, row)) for row in rows]
 
     def get_types(self, entity_type: str | None = None) -> Dict[str, Any]:
-        return _as_map(self.call(wire.node_request("GET-TYPES", entity_type)), "GET-TYPES")
+        return wire.as_map(self.call(wire.node_request("GET-TYPES", entity_type)), "GET-TYPES")
 
     def get_attributes(self, entity_type: str | None = None) -> Dict[str, Any]:
-        return _as_map(self.call(wire.node_request("GET-ATTRIBUTES", entity_type)), "GET-ATTRIBUTES")
+        return wire.as_map(self.call(wire.node_request("GET-ATTRIBUTES", entity_type)), "GET-ATTRIBUTES")
 
     def get_operations(self, entity_type: str | None = None) -> Dict[str, Any]:
-        return _as_map(self.call(wire.node_request("GET-OPERATIONS", entity_type)), "GET-OPERATIONS")
+        return wire.as_map(self.call(wire.node_request("GET-OPERATIONS", entity_type)), "GET-OPERATIONS")
 
     def get_annotations(self, entity_type: str | None = None) -> Dict[str, Any]:
-        return _as_map(self.call(wire.node_request("GET-ANNOTATIONS", entity_type)), "GET-ANNOTATIONS")
+        return wire.as_map(self.call(wire.node_request("GET-ANNOTATIONS", entity_type)), "GET-ANNOTATIONS")
 
     def get_mgmt_nodes(self) -> List[Any]:
-        return _as_list(self.call(wire.node_request("GET-MGMT-NODES")), "GET-MGMT-NODES")
+        return wire.as_list(self.call(wire.node_request("GET-MGMT-NODES")), "GET-MGMT-NODES")
 
     def get_schema(self) -> Dict[str, Any]:
-        return _as_map(self.call(wire.node_request("GET-SCHEMA")), "GET-SCHEMA")
+        return wire.as_map(self.call(wire.node_request("GET-SCHEMA")), "GET-SCHEMA")
 
     def get_json_schema(self) -> str:
         body = self.call(wire.node_request("GET-JSON-SCHEMA"))
@@ -380,21 +389,5 @@ class ManagementClient:
         return body if isinstance(body, str) else json.dumps(body, indent=2)
 
     def get_log(self, limit: int | None = None) -> List[Any]:
-        return _as_list(self.call(wire.node_request("GET-LOG", limit=limit)), "GET-LOG")
+        return wire.as_list(self.call(wire.node_request("GET-LOG", limit=limit)), "GET-LOG")
 
-
-def _need_key(name: str | None, identity: str | None) -> None:
-    if name is None and identity is None:
-        raise ValueError("name or identity is required")
-
-
-def _as_map(body: Any, operation: str) -> Dict[str, Any]:
-    if not isinstance(body, dict):
-        raise BadReply(f"{operation} reply body is not a map: {type(body).__name__}")
-    return body
-
-
-def _as_list(body: Any, operation: str) -> List[Any]:
-    if not isinstance(body, list):
-        raise BadReply(f"{operation} reply body is not a list: {type(body).__name__}")
-    return body

@@ -130,3 +130,20 @@ def query_result(body: Any) -> Tuple[List[str], List[List[Any]]]:
         if not isinstance(row, list) or len(row) != len(names):
             raise BadReply(f"QUERY reply row does not match attributeNames: {row!r}")
     return [str(n) for n in names], results
+
+
+def need_key(name: str | None, identity: str | None) -> None:
+    if name is None and identity is None:
+        raise ValueError("name or identity is required")
+
+
+def as_map(body: Any, operation: str) -> Dict[str, Any]:
+    if not isinstance(body, dict):
+        raise BadReply(f"{operation} reply body is not a map: {type(body).__name__}")
+    return body
+
+
+def as_list(body: Any, operation: str) -> List[Any]:
+    if not isinstance(body, list):
+        raise BadReply(f"{operation} reply body is not a list: {type(body).__name__}")
+    return body
