@@ -32,6 +32,10 @@ class DeliveryIO(Protocol):
     def finish_incoming(self, message: InFlight, outcome: int) -> None:
         """Give the incoming delivery ``outcome`` and settle it (no-op if already gone)."""
 
+    def read_whole(self, message: InFlight, on_whole: Callable[[bool], None]) -> None:
+        """A streamed ``message`` goes to an in-process node: collect the rest of it, then call
+        ``on_whole`` (False: it never will be whole)."""
+
 
 class Forwarder(ProducerCredit, MulticastCopies):
     def __init__(self, table: AddressTable, io: DeliveryIO, mesh: MeshRoutes | None = None) -> None:
@@ -359,9 +363,18 @@ class Forwarder(ProducerCredit, MulticastCopies):
         counters = address.counters
         counters.deliveries_ingress += 1
         counters.deliveries_to_container += 1
-        outcome = address.handler(message)  # type: ignore[misc]
-        if not message.settled:
-            self.io.finish_incoming(message, outcome)
+        handler: Callable[[InFlight], int] = address.handler  # type: ignore[assignment]
+        if message.streamed:
+            # Routed by its head while the rest arrives: the node needs all of it.
+            self.io.read_whole(message, lambda whole: self._handle(handler, message, whole))
+        else:
+            self._handle(handler, message, True)
+
+    def _handle(self, handler: Callable[[InFlight], int], message: InFlight, whole: bool) -> None:
+        if whole:
+            outcome = handler(message)
+            if not message.settled:
+                self.io.finish_incoming(message, outcome)
         self._release_credit(message.in_link)
 
     def inject(self, payload: bytes, address_key: str | None, origin: CoreLink) -> bool:
