@@ -149,7 +149,7 @@ def hold(stream: Stream) -> None:
         return  # a bounded session window (maxSessionFrames) holds the producer back
     stream.held = True
     stream.held_since = time.monotonic()
-    link.connection.input_held += 1
+    link.connection.hold_input()
 
 
 def unhold(stream: Stream, dirty: Set[Any]) -> None:
