@@ -62,7 +62,7 @@ def decode_request(raw: bytes, full_size: int = 0) -> Request:
         found = _properties_only(raw) if too_large else None
         if found is not None:
             # Its head may end inside a section: the properties still name the reply-to.
-            request = _undecodable(found, "")
+            request = _undecodable(found, f"a request of {size} bytes, cut to its head")
             request.extra = {"too_large": size}
             return request
         try:
