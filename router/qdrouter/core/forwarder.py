@@ -12,6 +12,7 @@ import time
 from typing import Any, Callable, Dict, List, Protocol, Set
 
 from .address_table import BALANCED, CLOSEST, MULTICAST, UNAVAILABLE, Address, AddressTable
+from .in_process import InProcessNodes
 from .links import DATA, ENDPOINT, CoreLink, InFlight
 from .mesh_routes import MeshRoutes, is_mobile, topological_router
 from .multicast import MulticastCopies
@@ -37,7 +38,7 @@ class DeliveryIO(Protocol):
         ``on_whole`` (False: it never will be whole)."""
 
 
-class Forwarder(ProducerCredit, MulticastCopies):
+class Forwarder(ProducerCredit, MulticastCopies, InProcessNodes):
     def __init__(self, table: AddressTable, io: DeliveryIO, mesh: MeshRoutes | None = None) -> None:
         super().__init__()
         self.table = table
@@ -358,24 +359,6 @@ class Forwarder(ProducerCredit, MulticastCopies):
             return None
         self._deliver(link, message, address)
         return link
-
-    def _to_handler(self, address: Address, message: InFlight) -> None:
-        counters = address.counters
-        counters.deliveries_ingress += 1
-        counters.deliveries_to_container += 1
-        handler: Callable[[InFlight], int] = address.handler  # type: ignore[assignment]
-        if message.streamed:
-            # Routed by its head while the rest arrives: the node needs all of it.
-            self.io.read_whole(message, lambda whole: self._handle(handler, message, whole))
-        else:
-            self._handle(handler, message, True)
-
-    def _handle(self, handler: Callable[[InFlight], int], message: InFlight, whole: bool) -> None:
-        if whole:
-            outcome = handler(message)
-            if not message.settled:
-                self.io.finish_incoming(message, outcome)
-        self._release_credit(message.in_link)
 
     def inject(self, payload: bytes, address_key: str | None, origin: CoreLink) -> bool:
         """Send a message made inside the router (a management reply) to ``address_key``,
