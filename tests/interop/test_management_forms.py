@@ -23,7 +23,11 @@ AMQP_MANAGEMENT = {"c": PREFIX + "org.amqp.management", "q": "org.amqp.managemen
 # qdmesh's additions (docs/tools.md): counters and settings qdrouterd has not.
 ONLY_IN_QDMESH = {("router", "internalErrorCount"), ("listener", "metricsMaxAddresses"),
                   ("router.link", "connectionId"), ("vhostStats", "userIdDenied"),
-                  ("vhostStats", "targetDenied")}
+                  ("vhostStats", "targetDenied"), ("connection", "outputBlocked"),
+                  ("connection", "outputQueuedBytes"), ("connection", "outputBlockedCount"),
+                  ("connection", "inputHeld"), ("connection", "inputHeldCount"),
+                  ("router", "outputBlockedCount"), ("router", "outputBlockedConnectionCount"),
+                  ("router", "inputHeldConnectionCount")}
 
 Answers = Dict[str, Any]
 

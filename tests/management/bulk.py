@@ -79,9 +79,11 @@ class RawReceiver(ReceiverLink):
 
 
 class RawManagement:
-    """Requests encoded and replies decoded by qdrouter.amqp.codec, over one connection."""
+    """Requests encoded and replies decoded by qdrouter.amqp.codec, over one connection.
 
-    def __init__(self, net: Net, client: Client) -> None:
+    ``anonymous``: requests go on a link with no target, addressed by their ``to``."""
+
+    def __init__(self, net: Net, client: Client, anonymous: bool = False) -> None:
         self.net = net
         name = f"raw-replies-{next(_ids)}"
         link = net.container.create_receiver(client.conn, None, name=name, dynamic=True)
@@ -90,12 +92,14 @@ class RawManagement:
         client.links[link.name] = self.replies
         link.flow(10)
         net.wait(lambda: self.replies.remote_opened and self.replies.address, 10, "the reply-to address")
-        self.sender = client.sender("$management")
+        self.to = "$management" if anonymous else None
+        self.sender = client.sender(None if anonymous else "$management")
 
     def request(self, properties: Dict[str, Any], body: Any, timeout: float = 30) -> codec.Message:
         correlation = f"raw-{next(_ids)}"
         raw = codec.encode_message(codec.Message(
-            properties=codec.Properties(reply_to=self.replies.address, correlation_id=correlation),
+            properties=codec.Properties(to=self.to, reply_to=self.replies.address,
+                                        correlation_id=correlation),
             application_properties=properties, body=body))
         self.sender.send_raw(raw)
         found: List[codec.Message] = []

@@ -39,7 +39,8 @@ def subscriber(router: RouterProcess) -> Iterator[None]:
 
 @pytest.mark.parametrize(("option", "title", "heads"), [
     ("-g", "Router Statistics", ["attr", "value"]),
-    ("-c", "Connections", ["id", "host", "container", "role", "dir", "security", "authentication"]),
+    ("-c", "Connections", ["id", "host", "container", "role", "dir", "security", "authentication",
+                           "blocked"]),
     ("-l", "Router Links", ["type", "dir", "conn", "id", "id", "peer", "class", "addr", "phs", "cap",
                             "undel", "unsettled", "deliveries", "admin", "oper"]),
     ("-a", "Router Addresses", ["class", "addr", "phs", "distrib", "in-proc", "local", "remote", "cntnr",
@@ -85,7 +86,7 @@ def test_connections_show_qdstat_itself(router: RouterProcess) -> None:
     mine = [row for row in rows if row[2].startswith("qdstat-")]
     assert len(mine) == 1
     assert mine[0][1].startswith("127.0.0.1:")
-    assert mine[0][3:] == ["normal", "in", "no-security", "anonymous-user"]
+    assert mine[0][3:] == ["normal", "in", "no-security", "anonymous-user", "-"]
 
 
 def test_links_show_the_management_request_and_reply_links(router: RouterProcess) -> None:

@@ -105,6 +105,17 @@ def test_connections_view() -> None:
     assert t.rows[3][6] == "no-auth"
 
 
+def test_connections_view_shows_blocked_connections_when_the_agent_tells() -> None:
+    t = v.connections([
+        {"identity": "3", "outputBlocked": True, "inputHeld": False},
+        {"identity": "4", "outputBlocked": False, "inputHeld": True},
+        {"identity": "5", "outputBlocked": True, "inputHeld": True},
+        {"identity": "6", "outputBlocked": False, "inputHeld": False},
+    ])
+    assert t.heads == ["id", "host", "container", "role", "dir", "security", "authentication", "blocked"]
+    assert [row[-1] for row in t.rows] == ["output", "input", "output,input", "-"]
+
+
 def test_links_view() -> None:
     t = v.links([{"linkType": "endpoint", "linkDir": "out", "connectionId": 3, "identity": "7",
                   "peer": None, "owningAddr": "M0my-address", "capacity": 250, "undeliveredCount": 1,

@@ -51,6 +51,7 @@ class AmqpConnection:
         "identity",
         "input_closed",
         "input_held",
+        "input_held_count",
         "interest",
         "last_error",
         "links",
@@ -58,6 +59,7 @@ class AmqpConnection:
         "on_closed",
         "on_opened",
         "out_blocked",
+        "out_blocked_count",
         "out_queued",
         "outbound",
         "peer",
@@ -101,6 +103,9 @@ class AmqpConnection:
         # it counts anything here).
         self.out_queued = 0
         self.out_blocked = False
+        # Times it was blocked (management's outputBlockedCount: a consumer that keeps
+        # falling behind shows here after it has caught up).
+        self.out_blocked_count = 0
         self.outbound: Any = None
         # When proton next needs a tick (ms, its clock; 0: at the next turn). AmqpServer._tick.
         self.next_tick_ms = 0
@@ -112,6 +117,8 @@ class AmqpConnection:
         # Streamed messages holding this connection's input back (amqp/streaming.py): its
         # socket is not read while any do.
         self.input_held = 0
+        # Times its input was held back (management's inputHeldCount).
+        self.input_held_count = 0
         self.remote_container: str | None = None
         # When it was accepted (or started connecting); opened_at derives the wall-clock time,
         # one float per connection fewer.
@@ -198,6 +205,12 @@ class AmqpConnection:
     def opened_at(self) -> float:
         """Wall-clock time the connection was accepted (or started connecting)."""
         return time.time() - (time.monotonic() - self.accepted_at)
+
+    def hold_input(self) -> None:
+        """One more stream holds this connection's input back (its socket is not read)."""
+        self.input_held += 1
+        if self.input_held == 1:
+            self.input_held_count += 1
 
     def authenticated_user(self) -> str | None:
         """The SASL user; with the sslProfile's uidFormat, the identity in the peer's

@@ -85,7 +85,7 @@ class EndpointHandler:
         # Interned: thousands of connections share a handful of user names ("anonymous").
         connection.user = sys.intern(user) if user is not None else None
         policer = self.policer
-        if policer is not None and policer.applies(connection) \
+        if policer is not None and not connection.client \
                 and not policer.opened(connection, pn_connection):
             return
         if policer is not None and connection.client and not policer.connector_opened(connection):

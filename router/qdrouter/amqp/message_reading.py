@@ -5,13 +5,14 @@ A mixin of DeliveryAdaptor (amqp/deliveries.py), which gives it the attributes d
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..core.forwarder import Forwarder
 from ..core.links import CoreLink, InFlight
 from ..core.outcomes import REJECTED
 from .proton_ffi import ffi, lib
 from .proton_shim import delivery_key
+from .whole_reads import read_whole
 
 
 class MessageReading:
@@ -29,6 +30,11 @@ class MessageReading:
         if advance:
             lib.pn_link_advance(link.handle)
         return raw
+
+    def read_whole(self, message: InFlight, on_whole: Callable[[bool], None]) -> None:
+        """DeliveryIO: a streamed message for an in-process node is read whole, not sent on
+        (amqp/whole_reads.py)."""
+        read_whole(message, on_whole)  # type: ignore[arg-type]
 
     def reject_delivery(self, link: CoreLink, delivery: Any, condition: str, reason: str) -> None:
         """Refuse a message that was read but not routed (policy), with an error."""

@@ -95,6 +95,7 @@ class OutboundLimits:
 
     def _block(self, connection: Any) -> None:
         connection.out_blocked = True
+        connection.out_blocked_count += 1
         self.blocked_count += 1
         self.blocked_now += 1
         for link in _consumer_links(connection):

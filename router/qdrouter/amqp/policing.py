@@ -2,10 +2,10 @@
 
 The engine decides; this module reads what it needs from proton (open hostname, user,
 peer address, termini) and applies the answers (close, refuse, negotiated limits); messages
-are policed by amqp/policing_messages.py. As in qdrouterd 1.19 (policy.c, server.c), the
-connections accepted on a listener of role normal, route-container or edge are policed
-(counted against maxConnections, vhost rules); inter-router connections are not, nor the
-router's own outgoing ones unless their connector names a policyVhost."""
+are policed by amqp/policing_messages.py. As in qdrouterd 1.19 (server.c, policy.c), every
+connection accepted on a listener, inter-router ones included, counts against maxConnections;
+those of role normal, route-container or edge are also held to vhost rules; the router's own
+outgoing ones are neither, unless their connector names a policyVhost."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ log = logging.getLogger("qdrouter.POLICY")
 
 # qdrouterd polices every accepted connection but inter-router ones as a user connection
 # (policy.c qd_policy_amqp_open): brokers and management tools on route-container listeners,
-# and edge routers on edge listeners, are held to their vhost's rules and counted against
-# maxConnections, so operators migrating from it keep the limits they set on them.
+# and edge routers on edge listeners, are held to their vhost's rules, so operators migrating
+# from it keep the limits they set on them. (maxConnections counts every role: accepted().)
 POLICED_ROLES = frozenset(("normal", "route-container", "edge"))
 # Connectors whose policyVhost polices their connections (policy.c qd_policy_amqp_open_connector).
 CONNECTOR_ROLES = frozenset(("normal", "route-container"))
@@ -53,13 +53,17 @@ class ConnectionPolicer:
 
     @staticmethod
     def applies(connection: AmqpConnection) -> bool:
+        """Vhost rules hold ``connection`` (every accepted connection but inter-router ones)."""
         return not connection.client and connection.settings.role in POLICED_ROLES
 
     # ---- connections --------------------------------------------------------------------
     def accepted(self, connection: AmqpConnection) -> bool:
         """A socket was accepted: the global connection limit. A refused connection is closed
-        with an AMQP error once its header arrives (or dropped by the handshake timer)."""
-        if not self.applies(connection):
+        with an AMQP error once its header arrives (or dropped by the handshake timer).
+        Inter-router sockets count too, as qdrouterd's server.c counts every socket a listener
+        accepts: an operator's maxConnections bounds the router's sockets whatever their role,
+        so a limit carried over from qdrouterd leaves room for the same peers."""
+        if connection.client:
             return True
         denial = self.engine.socket_accepted()
         if denial is None:
@@ -70,9 +74,12 @@ class ConnectionPolicer:
         return False
 
     def opened(self, connection: AmqpConnection, pn_connection: Any) -> bool:
-        """The peer's open: vhost, user and host decide; limits go into our open."""
+        """The peer's open of an accepted connection: refused if maxConnections refused its
+        socket; otherwise vhost, user and host decide, and limits go into our open."""
         if not connection.admitted:
             return False
+        if not self.applies(connection):
+            return True  # inter-router: counted, but no vhost rules
         hostname = (connection.settings.policy_vhost
                     or c_string(lib.pn_connection_remote_hostname(pn_connection)))
         user = connection.user or "anonymous"
@@ -137,7 +144,7 @@ class ConnectionPolicer:
         if connection.client or connection.closed:
             return False
         age = now - connection.accepted_at
-        if not connection.admitted and self.applies(connection) and age > REFUSED_GRACE_S:
+        if not connection.admitted and age > REFUSED_GRACE_S:
             return True
         timeout = connection.settings.handshake_timeout_s
         unopened = lib.pn_connection_state(connection.pn_connection) & lib.PN_REMOTE_UNINIT

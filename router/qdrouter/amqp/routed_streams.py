@@ -90,7 +90,7 @@ class RoutedStreams:
     def _hold(self, routed: Any, peer: Any, delivery: Any) -> None:
         if delivery not in self.held:
             self.held[delivery] = (routed, peer)
-            routed.connection.input_held += 1
+            routed.connection.hold_input()
 
     def _unhold(self, delivery: Any) -> None:
         entry = self.held.pop(delivery, None)

@@ -4,7 +4,7 @@ stands for it, its outgoing deliveries, and the test of whether its head is in."
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Set
+from typing import Any, Callable, Dict, List, Set
 
 from ..core.links import CoreLink, InFlight
 from ..core.outcomes import REJECTED
@@ -29,12 +29,38 @@ KEEPALIVE_LIMIT = 4 * 1024 * 1024
 class StreamedMessage(InFlight):
     """The InFlight of a streamed message: ``raw`` and ``payload`` hold its head only."""
 
-    __slots__ = ("stream",)
+    __slots__ = ("full_size", "stream")
     streamed = True
 
     def __init__(self, in_link: CoreLink, settled: bool, stream: Stream) -> None:
         super().__init__(b"", b"", in_link, None, settled)
         self.stream = stream
+        self.full_size = 0
+
+
+class Collect:
+    """A streamed delivery routed to an in-process node, read whole for it: up to ``limit``
+    bytes are kept; past it only the head (so the node can still answer the sender), while the
+    rest is counted and dropped, so a request of any size costs the router at most ``limit``."""
+
+    __slots__ = ("data", "head", "limit", "on_whole", "size")
+
+    def __init__(self, head: bytes, limit: int, on_whole: Callable[[bool], None]) -> None:
+        self.head = head
+        self.data: bytearray | None = bytearray(head)
+        self.size = len(head)
+        self.limit = limit
+        # Told True with the message whole (or cut to its head), False when it never will be.
+        self.on_whole = on_whole
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.data is None:
+            return
+        if self.size > self.limit:
+            self.data = None
+        else:
+            self.data += chunk
 
 
 class Out:
@@ -53,8 +79,8 @@ class Out:
 class Stream:
     """One incoming delivery being streamed."""
 
-    __slots__ = ("body_sent", "delivery", "discard", "head", "held", "held_since", "in_link", "key", "limit",
-                 "message", "outcome", "outs", "pumping", "received", "routed")
+    __slots__ = ("body_sent", "collect", "delivery", "discard", "head", "held", "held_since", "in_link",
+                 "key", "limit", "message", "outcome", "outs", "pumping", "received", "routed")
 
     def __init__(self, in_link: CoreLink, delivery: Any, key: Any, limit: int) -> None:
         self.in_link = in_link
@@ -75,6 +101,8 @@ class Stream:
         self.held = False
         self.held_since = 0.0
         self.pumping = False
+        # Set when routed to an in-process node: the rest is collected, not sent on.
+        self.collect: Collect | None = None
         settled = bool(lib.pn_delivery_settled(delivery))
         self.message: StreamedMessage = StreamedMessage(in_link, settled, self)
 
@@ -121,7 +149,7 @@ def hold(stream: Stream) -> None:
         return  # a bounded session window (maxSessionFrames) holds the producer back
     stream.held = True
     stream.held_since = time.monotonic()
-    link.connection.input_held += 1
+    link.connection.hold_input()
 
 
 def unhold(stream: Stream, dirty: Set[Any]) -> None:
@@ -131,6 +159,16 @@ def unhold(stream: Stream, dirty: Set[Any]) -> None:
         connection = stream.in_link.connection
         connection.input_held -= 1
         dirty.add(connection)
+
+
+def keep_alive(streams: List[Stream], dirty: Set[Any], now: float) -> None:
+    """Producers held back for a while have their socket read once more (heartbeats must
+    arrive, or the idle timeout would close the connection), while what proton holds of
+    their message stays under ``KEEPALIVE_LIMIT``."""
+    for stream in streams:
+        if stream.held and now - stream.held_since > KEEPALIVE_S and (
+                lib.pn_delivery_pending(stream.delivery) < KEEPALIVE_LIMIT):
+            unhold(stream, dirty)
 
 
 def refused_by_policy(policed: Dict[Any, Any], policer: Any, stream: Stream) -> bool:

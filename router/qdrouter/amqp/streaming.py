@@ -25,18 +25,18 @@ from .proton_shim import delivery_key, pointer_key
 from .stream_state import (
     CHUNK,
     HEAD_LIMIT,
-    KEEPALIVE_LIMIT,
-    KEEPALIVE_S,
     STREAM_START,
     Out,
     Stream,
     StreamedMessage,
     head_complete,
     hold,
+    keep_alive,
     queued,
     refused_by_policy,
     unhold,
 )
+from .whole_reads import drop_collected, give_whole
 
 if TYPE_CHECKING:
     from .deliveries import DeliveryAdaptor
@@ -64,9 +64,6 @@ class Streams:
         """A delivery still arriving: streamed from now on if it is large enough (True)."""
         buffered = lib.pn_delivery_pending(delivery) + (len(held) if held else 0)
         if link.kind == CONTROL or buffered < STREAM_START or link.handle is None:
-            return False
-        if link.address is not None and link.address.handler is not None:
-            # An in-process node (the management agent, 413 past 1 MiB) reads requests whole.
             return False
         grant = self.adaptor.policed.get(link.handle) if self.adaptor.policed else None
         stream = Stream(link, delivery, key, grant.max_message_size if grant is not None else 0)
@@ -199,7 +196,7 @@ class Streams:
         send = lib.pn_link_send
         account = self.adaptor.outbound.account
         while True:
-            if not drain and not stream.discard and stream.routed and (
+            if not drain and not stream.discard and stream.routed and stream.collect is None and (
                     not stream.outs or any(out.link.connection.out_blocked for out in stream.outs)):
                 hold(stream)  # nobody to send to yet, or a consumer's output is full
                 return
@@ -223,6 +220,9 @@ class Streams:
                 self._route(stream)
                 if stream.in_link not in self.by_link:
                     return
+                continue
+            if stream.collect is not None:
+                stream.collect.add(self._bytes[0:count])
                 continue
             stream.body_sent = True
             for out in stream.outs:
@@ -250,19 +250,14 @@ class Streams:
         if adaptor.policed and refused_by_policy(adaptor.policed, adaptor.policer, stream):
             return
         adaptor.route_message(stream.in_link, message, True, False)
-        if not stream.outs and not stream.discard and not queued(adaptor.table, message):
+        if not stream.outs and not stream.discard and stream.collect is None and not queued(
+                adaptor.table, message):
             stream.discard = True  # pre-settled, with nowhere to go: dropped by the forwarder
 
     def tick(self, now: float) -> None:
-        """Producers held back for a while have their socket read once more (heartbeats
-        must arrive, or the idle timeout would close the connection), while what proton
-        holds of their message stays under ``KEEPALIVE_LIMIT``."""
         if self.adaptor.link_router is not None:
             self.adaptor.link_router.streams.resume()
-        for stream in list(self.by_link.values()):
-            if stream.held and now - stream.held_since > KEEPALIVE_S and (
-                    lib.pn_delivery_pending(stream.delivery) < KEEPALIVE_LIMIT):
-                unhold(stream, self.adaptor.dirty)
+        keep_alive(list(self.by_link.values()), self.adaptor.dirty, now)
 
     def _drop_out(self, stream: Stream, key: Any, outcome: int, abort: bool = True) -> None:
         """One outgoing delivery stops (its consumer settled early, or left)."""
@@ -295,6 +290,7 @@ class Streams:
         if self.by_link.get(link) is stream:
             del self.by_link[link]
         unhold(stream, self.adaptor.dirty)
+        drop_collected(stream)
         stream.message.raw = stream.message.payload = b""
         link.read_on_arrival = True
         handle = link.handle
@@ -327,6 +323,9 @@ class Streams:
             stream.pumping = False
             for out in stream.outs:
                 adaptor.dirty.add(out.link.connection)
+        if stream.collect is not None:
+            give_whole(self, stream)  # an in-process node's
+            return self._end(stream)
         for out in stream.outs:
             lib.pn_link_advance(out.link.handle)
             if not out.tracked:
@@ -374,6 +373,7 @@ class Streams:
         del self.by_link[link]
         unhold(stream, self.adaptor.dirty)
         link.counters.delivered -= 1  # counted again as the refused delivery
+        drop_collected(stream)
         self.adaptor.policer.refuse_oversize(link, stream.delivery, stream.received)
         link.read_on_arrival = True
         self._release(stream, outs)

@@ -12,6 +12,7 @@ import time
 from typing import Any, Callable, Dict, List, Protocol, Set
 
 from .address_table import BALANCED, CLOSEST, MULTICAST, UNAVAILABLE, Address, AddressTable
+from .in_process import InProcessNodes
 from .links import DATA, ENDPOINT, CoreLink, InFlight
 from .mesh_routes import MeshRoutes, is_mobile, topological_router
 from .multicast import MulticastCopies
@@ -32,8 +33,12 @@ class DeliveryIO(Protocol):
     def finish_incoming(self, message: InFlight, outcome: int) -> None:
         """Give the incoming delivery ``outcome`` and settle it (no-op if already gone)."""
 
+    def read_whole(self, message: InFlight, on_whole: Callable[[bool], None]) -> None:
+        """A streamed ``message`` goes to an in-process node: collect the rest of it, then call
+        ``on_whole`` (False: it never will be whole)."""
 
-class Forwarder(ProducerCredit, MulticastCopies):
+
+class Forwarder(ProducerCredit, MulticastCopies, InProcessNodes):
     def __init__(self, table: AddressTable, io: DeliveryIO, mesh: MeshRoutes | None = None) -> None:
         super().__init__()
         self.table = table
@@ -354,15 +359,6 @@ class Forwarder(ProducerCredit, MulticastCopies):
             return None
         self._deliver(link, message, address)
         return link
-
-    def _to_handler(self, address: Address, message: InFlight) -> None:
-        counters = address.counters
-        counters.deliveries_ingress += 1
-        counters.deliveries_to_container += 1
-        outcome = address.handler(message)  # type: ignore[misc]
-        if not message.settled:
-            self.io.finish_incoming(message, outcome)
-        self._release_credit(message.in_link)
 
     def inject(self, payload: bytes, address_key: str | None, origin: CoreLink) -> bool:
         """Send a message made inside the router (a management reply) to ``address_key``,

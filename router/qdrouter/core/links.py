@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Deque, Dict
 
+# The most of one message an in-process node (the management agent) is given: a larger one
+# reaches it as its head only, with ``full_size`` telling its size, so that it can refuse it.
+IN_PROCESS_LIMIT = 1024 * 1024
+
 
 class InFlight:
     """One incoming message while the router holds it: queued, or sent and awaiting outcome."""
@@ -32,6 +36,8 @@ class InFlight:
     )
     # A message streamed as it arrives (its bytes are not all here): amqp/streaming.py.
     streamed = False
+    # Its size when ``raw`` holds its head only (past IN_PROCESS_LIMIT); 0: ``raw`` is whole.
+    full_size = 0
 
     def __init__(self, payload: bytes, raw: bytes, in_link: CoreLink, delivery: Any, settled: bool,
                  delivery_key: Any = None) -> None:

@@ -65,7 +65,7 @@ class ManagementAgent:
     # ---- one request -------------------------------------------------------------------
     def handle(self, message: InFlight) -> int:
         try:
-            request = decode_request(message.raw)
+            request = decode_request(message.raw, message.full_size)
         except UndecodableRequest as error:
             log.info("Rejected a management request: %s", error)
             return REJECTED

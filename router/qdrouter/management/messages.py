@@ -23,9 +23,11 @@ from ..amqp.codec import (
     encode_message,
 )
 from ..core.address_view import hash_view
+from ..core.links import IN_PROCESS_LIMIT
 from .status import INTERNAL_ERROR, ManagementStatus, bad_request, describe
 
-MAX_REQUEST_BYTES = 1024 * 1024
+# What the router gives an in-process node; a larger request arrives as its head only.
+MAX_REQUEST_BYTES = IN_PROCESS_LIMIT
 PROPERTIES_CODE = 0x73  # the properties section's descriptor
 
 
@@ -46,15 +48,23 @@ class UndecodableRequest(Exception):
     """Not an AMQP message we can answer; the delivery is rejected instead."""
 
 
-def decode_request(raw: bytes) -> Request:
+def decode_request(raw: bytes, full_size: int = 0) -> Request:
     """The request's addressing, or UndecodableRequest; check_request then validates it, so
-    that a bad request can still be answered at its reply-to address."""
-    too_large = len(raw) > MAX_REQUEST_BYTES
+    that a bad request can still be answered at its reply-to address. ``full_size``: the
+    request's size when ``raw`` is its head only (it was larger than MAX_REQUEST_BYTES)."""
+    size = full_size or len(raw)
+    too_large = size > MAX_REQUEST_BYTES
     malformed_body = None
     try:
         # An oversized request is answered 413 at its reply-to: its body is not built.
         message = decode_message(raw, with_body=not too_large)
     except MessageFormatError as error:
+        found = _properties_only(raw) if too_large else None
+        if found is not None:
+            # Its head may end inside a section: the properties still name the reply-to.
+            request = _undecodable(found, f"a request of {size} bytes, cut to its head")
+            request.extra = {"too_large": size}
+            return request
         try:
             # Only the body is bad (nested too deeply, say): the request can still be
             # answered, with what was wrong with it.
@@ -78,7 +88,7 @@ def decode_request(raw: bytes) -> Request:
     properties = message.application_properties
     request.properties = properties if isinstance(properties, dict) else {}
     if too_large:
-        request.extra["too_large"] = len(raw)
+        request.extra["too_large"] = size
     if malformed_body is not None:
         request.extra["malformed_body"] = malformed_body
     return request

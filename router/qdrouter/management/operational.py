@@ -62,6 +62,11 @@ def connection_row(connection: Any) -> Row:
         "uptimeSeconds": int(now - connection.opened_at),
         "properties": peer_properties(connection.pn_connection),
         "lastDlvSeconds": None,
+        "outputBlocked": connection.out_blocked,
+        "outputQueuedBytes": connection.out_queued,
+        "outputBlockedCount": connection.out_blocked_count,
+        "inputHeld": connection.input_held > 0,
+        "inputHeldCount": connection.input_held_count,
     }
 
 
@@ -327,6 +332,7 @@ def router_row(router: Any, configured: Row) -> Row:
         egress += address.counters.deliveries_egress
         transit += address.counters.deliveries_transit
     from_container, to_container = route_container.route_container_totals(router)
+    outbound = router.server.adaptor.outbound
     row = dict(configured)
     row.update({
         "id": router.id,
@@ -360,6 +366,10 @@ def router_row(router: Any, configured: Row) -> Row:
         "deliveriesRedirectedToFallback": 0,
         "uptimeSeconds": int(time.time() - router.started),
         "memoryUsage": _resident_bytes(),
+        # qdmesh's own: the output bound's blocked connections and the producers held for them.
+        "outputBlockedCount": outbound.blocked_count,
+        "outputBlockedConnectionCount": outbound.blocked_now,
+        "inputHeldConnectionCount": sum(1 for c in router.server.by_fd.values() if c.input_held),
         # qdmesh's own: failures the fault boundary contained (amqp/fault_boundary.py).
         "internalErrorCount": router.server.faults.count,
     })

@@ -126,6 +126,18 @@ CONNECTION = entity(
         count("uptimeSeconds", "Seconds since the connection was made."),
         status("properties", MAP, doc="Connection properties the peer sent."),
         count("lastDlvSeconds", "Seconds since the last delivery on the connection."),
+        # qdmesh's own (docs/management.md, "Blocked connections"): qdrouterd shows no hold-off.
+        status("outputBlocked", BOOLEAN,
+               doc="qdmesh: the connection's queued output passed its bound (1 MiB): its "
+                   "consumers get nothing more until its socket has taken half of it."),
+        count("outputQueuedBytes", "qdmesh: bytes handed to the connection's socket and not yet "
+                                   "written to it."),
+        count("outputBlockedCount", "qdmesh: times the connection's output was blocked."),
+        status("inputHeld", BOOLEAN,
+               doc="qdmesh: the router is not reading the connection's socket: a large message it "
+                   "sends is streamed to a consumer whose output is blocked (the hold-off)."),
+        count("inputHeldCount", "qdmesh: times the router stopped reading the connection's socket "
+                                "for a blocked consumer."),
     ],
     operational=True,
     doc="A connection to the router.",

@@ -37,6 +37,11 @@ _ROUTER_STATS = (
     count("deliveriesRedirectedToFallback", "Deliveries sent to a fallback destination."),
     count("uptimeSeconds", "Seconds since the router started."),
     count("memoryUsage", "Memory used by the router process, in bytes."),
+    count("outputBlockedCount", "qdmesh: times a connection's output was blocked (its queued output "
+                                "passed 1 MiB; the connection entity's outputBlocked)."),
+    count("outputBlockedConnectionCount", "qdmesh: connections whose output is blocked now."),
+    count("inputHeldConnectionCount", "qdmesh: connections whose socket the router is not reading "
+                                      "now, held back for a blocked consumer."),
     count("internalErrorCount", "qdmesh: failures inside the router that it contained and survived: "
                                 "each closed one connection with amqp:internal-error, or ended one "
                                 "timer run, HTTP request or loop step that named no connection "

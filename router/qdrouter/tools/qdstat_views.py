@@ -125,7 +125,20 @@ def connections(entities: List[Entity]) -> Table:
     heads = ["id", "host", "container", "role", "dir", "security", "authentication"]
     rows = [[c.get("identity"), c.get("host"), c.get("container"), c.get("role"), c.get("dir"),
              _security(c), _authentication(c)] for c in entities]
+    if any("outputBlocked" in c for c in entities):
+        # qdmesh's agent tells of blocked connections (qdrouterd's does not: no column then).
+        # Last, so that every column before it is where qdrouterd's qdstat has it.
+        heads.append("blocked")
+        for row, c in zip(rows, entities):
+            row.append(_blocked(c))
     return Table("Connections", heads, rows)
+
+
+def _blocked(conn: Entity) -> str:
+    """'output': its consumers wait for its socket; 'input': its socket is not read, a
+    consumer it streams to being blocked; '-': neither."""
+    states = [name for name, key in (("output", "outputBlocked"), ("input", "inputHeld")) if conn.get(key)]
+    return ",".join(states) or "-"
 
 
 def edges(entities: List[Entity]) -> Table:
