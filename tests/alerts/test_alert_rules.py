@@ -5,6 +5,7 @@ firing with its labels, words and runbook link.  Every alert has its test and it
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -51,3 +52,18 @@ def test_each_alert_links_to_its_runbook_section() -> None:
         link = rule["annotations"]["runbook_url"]
         assert link.startswith("RUNBOOKS#"), rule["alert"]
         assert link.split("#", 1)[1] in headings, f"{rule['alert']}: no section {link} in docs/runbooks.md"
+
+
+def test_every_dashboard_query_is_promql_prometheus_parses(tmp_path: Path) -> None:
+    """docs/grafana's queries, Grafana's variables filled in, as recording rules for promtool."""
+    dashboard = json.loads((REPO / "docs" / "grafana" / "qdmesh-mesh.json").read_text())
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel.get("targets", [])]
+    filled = [e.replace("$__rate_interval", "5m").replace("$namespace", ".*").replace("$mesh", ".*")
+              for e in exprs]
+    rules = {"groups": [{"name": "dashboard", "rules": [{"record": f"dashboard:query{i}", "expr": e}
+                                                          for i, e in enumerate(filled)]}]}
+    path = tmp_path / "dashboard-rules.yaml"
+    path.write_text(yaml.safe_dump(rules))
+    done = promtool("check", "rules", str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"SUCCESS: {len(exprs)} rules found" in done.stdout

@@ -198,6 +198,7 @@ def test_monitoring_and_sample_mesh() -> None:
     [monitor] = by_kind(docs, "ServiceMonitor")
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
     assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    assert monitor["spec"]["endpoints"][0]["honorLabels"] is True  # the gauges' own namespace label
     [service] = by_kind(docs, "Service")
     assert service["spec"]["ports"][0]["targetPort"] == "metrics"
     [pods] = by_kind(docs, "PodMonitor")

@@ -1,5 +1,5 @@
-"""The Grafana dashboard in docs/grafana asks only for series a real router serves, grouped by
-labels those series have."""
+"""The Grafana dashboard in docs/grafana asks only for series a real router (or, for its mesh
+health row, the operator) serves, grouped by labels those series have."""
 
 from __future__ import annotations
 
@@ -31,6 +31,21 @@ def served(text: str) -> Dict[str, Set[str]]:
     return labels
 
 
+def operator_gauges() -> str:
+    """What the operator serves of a mesh (mesh_gauges.py), for the dashboard's health row."""
+    from qdmesh_operator.canary import PairResult
+    from qdmesh_operator.mesh_gauges import MeshGauges
+
+    statuses = {
+        ("routermeshes", "m"): {"routers": 1, "routerStatus": [{"name": "m-0", "ready": True, "peers": 0}],
+                                "certificates": [{"secret": "m-tls", "notAfter": "2027-01-01T00:00:00Z"}]},
+        ("linkroutes", "orders"): {"conditions": [{"type": "Reachable", "status": "True"}]},
+    }
+    gauges = MeshGauges()
+    gauges.observe("ns", "m", statuses, {("m-0", "m-1"): PairResult(0.004)})
+    return gauges.render()
+
+
 def test_dashboard_queries_name_served_series_and_labels(router_factory: RouterFactory, net: Net) -> None:
     router = router_factory(extra_listeners={"http": {"http": "true"}})
     client = net.connect(router.url)
@@ -43,6 +58,8 @@ def test_dashboard_queries_name_served_series_and_labels(router_factory: RouterF
     series.setdefault("qdmesh_routing_messages_received_total", {"router", "opcode"})
     series.setdefault("qdmesh_autolinks", {"router", "status"})
     series.setdefault("qdmesh_link_routes", {"router", "status"})
+    for name, labels in served(operator_gauges()).items():
+        series.setdefault(name, set()).update(labels)
     dashboard = json.loads(DASHBOARD.read_text())
     ids = [panel["id"] for panel in dashboard["panels"]]
     assert len(ids) == len(set(ids))
