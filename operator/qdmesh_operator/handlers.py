@@ -173,7 +173,13 @@ async def mesh_seen(type: Any, name: str, namespace: Any, meta: Any, **_: Any) -
     if type == "DELETED" or meta.get("deletionTimestamp"):
         schedule.forget(namespace, name)
         if type == "DELETED":
-            await run(namespace, name, "change")
+            try:
+                await run(namespace, name, "change")
+            except Exception as e:  # its namespace going too, the API server away: the state goes anyway
+                await asyncio.get_running_loop().run_in_executor(None, reconciler().forget, namespace, name)
+                MESH_GAUGES.forget(namespace, name)
+                log.info("RouterMesh %s/%s gone; its routing resources' statuses not updated: %s",
+                         namespace, name, e)
     else:
         schedule.watch(namespace, name)
 
