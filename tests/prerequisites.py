@@ -94,6 +94,10 @@ def _chromium() -> bool:
     return shutil.which("chromium") is not None and shutil.which("chromedriver") is not None
 
 
+def _prometheus() -> bool:
+    return shutil.which("promtool") is not None and shutil.which("prometheus") is not None
+
+
 # (what, the tests that need it, available?, the .ci/setup.d step that installs it). Cheap
 # probes only: this runs before every test run. Each test still checks with require().
 PREREQUISITES: List[Tuple[str, str, Callable[[], bool], str]] = [
@@ -108,8 +112,8 @@ PREREQUISITES: List[Tuple[str, str, Callable[[], bool], str]] = [
     ("the C router qdrouterd 1.19", "tests/interop, the edge churn of tests/router/test_soak.py", _c_router,
      "25-qdrouterd-c.sh"),
     ("helm, kubeconform and lua5.4", "tests/chart, tests/gitops", _helm_tools, "30-helm-tools.sh"),
-    ("promtool (Debian's prometheus)", "tests/alerts", lambda: shutil.which("promtool") is not None,
-     "32-promtool.sh"),
+    ("Prometheus and promtool (Debian's prometheus)", "tests/alerts",
+     _prometheus, "32-promtool.sh"),
     ("Docker", "tests/images", _docker, "35-images.sh"),
     ("Kubernetes binaries (etcd, kube-apiserver...)", "tests/kube, tests/operator, tests/kubectl",
      _kubernetes, "40-kubernetes.sh"),

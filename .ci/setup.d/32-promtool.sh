@@ -4,7 +4,7 @@
 # by the tests (no init system runs it here either).
 set -euo pipefail
 
-if ! command -v promtool >/dev/null; then
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
     SUDO=""
     if [ "$(id -u)" -ne 0 ]; then
         SUDO="sudo -n"
@@ -29,5 +29,5 @@ if ! command -v promtool >/dev/null; then
     fi
 fi
 
-command -v promtool >/dev/null || { echo "setup promtool: promtool missing" >&2; exit 1; }
+command -v promtool >/dev/null && command -v prometheus >/dev/null || { echo "setup promtool: promtool or prometheus missing" >&2; exit 1; }
 echo "setup promtool: $(promtool --version 2>&1 | head -1)"
