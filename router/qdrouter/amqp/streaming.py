@@ -140,8 +140,9 @@ class Streams:
         if stream.in_link not in self.by_link or self.by_link[stream.in_link] is not stream:
             return False
         stream.outcome = outcome
-        if not any(out.tracked for out in stream.outs):
-            # Nowhere to go (no route, released after waiting): the rest is dropped.
+        if not stream.outs:
+            # Nowhere to go (no route, released after waiting): the rest is dropped. (Pre-settled
+            # multicast copies take the rest of a message accepted as they start.)
             stream.discard = True
             if not stream.pumping:
                 self._pump(stream)
@@ -334,8 +335,7 @@ class Streams:
             adaptor.dirty.add(out.link.connection)
         producer_settled = bool(lib.pn_delivery_settled(delivery))
         tracked = [out for out in stream.outs if out.tracked]
-        outs = stream.outs
-        stream.outs = []
+        outs, stream.outs = stream.outs, []
         del self.by_link[link]
         if producer_settled:
             lib.pn_delivery_settle(delivery)
@@ -386,8 +386,7 @@ class Streams:
             if out.tracked:
                 out.link.outstanding -= 1
             self.adaptor.dirty.add(out.link.connection)
-        outs = stream.outs
-        stream.outs = []
+        outs, stream.outs = stream.outs, []
         if stream.message.credit_held:
             self.adaptor.forwarder.settled_upstream(stream.message)
         return outs
