@@ -25,8 +25,6 @@ from .proton_shim import delivery_key, pointer_key
 from .stream_state import (
     CHUNK,
     HEAD_LIMIT,
-    KEEPALIVE_LIMIT,
-    KEEPALIVE_S,
     STREAM_START,
     Out,
     Stream,
@@ -256,14 +254,11 @@ class Streams:
 
     def tick(self, now: float) -> None:
         """Producers held back for a while have their socket read once more (heartbeats
-        must arrive, or the idle timeout would close the connection), while what proton
-        holds of their message stays under ``KEEPALIVE_LIMIT``."""
+        must arrive, or the idle timeout would close the connection): stream_state.InputHold."""
         if self.adaptor.link_router is not None:
-            self.adaptor.link_router.streams.resume()
+            self.adaptor.link_router.streams.tick(now)
         for stream in list(self.by_link.values()):
-            if stream.held and now - stream.held_since > KEEPALIVE_S and (
-                    lib.pn_delivery_pending(stream.delivery) < KEEPALIVE_LIMIT):
-                unhold(stream, self.adaptor.dirty)
+            stream.hold_off.keep_alive(now, stream.delivery, self.adaptor.dirty)
 
     def _drop_out(self, stream: Stream, key: Any, outcome: int, abort: bool = True) -> None:
         """One outgoing delivery stops (its consumer settled early, or left)."""
