@@ -35,6 +35,7 @@ from .stream_state import (
     refused_by_policy,
     unhold,
 )
+from .stream_turns import LinkTurns
 
 if TYPE_CHECKING:
     from .deliveries import DeliveryAdaptor
@@ -56,6 +57,8 @@ class Streams:
         self._pointer = ffi.from_buffer(self._buffer)
         self._bytes = ffi.buffer(self._pointer)
         self._tags = itertools.count(1)
+        # Copies for links carrying a stream wait their turn (amqp/stream_turns.py).
+        self.turns = LinkTurns(lambda link, message: adaptor.transmit(link, message, True))
 
     # ---- from the delivery handler -------------------------------------------------------
     def start(self, link: CoreLink, delivery: Any, key: Any, held: bytes | None = None) -> bool:
@@ -103,12 +106,16 @@ class Streams:
         return True
 
     # ---- from the forwarder (DeliveryIO) -----------------------------------------------
-    def transmit(self, link: CoreLink, message: StreamedMessage, presettled: bool) -> None:
-        """The forwarder sends a streamed message on ``link``: its delivery starts with the
-        head; the rest follows as it arrives."""
+    def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
+        """The forwarder sends a streamed message on ``link`` (its delivery starts with the
+        head; the rest follows as it arrives), or a message on a link carrying a stream."""
+        if not isinstance(message, StreamedMessage):
+            self.turns.wait(link, message)  # a multicast copy toward another router
+            return
         stream = message.stream
-        if stream.body_sent or stream.discard or link.handle is None:
-            # Too late to join (a multicast copy that waited for credit): the body has gone.
+        if stream.body_sent or stream.discard or link.handle is None or link in self.sending:
+            # Too late to join (a multicast copy that waited for credit: the body has gone),
+            # or its link carries another stream (amqp/stream_turns.py).
             link.counters.dropped_presettled += 1
             return
         adaptor = self.adaptor
@@ -132,8 +139,7 @@ class Streams:
             self._pump(stream)
 
     def defer(self, message: InFlight, outcome: int) -> bool:
-        """The forwarder gives a streamed message its outcome: kept for the end when it is
-        still arriving (True)."""
+        """A streamed message's outcome: kept for its end if it is still arriving (True)."""
         stream: Stream = message.stream  # type: ignore[attr-defined]
         if stream.in_link not in self.by_link or self.by_link[stream.in_link] is not stream:
             return False
@@ -171,8 +177,7 @@ class Streams:
                 self._drop_out(stream, out.key, MODIFIED, abort=False)
 
     def producer_gone(self, link: CoreLink) -> None:
-        """The producer's link is going: what proton has of a complete message still goes
-        on; one cut short is aborted toward its consumers."""
+        """The producer's link is going: a complete message still goes on; one cut short is aborted."""
         stream = self.by_link.get(link)
         if stream is None:
             return
@@ -253,8 +258,7 @@ class Streams:
             stream.discard = True  # pre-settled, with nowhere to go: dropped by the forwarder
 
     def tick(self, now: float) -> None:
-        """Producers held back for a while have their socket read once more (heartbeats
-        must arrive, or the idle timeout would close the connection): stream_state.InputHold."""
+        """Held producers have their socket read once more now and then (stream_state.InputHold)."""
         if self.adaptor.link_router is not None:
             self.adaptor.link_router.streams.tick(now)
         for stream in list(self.by_link.values()):
@@ -280,8 +284,8 @@ class Streams:
                 self._pump(stream)
 
     def _free(self, link: CoreLink) -> None:
-        """``link`` carried its stream's last byte (or no longer carries it): its credit
-        and what waited for it move again."""
+        """``link``'s stream has ended (or left it): what waited for it, and its credit, move."""
+        self.turns.go(link)
         if link.handle is not None:
             self.adaptor.resume_consumer(link)
 
