@@ -16,7 +16,7 @@ from tests.mesh.conftest import MeshFactory
 from tests.mesh.traffic import address_row
 from tests.router.routerproc import Router
 
-from .memory import peak_mb
+from .memory import peak_mb, rss_mb
 from .rawclient import LargeReceive, LargeSend, RawClient
 
 MB = 1024 * 1024
@@ -79,3 +79,45 @@ def _links(router: Router) -> List[Tuple[Any, ...]]:
         rows = client.query("org.apache.qpid.dispatch.router.link")
     return [(row.get("linkType"), row.get("linkDir"), row.get("owningAddr"), row.get("deliveryCount"),
              row.get("droppedPresettledCount")) for row in rows if row.get("deliveryCount")]
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.differs_from_c("qdrouterd stops reading a message's delivery past its Q2 limit but goes on "
+                            "reading the connection: with the default (unbounded) session window the "
+                            "producer sent 96 MB more in 2 s while the consumer read nothing; qdmesh "
+                            "stops reading the producer's socket too")
+def test_a_streamed_multicast_copy_toward_a_stalled_router_holds_the_producer_back(
+        mesh_factory: MeshFactory) -> None:
+    """B's consumer stops reading half way through a 128 MB multicast message from A: the
+    copy toward B goes without waiting for credit, yet what A's link toward B cannot pass
+    counts against its connection's bound, so A holds the producer back instead of
+    buffering; once the consumer reads again, the rest arrives whole."""
+    mesh = mesh_factory([("B", "A", 1)])
+    address = "multicast.large.stalled"
+    receiver = LargeReceive(RawClient(mesh["B"].url, receive_buffer=64 * 1024), address)
+    deadline = time.monotonic() + mesh.timers.convergence_bound
+    while (address_row(mesh, "A", address) or {}).get("remoteCount") != 1:
+        assert time.monotonic() < deadline, "A never learnt of B's consumer"
+        receiver.pump(0.2)
+    sender = LargeSend(RawClient(mesh["A"].url), address, 128 * MB)
+    deadline = time.monotonic() + 60
+    while sender.offset < 16 * MB:
+        assert time.monotonic() < deadline, "the first 16 MB did not go"
+        sender.run(0.02)
+        receiver.pump(0.0)
+    stalled_at = sender.offset
+    sender.run(2.0)  # the consumer reads nothing meanwhile
+    held = sender.offset - stalled_at
+    assert held < 24 * MB, f"the producer sent {held // MB} MB more toward a consumer that reads nothing"
+    for rid in "AB":
+        assert rss_mb(mesh[rid]) < STREAM_CEILING_MB, f"router {rid} holds the message"
+    deadline = time.monotonic() + 180
+    while not (receiver.lengths and sender.outcome is not None):
+        assert time.monotonic() < deadline, f"the rest did not arrive (sent {sender.offset} bytes)"
+        sender.run(0.02)
+        receiver.pump(0.0)
+    assert receiver.lengths == [sender.size] and receiver.intact == [True]
+    assert sender.outcome == Delivery.ACCEPTED
+    for rid in "AB":
+        peak = peak_mb(mesh[rid])
+        assert peak < STREAM_CEILING_MB, f"router {rid} peaked at {peak:.0f} MB"
