@@ -12,7 +12,7 @@ from qdrouter.core.links import CoreLink, InFlight
 
 def _setup() -> Tuple[LinkTurns, CoreLink, CoreLink, List[Tuple[str, bytes]]]:
     sent: List[Tuple[str, bytes]] = []
-    turns = LinkTurns(lambda link, message: sent.append((link.name, message.raw)))
+    turns = LinkTurns(lambda link, message, presettled: sent.append((link.name, message.raw)))
     to_router = CoreLink(7, "to-R2", False, None, None, object())
     producer = CoreLink(1, "producer", True, None, None, object())
     return turns, to_router, producer, sent
@@ -43,3 +43,15 @@ def test_copies_past_the_bound_are_dropped_and_counted() -> None:
     for _ in range(3):
         turns.wait(link, InFlight(small, small, producer, None, True))
     assert link.counters.dropped_presettled == 3, "a link's capacity bounds its waiting copies too"
+
+
+def test_an_unsettled_message_is_never_dropped() -> None:
+    """Its producer's credit bounds it, and it must reach its consumer or get an outcome."""
+    turns, link, producer, sent = _setup()
+    link.capacity = 1
+    for index in range(3):
+        raw = bytes([index])
+        turns.wait(link, InFlight(raw, raw, producer, None, False), presettled=False)
+    assert link.counters.dropped_presettled == 0
+    turns.go(link)
+    assert [raw for _, raw in sent] == [b"\x00", b"\x01", b"\x02"]

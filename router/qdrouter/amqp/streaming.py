@@ -58,7 +58,7 @@ class Streams:
         self._bytes = ffi.buffer(self._pointer)
         self._tags = itertools.count(1)
         # Copies for links carrying a stream wait their turn (amqp/stream_turns.py).
-        self.turns = LinkTurns(lambda link, message: adaptor.transmit(link, message, True))
+        self.turns = LinkTurns(adaptor.transmit)
 
     # ---- from the delivery handler -------------------------------------------------------
     def start(self, link: CoreLink, delivery: Any, key: Any, held: bytes | None = None) -> bool:
@@ -110,7 +110,7 @@ class Streams:
         """The forwarder sends a streamed message on ``link`` (its delivery starts with the
         head; the rest follows as it arrives), or a message on a link carrying a stream."""
         if not isinstance(message, StreamedMessage):
-            self.turns.wait(link, message)  # a multicast copy toward another router
+            self.turns.wait(link, message, presettled)  # (a multicast copy toward a router)
             return
         stream = message.stream
         if stream.body_sent or stream.discard or link.handle is None or link in self.sending:
