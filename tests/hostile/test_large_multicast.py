@@ -108,7 +108,9 @@ def test_a_streamed_multicast_copy_toward_a_stalled_router_holds_the_producer_ba
     stalled_at = sender.offset
     sender.run(2.0)  # the consumer reads nothing meanwhile
     held = sender.offset - stalled_at
-    assert held < 24 * MB, f"the producer sent {held // MB} MB more toward a consumer that reads nothing"
+    # What two routers' sockets and buffers take (loopback TCP buffers grow to several MB
+    # each way) passes; a router that went on reading took 96 MB in the same 2 s.
+    assert held < 40 * MB, f"the producer sent {held // MB} MB more toward a consumer that reads nothing"
     for rid in "AB":
         assert rss_mb(mesh[rid]) < STREAM_CEILING_MB, f"router {rid} holds the message"
     deadline = time.monotonic() + 180
