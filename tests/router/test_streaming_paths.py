@@ -14,7 +14,7 @@ from proton import Delivery, Endpoint, Link
 from qdrouter.tools.management_client import ManagementClient
 from tests.hostile.memory import peak_mb
 from tests.hostile.rawclient import LargeReceive, LargeSend, RawClient
-from tests.router.routerproc import Router, RouterFactory
+from tests.router.routerproc import Router
 
 MB = 1024 * 1024
 # A router streaming a message holds its head, a chunk and what each consumer's connection
@@ -24,11 +24,6 @@ LINK = "org.apache.qpid.dispatch.router.link"
 # After the producer's last byte has gone, what is left is the router's to finish: the
 # sockets' last few MB and the outcome (seconds even on a loaded machine).
 SETTLE_WAIT_S = 30
-
-
-@pytest.fixture
-def router(router_factory: RouterFactory) -> Router:
-    return router_factory()
 
 
 class EarlySettler:
