@@ -262,10 +262,12 @@ class LargeReceive:
             delivery = link.current
             if delivery is None:
                 return
+            # (advanced before it is settled: settling the current delivery advances the
+            # link itself, and a second advance would skip the next message unread)
             if delivery.aborted:
                 self.aborted += 1
-                delivery.settle()
                 link.advance()
+                delivery.settle()
                 link.flow(1)
                 self._reset()
                 continue
@@ -280,8 +282,8 @@ class LargeReceive:
             self.lengths.append(self._length - body_start - 8 if body_start >= 0 else -1)
             self.intact.append(self._ok and body_start >= 0)
             delivery.update(self.outcome)
-            delivery.settle()
             link.advance()
+            delivery.settle()
             link.flow(1)
             self._reset()
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from proton import Delivery
+from proton import Delivery, Endpoint
 
+from tests.linkroute.conftest import EdgeFactory
+from tests.linkroute.lrutil import both_ways
 from tests.mesh.conftest import MeshFactory
 from tests.mesh.traffic import address_row
 from tests.router.routerproc import Router
@@ -109,3 +111,29 @@ def test_a_link_routed_large_message_streams_through(edge: Router, container: Ro
     for router in (edge, container):
         peak = peak_mb(router)
         assert peak < STREAM_CEILING_MB, f"a router peaked at {peak:.0f} MB"
+
+
+@pytest.mark.timeout(240)
+def test_a_link_routed_producer_held_past_its_idle_timeout_stays_connected(
+        edge_factory: EdgeFactory, container: Router) -> None:
+    """The consumer (on the route container) reads nothing for more than three times the
+    producer's idle timeout: the producer is held back, yet its heartbeats still arrive, so
+    its connection stays open and the message completes once the consumer reads again."""
+    short = {"short": {"idleTimeoutSeconds": "3", "authenticatePeer": "no"}}
+    edge = edge_factory(both_ways("lr", connection="cont"), {"cont": container.port}, active=2,
+                        extra_listeners=short)
+    receiver = LargeReceive(RawClient(container.url, receive_buffer=64 * 1024), "lr.held")
+    producer = RawClient(f"127.0.0.1:{edge.ports['short']}")
+    sender = LargeSend(producer, "lr.held", 64 * MB)
+    deadline = time.monotonic() + 60
+    while sender.offset < 8 * MB:
+        assert time.monotonic() < deadline, "the first 8 MB did not go"
+        sender.run(0.02)
+        receiver.pump(0.0)
+    sender.run(10.0)  # the consumer reads nothing meanwhile
+    assert not producer.closed and not producer.connection.state & Endpoint.REMOTE_CLOSED, (
+        f"the held producer's connection was closed: {producer.connection.remote_condition}")
+    transfer(sender, receiver, 180)
+    assert receiver.lengths == [sender.size] and receiver.intact == [True]
+    assert sender.outcome == Delivery.ACCEPTED
+    assert not producer.connection.state & Endpoint.REMOTE_CLOSED

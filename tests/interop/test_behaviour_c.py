@@ -50,6 +50,7 @@ BEHAVIOUR_FILES = [
     "tests/router/test_settle_modes.py",
     "tests/router/test_message_sizes.py",
     "tests/router/test_streaming_limits.py",
+    "tests/router/test_streaming_paths.py",
     "tests/router/test_annotations.py",
     "tests/router/test_delivery_states.py",
     "tests/router/test_flow_control.py",

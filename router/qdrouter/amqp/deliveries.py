@@ -404,8 +404,8 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow, MessageReading):
 
     # ---- DeliveryIO --------------------------------------------------------------------
     def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
-        if message.streamed:
-            self.streams.transmit(link, message, presettled)  # type: ignore[arg-type]
+        if message.streamed or link in self.streams.sending:  # (a link carrying a stream waits)
+            self.streams.transmit(link, message, presettled)
             return
         if link.strip_out:
             payload = message.payload

@@ -6,7 +6,8 @@ once ``STREAM_START`` bytes of one still arriving are buffered, what arrives is 
 as it comes, into a delivery of the same tag on the peer link. While the peer connection
 is blocked (its output over the per-connection bound, amqp/outbound.py), the producer's
 delivery and its connection's socket are not read, as amqp/streaming.py holds a routed
-message's producer, until that connection takes output again.
+message's producer (stream_state.InputHold: its socket is still read now and then, for its
+heartbeats), until that connection takes output again.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Tuple
 
 from .proton_ffi import ffi, lib
-from .stream_state import CHUNK, STREAM_START
+from .stream_state import CHUNK, STREAM_START, InputHold
 
 
 class RoutedStreams:
@@ -28,8 +29,8 @@ class RoutedStreams:
         self.end = end
         # Incoming delivery -> its delivery on the peer link, while it streams.
         self.outs: Dict[Any, Any] = {}
-        # Incoming deliveries held back, with their (routed, peer) links.
-        self.held: Dict[Any, Tuple[Any, Any]] = {}
+        # Incoming deliveries held back, with their (routed, peer) links and their hold.
+        self.held: Dict[Any, Tuple[Any, Any, InputHold]] = {}
         self._buffer = bytearray(CHUNK)
         self._pointer = ffi.from_buffer(self._buffer)
 
@@ -45,8 +46,14 @@ class RoutedStreams:
 
     def resume(self) -> None:
         """Held deliveries go on where their peers have taken their output."""
-        for delivery, (routed, peer) in list(self.held.items()):
+        for delivery, (routed, peer, _) in list(self.held.items()):
             self._move(routed, peer, delivery)
+
+    def tick(self, now: float) -> None:
+        """As resume(); producers held back for a while have their socket read once more."""
+        self.resume()
+        for delivery, (_, _, hold_off) in self.held.items():
+            hold_off.keep_alive(now, delivery, self.dirty)
 
     def gone(self, routed: Any) -> None:
         """``routed`` or its peer is closing: its stream, if any, is aborted."""
@@ -88,12 +95,12 @@ class RoutedStreams:
         self.dirty.add(routed.connection)
 
     def _hold(self, routed: Any, peer: Any, delivery: Any) -> None:
-        if delivery not in self.held:
-            self.held[delivery] = (routed, peer)
-            routed.connection.hold_input()
+        entry = self.held.get(delivery)
+        if entry is None:
+            entry = self.held[delivery] = (routed, peer, InputHold(routed.connection))
+        entry[2].hold()  # (again, after a read for heartbeats)
 
     def _unhold(self, delivery: Any) -> None:
         entry = self.held.pop(delivery, None)
         if entry is not None:
-            entry[0].connection.input_held -= 1
-            self.dirty.add(entry[0].connection)
+            entry[2].release(self.dirty)

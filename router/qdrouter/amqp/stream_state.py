@@ -20,10 +20,53 @@ STREAM_START = 256 * 1024
 HEAD_LIMIT = 1024 * 1024
 # Bytes moved from the producer's delivery to the consumers' per read.
 CHUNK = 64 * 1024
-# A producer held back this long has its socket read once more (its heartbeats), as long
-# as proton holds less than KEEPALIVE_LIMIT of its message.
+# A producer held back this long (or half its listener's idle timeout, if shorter) has its
+# socket read once more (its heartbeats), as long as proton holds less than KEEPALIVE_LIMIT
+# of its message.
 KEEPALIVE_S = 4.0
 KEEPALIVE_LIMIT = 4 * 1024 * 1024
+
+
+class InputHold:
+    """A producer's connection left unread while its message's next hop is blocked
+    (qdrouterd's Q2 hold-off), and read once more now and then so that its heartbeats arrive:
+    unread for its whole idle timeout, proton would close it. Routed streams (Stream) and
+    link-routed ones (amqp/routed_streams.py) hold their producers through it."""
+
+    __slots__ = ("connection", "held", "read_again_at")
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.held = False
+        self.read_again_at = 0.0
+
+    def hold(self) -> None:
+        if not self.held:
+            self.held = True
+            self.read_again_at = time.monotonic() + read_again_after(self.connection)
+            self.connection.hold_input()
+
+    def release(self, dirty: Set[Any]) -> None:
+        """Read the connection again (its socket once it is written next)."""
+        if self.held:
+            self.held = False
+            self.connection.input_held -= 1
+            dirty.add(self.connection)
+
+    def keep_alive(self, now: float, delivery: Any, dirty: Set[Any]) -> None:
+        """Release a hold that has lasted long enough, while proton holds less than
+        KEEPALIVE_LIMIT of ``delivery`` (the next bytes of the message hold it again)."""
+        if self.held and now >= self.read_again_at and lib.pn_delivery_pending(delivery) < KEEPALIVE_LIMIT:
+            self.release(dirty)
+
+
+def read_again_after(connection: Any) -> float:
+    """How long a held producer's socket stays unread: KEEPALIVE_S, or half the idle
+    timeout of its listener (or connector) when that is shorter, so a read comes well
+    before proton would close the connection for silence."""
+    settings = getattr(connection, "settings", None)
+    idle_ms = settings.idle_timeout_ms if settings is not None else 0
+    return min(KEEPALIVE_S, idle_ms / 2000) if idle_ms > 0 else KEEPALIVE_S
 
 
 class StreamedMessage(InFlight):
@@ -79,8 +122,8 @@ class Out:
 class Stream:
     """One incoming delivery being streamed."""
 
-    __slots__ = ("body_sent", "collect", "delivery", "discard", "head", "held", "held_since", "in_link",
-                 "key", "limit", "message", "outcome", "outs", "pumping", "received", "routed")
+    __slots__ = ("body_sent", "collect", "delivery", "discard", "head", "hold_off", "in_link", "key",
+                 "limit", "message", "outcome", "outs", "pumping", "received", "routed")
 
     def __init__(self, in_link: CoreLink, delivery: Any, key: Any, limit: int) -> None:
         self.in_link = in_link
@@ -98,8 +141,7 @@ class Stream:
         # the consumer gone): the rest of the message is read and dropped.
         self.outcome: int | None = None
         self.discard = False
-        self.held = False
-        self.held_since = 0.0
+        self.hold_off = InputHold(in_link.connection)
         self.pumping = False
         # Set when routed to an in-process node: the rest is collected, not sent on.
         self.collect: Collect | None = None
@@ -142,33 +184,16 @@ _PROPERTIES_DESCRIPTOR = b"\x00\x53\x73"
 
 def hold(stream: Stream) -> None:
     """Stop reading the producer's connection for ``stream`` (Q2 hold-off)."""
-    if stream.held:
+    if stream.hold_off.held:
         return
-    link = stream.in_link
-    if lib.pn_session_get_incoming_capacity(lib.pn_link_session(link.handle)) > 0:
+    if lib.pn_session_get_incoming_capacity(lib.pn_link_session(stream.in_link.handle)) > 0:
         return  # a bounded session window (maxSessionFrames) holds the producer back
-    stream.held = True
-    stream.held_since = time.monotonic()
-    link.connection.hold_input()
+    stream.hold_off.hold()
 
 
 def unhold(stream: Stream, dirty: Set[Any]) -> None:
     """Read the producer's connection again (its socket once it is written next)."""
-    if stream.held:
-        stream.held = False
-        connection = stream.in_link.connection
-        connection.input_held -= 1
-        dirty.add(connection)
-
-
-def keep_alive(streams: List[Stream], dirty: Set[Any], now: float) -> None:
-    """Producers held back for a while have their socket read once more (heartbeats must
-    arrive, or the idle timeout would close the connection), while what proton holds of
-    their message stays under ``KEEPALIVE_LIMIT``."""
-    for stream in streams:
-        if stream.held and now - stream.held_since > KEEPALIVE_S and (
-                lib.pn_delivery_pending(stream.delivery) < KEEPALIVE_LIMIT):
-            unhold(stream, dirty)
+    stream.hold_off.release(dirty)
 
 
 def refused_by_policy(policed: Dict[Any, Any], policer: Any, stream: Stream) -> bool:

@@ -31,11 +31,11 @@ from .stream_state import (
     StreamedMessage,
     head_complete,
     hold,
-    keep_alive,
     queued,
     refused_by_policy,
     unhold,
 )
+from .stream_turns import LinkTurns
 from .whole_reads import drop_collected, give_whole
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ class Streams:
         self._pointer = ffi.from_buffer(self._buffer)
         self._bytes = ffi.buffer(self._pointer)
         self._tags = itertools.count(1)
+        # Copies for links carrying a stream wait their turn (amqp/stream_turns.py).
+        self.turns = LinkTurns(adaptor.transmit)
 
     # ---- from the delivery handler -------------------------------------------------------
     def start(self, link: CoreLink, delivery: Any, key: Any, held: bytes | None = None) -> bool:
@@ -102,12 +104,16 @@ class Streams:
         return True
 
     # ---- from the forwarder (DeliveryIO) -----------------------------------------------
-    def transmit(self, link: CoreLink, message: StreamedMessage, presettled: bool) -> None:
-        """The forwarder sends a streamed message on ``link``: its delivery starts with the
-        head; the rest follows as it arrives."""
+    def transmit(self, link: CoreLink, message: InFlight, presettled: bool) -> None:
+        """The forwarder sends a streamed message on ``link`` (its delivery starts with the
+        head; the rest follows as it arrives), or a message on a link carrying a stream."""
+        if not isinstance(message, StreamedMessage):
+            self.turns.wait(link, message, presettled)  # (a multicast copy toward a router)
+            return
         stream = message.stream
-        if stream.body_sent or stream.discard or link.handle is None:
-            # Too late to join (a multicast copy that waited for credit): the body has gone.
+        if stream.body_sent or stream.discard or link.handle is None or link in self.sending:
+            # Too late to join (a multicast copy that waited for credit: the body has gone),
+            # or its link carries another stream (amqp/stream_turns.py).
             link.counters.dropped_presettled += 1
             return
         adaptor = self.adaptor
@@ -131,14 +137,14 @@ class Streams:
             self._pump(stream)
 
     def defer(self, message: InFlight, outcome: int) -> bool:
-        """The forwarder gives a streamed message its outcome: kept for the end when it is
-        still arriving (True)."""
+        """A streamed message's outcome: kept for its end if it is still arriving (True)."""
         stream: Stream = message.stream  # type: ignore[attr-defined]
         if stream.in_link not in self.by_link or self.by_link[stream.in_link] is not stream:
             return False
         stream.outcome = outcome
-        if not any(out.tracked for out in stream.outs):
-            # Nowhere to go (no route, released after waiting): the rest is dropped.
+        if not stream.outs:
+            # Nowhere to go (no route, released after waiting): the rest is dropped. (Pre-settled
+            # multicast copies take the rest of a message accepted as they start.)
             stream.discard = True
             if not stream.pumping:
                 self._pump(stream)
@@ -169,8 +175,7 @@ class Streams:
                 self._drop_out(stream, out.key, MODIFIED, abort=False)
 
     def producer_gone(self, link: CoreLink) -> None:
-        """The producer's link is going: what proton has of a complete message still goes
-        on; one cut short is aborted toward its consumers."""
+        """The producer's link is going: a complete message still goes on; one cut short is aborted."""
         stream = self.by_link.get(link)
         if stream is None:
             return
@@ -255,9 +260,11 @@ class Streams:
             stream.discard = True  # pre-settled, with nowhere to go: dropped by the forwarder
 
     def tick(self, now: float) -> None:
+        """Held producers have their socket read once more now and then (stream_state.InputHold)."""
         if self.adaptor.link_router is not None:
-            self.adaptor.link_router.streams.resume()
-        keep_alive(list(self.by_link.values()), self.adaptor.dirty, now)
+            self.adaptor.link_router.streams.tick(now)
+        for stream in list(self.by_link.values()):
+            stream.hold_off.keep_alive(now, stream.delivery, self.adaptor.dirty)
 
     def _drop_out(self, stream: Stream, key: Any, outcome: int, abort: bool = True) -> None:
         """One outgoing delivery stops (its consumer settled early, or left)."""
@@ -279,8 +286,8 @@ class Streams:
                 self._pump(stream)
 
     def _free(self, link: CoreLink) -> None:
-        """``link`` carried its stream's last byte (or no longer carries it): its credit
-        and what waited for it move again."""
+        """``link``'s stream has ended (or left it): what waited for it, and its credit, move."""
+        self.turns.go(link)
         if link.handle is not None:
             self.adaptor.resume_consumer(link)
 
@@ -333,8 +340,7 @@ class Streams:
             adaptor.dirty.add(out.link.connection)
         producer_settled = bool(lib.pn_delivery_settled(delivery))
         tracked = [out for out in stream.outs if out.tracked]
-        outs = stream.outs
-        stream.outs = []
+        outs, stream.outs = stream.outs, []
         del self.by_link[link]
         if producer_settled:
             lib.pn_delivery_settle(delivery)
@@ -386,8 +392,7 @@ class Streams:
             if out.tracked:
                 out.link.outstanding -= 1
             self.adaptor.dirty.add(out.link.connection)
-        outs = stream.outs
-        stream.outs = []
+        outs, stream.outs = stream.outs, []
         if stream.message.credit_held:
             self.adaptor.forwarder.settled_upstream(stream.message)
         return outs
