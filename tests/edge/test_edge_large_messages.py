@@ -5,15 +5,13 @@ whole, and the outcome comes back. The clients send and take the message a piece
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from proton import Delivery
 
 from tests.edge.edgeproc import Routers
 from tests.edge.helpers import has_address, wait_edges, wait_until
 from tests.hostile.memory import peak_mb
-from tests.hostile.rawclient import LargeReceive, LargeSend, RawClient
+from tests.hostile.rawclient import LargeReceive, LargeSend, RawClient, transfer
 from tests.router.routerproc import Router
 
 MB = 1024 * 1024
@@ -22,15 +20,6 @@ SIZE = 64 * MB
 # queue (1 MiB): tens of MB over an idle router. One holding a 64 MB message whole needs
 # several times that.
 STREAM_CEILING_MB = 96
-
-
-def _transfer(sender: LargeSend, receiver: LargeReceive, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not (receiver.lengths and sender.outcome is not None):
-        assert time.monotonic() < deadline, (
-            f"the message did not arrive in {timeout:.0f} s (sent {sender.offset} of {sender.total} bytes)")
-        sender.run(0.02)
-        receiver.pump(0.0)
 
 
 def _check(sender: LargeSend, receiver: LargeReceive, routers: tuple[Router, Router]) -> None:
@@ -50,7 +39,7 @@ def test_a_large_message_streams_from_an_edge_to_an_interior_consumer(routers: R
     receiver = LargeReceive(RawClient(interior.url), "large.up")
     wait_until(lambda: has_address(interior, "large.up"), what="the interior's consumer")
     sender = LargeSend(RawClient(edge.url), "large.up", SIZE)
-    _transfer(sender, receiver, 180)
+    transfer(sender, receiver, 180)
     _check(sender, receiver, (edge, interior))
 
 
@@ -62,5 +51,5 @@ def test_a_large_message_streams_from_an_interior_to_an_edge_consumer(routers: R
     receiver = LargeReceive(RawClient(edge.url), "large.down")
     wait_until(lambda: has_address(interior, "large.down"), what="the edge's consumer at the interior")
     sender = LargeSend(RawClient(interior.url), "large.down", SIZE)
-    _transfer(sender, receiver, 180)
+    transfer(sender, receiver, 180)
     _check(sender, receiver, (interior, edge))

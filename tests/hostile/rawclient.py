@@ -320,3 +320,13 @@ def pattern(offset: int, size: int) -> bytes:
         offset += piece
         size -= piece
     return bytes(out)
+
+
+def transfer(sender: LargeSend, receiver: LargeReceive, timeout: float) -> None:
+    """Run both ends until the message has arrived and the producer has its outcome."""
+    deadline = time.monotonic() + timeout
+    while not (receiver.lengths and sender.outcome is not None):
+        assert time.monotonic() < deadline, (
+            f"the message did not arrive in {timeout:.0f} s (sent {sender.offset} of {sender.total} bytes)")
+        sender.run(0.02)
+        receiver.pump(0.0)

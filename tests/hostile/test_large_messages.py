@@ -20,22 +20,13 @@ from tests.mesh.traffic import address_row
 from tests.router.routerproc import Router
 
 from .memory import peak_mb, rss_mb
-from .rawclient import LargeReceive, LargeSend, RawClient
+from .rawclient import LargeReceive, LargeSend, RawClient, transfer
 
 MB = 1024 * 1024
 # A router streaming a message holds its head, a chunk and what the consumer's connection
 # may queue (1 MiB): tens of MB over an idle router, not the message. The C router peaks
 # at 26-28 MB here; a router holding the message whole needs several times its size.
 STREAM_CEILING_MB = 96
-
-
-def transfer(sender: LargeSend, receiver: LargeReceive, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not (receiver.lengths and sender.outcome is not None):
-        assert time.monotonic() < deadline, (
-            f"the message did not arrive in {timeout:.0f} s (sent {sender.offset} of {sender.total} bytes)")
-        sender.run(0.02)
-        receiver.pump(0.0)
 
 
 @pytest.mark.timeout(180)
