@@ -1,14 +1,8 @@
-"""Large messages streamed through the router (cut-through), with a bound per delivery.
-
-A delivery still arriving with ``STREAM_START`` bytes buffered is streamed instead of read
-whole: its head (header to properties: what routing reads) is collected and routed like
-any message, then each chunk read from it is written at once to the outgoing deliveries.
-When a consumer's connection stops taking output (amqp/outbound.py) the stream stops
-reading the producer's delivery and its connection's socket (qdrouterd's Q2 hold-off,
-src/message.c) until that output drains. The producer hears the outcome after its last
-byte; maxMessageSize is counted as the bytes arrive. docs/routing.md, "Limits",
-tells the whole behaviour.
-"""
+"""Large messages streamed through the router (cut-through), bounded per delivery: one still
+arriving with ``STREAM_START`` bytes buffered is routed by its head, then each chunk is written
+on at once; a consumer's blocked output (amqp/outbound.py) holds the producer's delivery and
+socket back (qdrouterd's Q2 hold-off). Outcomes come after the last byte; maxMessageSize counts
+as bytes arrive. docs/routing.md, "Large messages", tells the whole behaviour."""
 
 from __future__ import annotations
 
