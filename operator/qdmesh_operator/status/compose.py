@@ -53,8 +53,7 @@ def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: 
     edges = edge_status(state, observed, applied)
     report.events.extend(pod_events(body, {**problems, **edges.problems}))
     away = control_plane_away(body, observed)
-    answering = [rid for rid in recovering(observed)
-                 if away and rid in applied.outcomes and applied.outcomes[rid].reachable]
+    answering = [rid for rid in recovering(observed) if away and rid in answers]
     report.statuses[(contract.MESH_PLURAL, parsed.mesh.name)] = mesh_status.mesh_status(
         body, state, applied=applied, edges=edges, lost=lost, nodes=nodes,
         problems=problems, answering=answering, canary=canary)
