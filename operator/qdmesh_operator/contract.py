@@ -34,6 +34,9 @@ MANAGER = "qdmesh-operator"
 #: reach: the apply stage posts it, the status stage reports it.
 ROUTER_UNREACHABLE = "RouterUnreachable"
 CONFIG_DIR = "/etc/qdrouterd"
+#: The sslProfiles of the routers' own certificates: interior routers', and edge routers'.
+INTER_ROUTER_PROFILE = "inter-router-tls"
+EDGE_PROFILE = "edge-tls"
 
 
 def owner_reference(owner: Mapping[str, Any]) -> Dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
 from . import apply, canary, contract, desired, model, observe, render, status, tls
 from .keyed import KeyedLocks
@@ -144,7 +144,8 @@ class MeshReconciler:
             certificates = tls.resolve_certificates(
                 self.kube.core, mesh, owner=owner, live_stateful_set=observed.stateful_set,
                 live_edge_workloads=observed.edge_workloads, credentials=self.credentials,
-                needs_management=needs_management)
+                needs_management=needs_management, running=last[1].tls_running if last else None,
+                running_edges=last[1].tls_running_edges if last else [None] * len(mesh.edge_groups))
         except tls.CertificateError as e:
             return status.stalled_report(body, f"spec.interRouter.tls: {e}", event=str(e))
         except KubeRefused as e:
@@ -166,6 +167,7 @@ class MeshReconciler:
             return status.refused_report(body, e, certificates)
         if pool is not self.pool:  # routers that left the mesh, edge pods replaced: closed
             pool.retain([*urls.values(), *(r.url for r in applied.edge_routers)])
+        tls_running = _tls_running(mesh, observed, applied, certificates)
         # canary: probes between the routers through the mesh, on the drift schedule
         results, round_no = canary.next_round(
             pool, outcomes=applied.outcomes, urls=urls, tls=certificates.management,
@@ -178,6 +180,7 @@ class MeshReconciler:
                                           canary=canary.summarise(results))
         report.recheck_in = recheck
         report.canary, report.canary_round = results, round_no
+        report.tls_running, report.tls_running_edges = tls_running
         return report
 
     def _settle(self, observed: Any) -> float | None:
@@ -203,3 +206,17 @@ class MeshReconciler:
 
 def reconcile_all(reconciler: MeshReconciler, namespace: str, mesh_name: str | None) -> Report | None:
     return None if mesh_name is None else reconciler.reconcile(namespace, mesh_name)
+
+
+def _tls_running(mesh: model.MeshSpec, observed: observe.Observed, applied: apply.Applied,
+                 certificates: tls.Certificates) -> Tuple[str | None, List[str | None]]:
+    """The certificate revision every interior router runs, and each edge group's (None where
+    some router of the group did not answer or runs other material)."""
+    interior = apply.running_revision(applied.tls, mesh.size, certificates.revision)
+    edges: List[str | None] = []
+    for group in mesh.edge_groups:
+        names = {r.name for r in applied.edge_routers if r.group == group.name}
+        pods = sum(1 for p in observed.edge_pods.values() if p.group == group.name)
+        reloads = {n: r for n, r in applied.edge_tls.items() if n in names}
+        edges.append(apply.running_revision(reloads, max(pods, len(names)), certificates.edge_revision))
+    return interior, edges

@@ -14,8 +14,6 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from qdmesh_operator.model.mesh import parse_mesh
-from qdmesh_operator.render.manifests import CERT_ANNOTATION
-from qdmesh_operator.rolling import rolled_out_annotation
 from qdmesh_operator.tls import certs
 from qdmesh_operator.tls.rotation import ROTATE_BEFORE, CaSet, next_step
 from qdmesh_operator.tls.secrets import ensure_managed_tls
@@ -111,26 +109,6 @@ def test_ca_rotation_steps_each_wait_for_the_routers(cluster: Tuple[Any, str], t
     assert sorted(ca3) == ["ca.crt", "ca.key"] and ca3["ca.crt"] == ca2["ca.crt"]
     assert tls3["tls.crt"] == tls2["tls.crt"] and _pems(tls3["ca.crt"]) == [ca2["ca.crt"]]
     assert ensure_managed_tls(core, mesh, owner=owner, now=due, running=step3.revision).events == []
-
-
-def _sts(partition: int = 0, current: str = "r2", ready: int = 3,
-         annotation: str = "cert-b") -> Dict[str, Any]:
-    return {"metadata": {"generation": 4},
-            "spec": {"updateStrategy": {"rollingUpdate": {"partition": partition}},
-                     "template": {"metadata": {"annotations": {CERT_ANNOTATION: annotation}}}},
-            "status": {"observedGeneration": 4, "currentRevision": current, "updateRevision": "r2",
-                       "updatedReplicas": 3, "readyReplicas": ready}}
-
-
-def test_what_every_router_runs_is_known_only_between_rollouts() -> None:
-    assert rolled_out_annotation(_sts(), 3, CERT_ANNOTATION) == "cert-b"
-    assert rolled_out_annotation(None, 3, CERT_ANNOTATION) is None
-    assert rolled_out_annotation(_sts(partition=1), 3, CERT_ANNOTATION) is None
-    assert rolled_out_annotation(_sts(current="r1"), 3, CERT_ANNOTATION) is None
-    assert rolled_out_annotation(_sts(ready=2), 3, CERT_ANNOTATION) is None
-    stale = _sts()
-    stale["metadata"]["generation"] = 5  # the controller has not seen the latest template yet
-    assert rolled_out_annotation(stale, 3, CERT_ANNOTATION) is None
 
 
 def _steps() -> List[Tuple[certs.KeyPair, bytes]]:

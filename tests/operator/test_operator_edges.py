@@ -150,7 +150,8 @@ def test_meshes_without_edge_groups_render_as_before() -> None:
 # -- Kubernetes objects -------------------------------------------------------------------------------
 
 def test_edge_objects_match_golden_file() -> None:
-    objects = edge_objects(edge_mesh(), OWNER, cert_revision="abc", secrets_digest=None)
+    carried = {"qdmesh.io/inter-router-cert": "abc"}  # what an earlier operator wrote: kept
+    objects = edge_objects(edge_mesh(), OWNER, {"apps": carried, "nodes": carried})
     check_golden("edge-manifests.yaml", yaml.safe_dump_all(objects, sort_keys=True))
     kinds = [(o["kind"], o["metadata"]["name"]) for o in objects]
     assert kinds == [("Service", "demo-edge-apps"), ("PodDisruptionBudget", "demo-edge-apps"),
@@ -234,19 +235,20 @@ def test_edge_status_counts_routers_connected_with_their_configuration() -> None
     assert found.failures == ["c: refused (501)"]
 
 
-@pytest.mark.parametrize("tls, mounted", [
-    ({"mode": "Managed"}, []),
-    ({"mode": "Secret", "secretName": "mine"}, [("mine", None)]),
-    ({"mode": "CertManager", "issuerRef": {"name": "ca"}}, [("demo-inter-router-tls", None)]),
-    ({"mode": "Disabled"}, []),
+@pytest.mark.parametrize("tls, loaded", [
+    ({"mode": "Managed"}, {"edge-tls": "demo-edge-tls"}),
+    ({"mode": "Secret", "secretName": "mine"}, {"edge-tls": "mine"}),
+    ({"mode": "CertManager", "issuerRef": {"name": "ca"}}, {"edge-tls": "demo-inter-router-tls"}),
+    ({"mode": "Disabled"}, {}),
 ])
-def test_edge_routers_restart_only_for_the_secrets_they_mount(tls: Dict[str, Any], mounted: Any) -> None:
-    """Not for the interior routers' listener certificates or broker passwords."""
-    from qdmesh_operator.tls.mounted import edge_mounted
+def test_edge_routers_load_only_their_own_certificate(tls: Dict[str, Any], loaded: Dict[str, str]) -> None:
+    """Not the interior routers' listener certificates: edge routers mount only theirs."""
+    from qdmesh_operator.tls.live import edge_secrets, interior_secrets
 
     spec = {**EDGE_SPEC, "listeners": [{"name": "amqps", "port": 5671, "tlsSecretName": "listener-tls"}]}
-    assert edge_mounted(edge_mesh(spec, **tls)) == mounted
-    assert edge_mounted(edge_mesh(MESH_SPEC, **tls)) == []
+    assert edge_secrets(edge_mesh(spec, **tls)) == loaded
+    assert "listener-tls" in interior_secrets(edge_mesh(spec, **tls)).values()
+    assert edge_secrets(edge_mesh(MESH_SPEC, **tls)) == {}
 
 
 def test_edge_pods_kept_from_running_are_named_in_status_conditions_and_one_event() -> None:

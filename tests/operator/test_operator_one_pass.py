@@ -25,6 +25,8 @@ STAGES = ["observe/cluster.py", "model/inputs.py", "apply/router_urls.py", "stat
           "desired/state.py", "render/mesh.py",
           # apply: the mesh's management connections (taken, then trimmed to the routers reached)
           "apply/management.py", "apply/mesh.py", "apply/management.py",
+          # which certificate revision every router runs (a CA rotation's next step waits for it)
+          "apply/tls_reload.py",
           # canary: the next round of probes between the routers (on the drift schedule), summarised
           "canary/probe.py", "canary/summary.py",
           # status: composed, then what the API server already holds left unwritten

@@ -1,6 +1,7 @@
 """The apply stage of a reconciliation: the rendered objects through server-side apply, the
 desired entities on every ready router through AMQP management, then the StatefulSet with the
-rolling-restart partition that what the routers reported allows.  Raises KubeRefused naming
+rolling-restart partition that what the routers reported allows; routers load renewed TLS
+material at run time (tls_reload.py).  Raises KubeRefused naming
 the kind of object the API server refused."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..tls.resolve import Certificates
 from .converged import mesh_converged
 from .edges import EdgeRouter, apply_edge_objects, edge_routers, sync_edges
 from .management import ClientPool, RouterOutcome, sync_mesh
+from .tls_reload import TlsReload, reload_routers
 
 
 @dataclass
@@ -36,6 +38,9 @@ class Applied:
     #: The edge routers managed this time, and what each one's management did and reported.
     edge_routers: List[EdgeRouter] = field(default_factory=list)
     edge_outcomes: Dict[str, RouterOutcome] = field(default_factory=dict)
+    #: What TLS material each router that answered runs after this time, interior and edge.
+    tls: Dict[str, TlsReload] = field(default_factory=dict)
+    edge_tls: Dict[str, TlsReload] = field(default_factory=dict)
 
 
 def _apply(kube: KubeApi, obj: Mapping[str, Any]) -> None:
@@ -65,6 +70,8 @@ def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state
         applied.events.append(("Warning", ROUTER_UNREACHABLE, certificates.management_error))
     elif urls:
         applied.outcomes = sync_mesh(state, urls, pool=pool, tls=certificates.management)
+        applied.tls = reload_routers(applied.outcomes, certificates.profiles, pool=pool,
+                                     tls=certificates.management)
     sts = rendered.stateful_set
     partition, applied.rolling = next_partition(
         mesh.size, sts["metadata"]["annotations"][TEMPLATE_HASH], live=observed.stateful_set,
@@ -75,4 +82,6 @@ def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state
     applied.events.extend(apply_edge_objects(kube, state, rendered.edge_objects, observed.edge_workloads))
     if certificates.management_error is None and applied.edge_routers:
         applied.edge_outcomes = sync_edges(state, applied.edge_routers, pool, certificates.management)
+        applied.edge_tls = reload_routers(applied.edge_outcomes, certificates.edge_profiles, pool=pool,
+                                          tls=certificates.management, verify_name=False)
     return applied

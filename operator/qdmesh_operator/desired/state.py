@@ -14,10 +14,10 @@ from ..model.mesh import ConnectorSpec, ListenerSpec, MeshSpec
 from ..model.routing import RoutingSpec
 
 TLS_DIR = "/etc/qdmesh/tls"
-INTER_ROUTER_PROFILE = "inter-router-tls"
+INTER_ROUTER_PROFILE = contract.INTER_ROUTER_PROFILE
 INTER_ROUTER_PREFIX = managed_name("interRouter", "")
 #: The sslProfile of edge routers: their certificate, for the edge connectors and management.
-EDGE_PROFILE = "edge-tls"
+EDGE_PROFILE = contract.EDGE_PROFILE
 EDGE_TLS_DIR = "/etc/qdmesh/edge"
 
 

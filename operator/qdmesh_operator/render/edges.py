@@ -11,29 +11,15 @@ is (which is what a per-node router promises: the client's traffic stays on its 
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Mapping
 
 from .. import contract
 from ..desired.state import EDGE_TLS_DIR
 from ..model.mesh import EdgeGroupSpec, MeshSpec
-from ..tls.names import CERT_ANNOTATION, MOUNTED_SECRETS_ANNOTATION
+from ..tls.names import CERT_ANNOTATION, edge_secret
 from .manifests import RESTART_HASH_ANNOTATION
 
-EDGE_CERT_ANNOTATION = CERT_ANNOTATION  # same meaning: the certificate the pods run with
-
-
-def edge_secret(mesh: MeshSpec) -> str | None:
-    """The Secret edge routers present to interior routers and to the operator: their own in
-    mode Managed (issued by the mesh's CA), the inter-router one in modes Secret and
-    CertManager (one certificate for the whole mesh), none with TLS disabled."""
-    tls = mesh.inter_router_tls
-    if tls.mode == "Managed":
-        return contract.edge_tls_secret(mesh.name)
-    if tls.mode == "Secret":
-        return tls.secret_name
-    if tls.mode == "CertManager":
-        return contract.inter_router_tls_secret(mesh.name)
-    return None
+EDGE_CERT_ANNOTATION = CERT_ANNOTATION  # what earlier operators wrote: carried, never changed
 
 
 def _metadata(mesh: MeshSpec, group: EdgeGroupSpec, owner: Dict[str, Any] | None) -> Dict[str, Any]:
@@ -53,8 +39,7 @@ def edge_service(mesh: MeshSpec, group: EdgeGroupSpec, owner: Dict[str, Any] | N
     return {"apiVersion": "v1", "kind": "Service", "metadata": _metadata(mesh, group, owner), "spec": spec}
 
 
-def _pod_template(mesh: MeshSpec, group: EdgeGroupSpec, cert_revision: str | None,
-                  secrets_digest: str | None) -> Dict[str, Any]:
+def _pod_template(mesh: MeshSpec, group: EdgeGroupSpec, pod_annotations: Mapping[str, str]) -> Dict[str, Any]:
     mounts: List[Dict[str, Any]] = [{"name": "config", "mountPath": contract.CONFIG_DIR, "readOnly": True}]
     volumes: List[Dict[str, Any]] = [{"name": "config",
                                       "configMap": {"name": contract.config_map(mesh.name)}}]
@@ -91,21 +76,18 @@ def _pod_template(mesh: MeshSpec, group: EdgeGroupSpec, cert_revision: str | Non
         if value:
             pod_spec[key] = value
     annotations = {**pod.annotations, RESTART_HASH_ANNOTATION: mesh.restart_hash()}
-    if cert_revision:
-        annotations[EDGE_CERT_ANNOTATION] = cert_revision
-    if secrets_digest:
-        annotations[MOUNTED_SECRETS_ANNOTATION] = secrets_digest
+    annotations.update(pod_annotations)
     return {"metadata": {"labels": {**pod.labels, **contract.edge_labels(mesh.name, group.name)},
                          "annotations": annotations},
             "spec": pod_spec}
 
 
 def edge_workload(mesh: MeshSpec, group: EdgeGroupSpec, *, owner: Dict[str, Any] | None,
-                  cert_revision: str | None = None, secrets_digest: str | None = None) -> Dict[str, Any]:
+                  pod_annotations: Mapping[str, str] | None = None) -> Dict[str, Any]:
     """A Deployment (``size``) or DaemonSet (``perNode``).  Both replace pods one at a time
     and never go below their count: edge clients reconnect to the group's Service, so a
     rollout must always leave them a router to reconnect to."""
-    template = _pod_template(mesh, group, cert_revision, secrets_digest)
+    template = _pod_template(mesh, group, pod_annotations or {})
     selector = {"matchLabels": contract.edge_selector(mesh.name, group.name)}
     if group.per_node:
         return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": _metadata(mesh, group, owner),
@@ -128,13 +110,14 @@ def edge_disruption_budget(mesh: MeshSpec, group: EdgeGroupSpec, owner: Dict[str
                      "selector": {"matchLabels": contract.edge_selector(mesh.name, group.name)}}}
 
 
-def edge_objects(mesh: MeshSpec, owner: Dict[str, Any] | None, cert_revision: str | None = None,
-                 secrets_digest: str | None = None) -> List[Dict[str, Any]]:
-    """Every edge group's Service, PodDisruptionBudget and workload, group by group."""
+def edge_objects(mesh: MeshSpec, owner: Dict[str, Any] | None,
+                 pod_annotations: Mapping[str, Mapping[str, str]] | None = None) -> List[Dict[str, Any]]:
+    """Every edge group's Service, PodDisruptionBudget and workload, group by group;
+    ``pod_annotations``: the certificate stage's, by group."""
     objects: List[Dict[str, Any]] = []
     for group in mesh.edge_groups:
         objects.append(edge_service(mesh, group, owner))
         objects.append(edge_disruption_budget(mesh, group, owner))
-        objects.append(edge_workload(mesh, group, owner=owner, cert_revision=cert_revision,
-                                     secrets_digest=secrets_digest))
+        objects.append(edge_workload(mesh, group, owner=owner,
+                                     pod_annotations=(pod_annotations or {}).get(group.name)))
     return objects

@@ -5,12 +5,12 @@ data keeps every value typed (no quoting rules, no indentation bugs)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Mapping
 
 from .. import contract
 from ..desired.state import TLS_DIR
 from ..model.mesh import MeshSpec
-from ..tls.names import CERT_ANNOTATION, MOUNTED_SECRETS_ANNOTATION, inter_router_secret
+from ..tls.names import CERT_ANNOTATION, MOUNTED_SECRETS_ANNOTATION, inter_router_secret  # noqa: F401
 
 RESTART_HASH_ANNOTATION = "qdmesh.io/restart-hash"
 INTER_ROUTER_TLS_DIR = "/etc/qdmesh/inter-router"
@@ -87,7 +87,8 @@ def certificate(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any] 
 
 
 def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int = 0,
-                 cert_revision: str | None = None, secrets_digest: str | None = None) -> Dict[str, Any]:
+                 pod_annotations: Mapping[str, str] | None = None) -> Dict[str, Any]:
+    """``pod_annotations``: the certificate stage's (tls/resolve.py), in the pod template."""
     env: List[Dict[str, Any]] = [{"name": "POD_NAME",
                                   "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                                  {"name": "POD_NAMESPACE",
@@ -136,11 +137,8 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int
                        ("imagePullSecrets", mesh.pod.pull_secrets())):
         if value:
             pod_spec[key] = value
-    annotations = {**mesh.pod.annotations, RESTART_HASH_ANNOTATION: mesh.restart_hash()}
-    if cert_revision:
-        annotations[CERT_ANNOTATION] = cert_revision
-    if secrets_digest:
-        annotations[MOUNTED_SECRETS_ANNOTATION] = secrets_digest
+    annotations = {**mesh.pod.annotations, RESTART_HASH_ANNOTATION: mesh.restart_hash(),
+                   **(pod_annotations or {})}
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _metadata(mesh, mesh.name, owner),
             "spec": {"serviceName": contract.headless_service(mesh.name), "replicas": mesh.size,
                      "podManagementPolicy": "Parallel",
@@ -203,7 +201,7 @@ def with_template_hash(sts: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], *, owner: Dict[str, Any] | None,
-                 cert_revision: str | None = None, secrets_digest: str | None = None) -> List[Dict[str, Any]]:
+                 pod_annotations: Mapping[str, str] | None = None) -> List[Dict[str, Any]]:
     """Every object of the mesh, in the order to apply them (config before the pods using it).
     The Secrets of mode Managed are not among them: tls.secrets makes those, once."""
     objects = [config_map(mesh, confs, owner), headless_service(mesh, owner), *client_services(mesh, owner),
@@ -213,6 +211,5 @@ def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], *, owner: Dict[str, Any]
         objects.append(cert)
     if mesh.console.enabled:
         objects.extend(console_objects(mesh, owner))
-    objects.append(with_template_hash(stateful_set(mesh, owner, cert_revision=cert_revision,
-                                                   secrets_digest=secrets_digest)))
+    objects.append(with_template_hash(stateful_set(mesh, owner, pod_annotations=pod_annotations)))
     return objects

@@ -1,5 +1,5 @@
 """The render stage: every router's config and every Kubernetes object of a mesh, from its
-desired state and the certificate stage's revisions.  Pure."""
+desired state and the certificate stage's pod annotations.  Pure."""
 
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ class RenderedMesh:
 def render_mesh(state: MeshState, owner: Dict[str, Any], certificates: Certificates) -> RenderedMesh:
     """Raises RenderError when a rendered config would not load in the router."""
     confs = render_all(state)
-    objects = mesh_objects(state.mesh, confs, owner=owner, cert_revision=certificates.revision,
-                           secrets_digest=certificates.mounted_digest)
-    edges = edge_objects(state.mesh, owner, certificates.edge_revision, certificates.edge_mounted_digest)
+    objects = mesh_objects(state.mesh, confs, owner=owner, pod_annotations=certificates.pod_annotations)
+    edges = edge_objects(state.mesh, owner, certificates.edge_pod_annotations)
     return RenderedMesh(confs, objects[:-1], objects[-1], edges)

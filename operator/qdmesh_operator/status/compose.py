@@ -4,7 +4,6 @@ stages produced them (certificates, apply, rolling restart, routing resources, m
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from .. import contract
@@ -15,12 +14,13 @@ from ..kube.api import KubeRefused
 from ..model.inputs import ParsedMesh
 from ..observe.cluster import Observed
 from ..tls.resolve import Certificates
+from . import certificates as certificate_status
 from . import drift, reachable
 from . import mesh as mesh_status
 from .edges import edge_status
 from .lost import control_plane_away, lost_events, lost_routers, recovering
 from .pods import pod_events
-from .report import Event, Report, ref
+from .report import Event, Report, generation_of, ref
 from .routing import routing_statuses
 
 
@@ -60,10 +60,14 @@ def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: 
     routing_statuses(report, state, bodies=observed.routing, invalid=parsed.invalid,
                      outcomes=applied.outcomes)
     _summarise_routes(report.statuses, parsed.mesh.name)
+    mesh_body = report.statuses[(contract.MESH_PLURAL, parsed.mesh.name)]
     if certificates.expiries:
-        report.statuses[(contract.MESH_PLURAL, parsed.mesh.name)]["certificates"] = [
-            {"secret": secret, "notAfter": dt.datetime.fromtimestamp(when, dt.timezone.utc).strftime(
-                "%Y-%m-%dT%H:%M:%SZ")} for secret, when in sorted(certificates.expiries.items())]
+        mesh_body["certificates"] = certificate_status.expiry_list(certificates.expiries)
+    if certificates.profiles or certificates.edge_profiles:
+        reloads = {**applied.tls, **applied.edge_tls}
+        previous = list((body.get("status") or {}).get("conditions") or [])
+        mesh_body["conditions"].append(certificate_status.condition(reloads, generation_of(body), previous))
+        report.events.extend(_events(body, certificate_status.events(reloads, previous)))
     mesh_status.management_events(report, body, every_router, repairs)
     return report
 

@@ -41,6 +41,10 @@ class Report:
     #: reconciliation probes the next round's pairs and keeps the others' results.
     canary: Dict[Tuple[str, str], Any] = field(default_factory=dict)
     canary_round: int = -1
+    #: The certificate revision every interior router runs (None if some do not), and each
+    #: edge group's: the next certificate stage takes a CA rotation's next step on it.
+    tls_running: str | None = None
+    tls_running_edges: List[str | None] = field(default_factory=list)
 
 
 def ref(body: Mapping[str, Any]) -> Dict[str, Any]:

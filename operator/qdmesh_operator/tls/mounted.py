@@ -1,79 +1,83 @@
 """What the routers read from Secrets the operator does not write: listener and connector TLS
 Secrets, the inter-router Secret of modes Secret and CertManager, and SASL password keys.
 
-Routers read these only when they start (as qdrouterd does), so a renewed certificate (by
-cert-manager, or by hand) must restart them.  A digest of the Secrets' contents goes into the
-pod template: when it changes, the routers roll one at a time."""
+TLS material is loaded at run time (tls/live.py): what each Secret holds is read here and the
+apply stage has the routers load it.  A SASL password reaches a router only through its
+environment, when it starts: a digest of those keys goes into the pod template, so a changed
+password rolls the routers one at a time."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import hashlib
-from typing import Any, Dict, List, Set, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from kubernetes.client.rest import ApiException
 
-from .. import contract
 from ..model.mesh import MeshSpec
 from . import certs
+from .material import Material, of_secret_data
 
 
-def mounted(mesh: MeshSpec) -> List[Tuple[str, str | None]]:
-    """(Secret, key or None for every key) the routers read, each once, sorted."""
-    wanted: Set[Tuple[str, str | None]] = {(name, None) for name in mesh.tls_secrets()}
-    tls = mesh.inter_router_tls
-    if tls.mode == "Secret" and tls.secret_name:
-        wanted.add((tls.secret_name, None))
-    elif tls.mode == "CertManager":
-        wanted.add((contract.inter_router_tls_secret(mesh.name), None))
-    for c in mesh.connectors:
-        if c.sasl_password is not None and (c.sasl_password.name, None) not in wanted:
-            wanted.add((c.sasl_password.name, c.sasl_password.key))
-    return sorted(wanted, key=lambda item: (item[0], item[1] or ""))
+def password_keys(mesh: MeshSpec) -> List[Tuple[str, str]]:
+    """(Secret, key) of every SASL password the routers read at start, each once, sorted."""
+    return sorted({(c.sasl_password.name, c.sasl_password.key) for c in mesh.connectors
+                   if c.sasl_password is not None})
 
 
-def edge_mounted(mesh: MeshSpec) -> List[Tuple[str, str | None]]:
-    """What edge routers read from Secrets the operator does not write: the mesh's certificate
-    in modes Secret and CertManager (nothing of the interior routers' listeners or brokers)."""
-    tls = mesh.inter_router_tls
-    if not mesh.edge_groups:
-        return []
-    if tls.mode == "Secret" and tls.secret_name:
-        return [(tls.secret_name, None)]
-    if tls.mode == "CertManager":
-        return [(contract.inter_router_tls_secret(mesh.name), None)]
-    return []
+def _data(core: Any, namespace: str, name: str) -> Dict[str, str] | None:
+    """A Secret's data (base64), None if there is none; raises ApiException (403 included)."""
+    try:
+        return dict(core.read_namespaced_secret(name, namespace).data or {})
+    except ApiException as e:
+        if e.status == 404:
+            return None
+        raise
 
 
-def digest(core: Any, mesh: MeshSpec, wanted: List[Tuple[str, str | None]] | None = None,
-           expiries: Dict[str, float] | None = None) -> str | None:
-    """A short digest of what the routers read from those Secrets (``wanted``: mounted(mesh)
-    by default); None when there are none, or when the operator may not read Secrets (then
-    renewals apply at the next restart).  ``expiries`` gets when each Secret's ``tls.crt``
-    expires (Unix time), by Secret name."""
-    wanted = mounted(mesh) if wanted is None else wanted
+def password_digest(core: Any, mesh: MeshSpec) -> str | None:
+    """A short digest of the SASL passwords the routers read; None when there are none, or
+    when the operator may not read Secrets (then a changed password applies at the next
+    restart)."""
+    wanted = password_keys(mesh)
     if not wanted:
         return None
     h = hashlib.sha256()
     for name, key in wanted:
         try:
-            data = core.read_namespaced_secret(name, mesh.namespace).data or {}
+            data = _data(core, mesh.namespace, name)
         except ApiException as e:
             if e.status == 403:
                 return None
-            if e.status != 404:
-                raise
-            h.update(f"{name}: missing\n".encode())
+            raise
+        h.update(f"{name}/{key}={(data or {}).get(key, 'missing')}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def materials(core: Any, namespace: str, secrets: Sequence[str],
+              expiries: Dict[str, float]) -> Dict[str, Material]:
+    """What each TLS Secret holds, by name (missing, unreadable or forbidden ones left out:
+    the routers keep what they run).  ``expiries`` gets when each ``tls.crt`` expires (Unix
+    time), by Secret name."""
+    found: Dict[str, Material] = {}
+    for name in secrets:
+        try:
+            data = _data(core, namespace, name)
+        except ApiException as e:
+            if e.status == 403:
+                return found
+            raise
+        if not data:
             continue
-        for k in sorted(data):
-            if key is None or k == key:
-                h.update(f"{name}/{k}={data[k]}\n".encode())
-        if expiries is not None and data.get("tls.crt"):
+        material = of_secret_data(data)
+        if material is not None:
+            found[name] = material
+        if data.get("tls.crt"):
             try:
                 when = certs.not_after(base64.b64decode(data["tls.crt"]))
             except binascii.Error:
                 when = None
             if when is not None:
                 expiries[name] = when
-    return h.hexdigest()[:16]
+    return found

@@ -1,15 +1,17 @@
 """Rotating the CA of mode Managed without a moment in which two routers distrust each other.
 
-Routers read certificates only when they start, so a new CA reaches them through rolling
-restarts, and a router restarted early must keep talking to one not restarted yet.  Hence
-three steps, each taken only once the routers all run what the step before wrote:
+Routers load new TLS material at run time, each when Kubernetes has updated the Secret's files
+in its pod, so for a while some routers run one step and others the next; no two of them may
+then distrust each other.  Hence three steps, each taken only once every router reports the
+material the step before wrote (tls/live.py):
 
 1. *incoming*: a new CA is made and trusted next to the signing one (the routers' trust bundle
-   holds both; their certificate is still from the old CA).  The routers roll.
+   holds both; their certificate is still from the old CA).
 2. *promoted*: the new CA signs a new routers' certificate; the old CA stays trusted as the
-   *outgoing* one, for routers that have not restarted yet.  The routers roll.
-3. *retired*: the outgoing CA leaves the trust bundle.  No roll: a router that restarts later
-   simply trusts one CA less, and every router already presents a certificate of the new CA.
+   *outgoing* one, for routers that have not loaded the new certificate yet.  Connections
+   between routers are replaced, one at a time, by ones made with the new certificate.
+3. *retired*: the outgoing CA leaves the trust bundle: every router already presents a
+   certificate of the new CA.
 
 Pure: the CA Secret's contents in, the next contents out."""
 
@@ -22,7 +24,7 @@ from typing import Dict, Mapping, Tuple
 from . import certs
 from .certs import CertificateError, KeyPair
 
-# Long enough for two rolling restarts of any mesh, many times over, before the old CA expires.
+# Long enough for every step to reach every router, many times over, before the old CA expires.
 ROTATE_BEFORE = dt.timedelta(days=90)
 
 SIGNING = ("ca.crt", "ca.key")
@@ -75,9 +77,9 @@ class CaSet:
         return b"".join(p if p.endswith(b"\n") else p + b"\n" for p in parts)
 
     def revision(self, leaf_pem: bytes) -> str:
-        """What the routers must be restarted with: their certificate, and the incoming CA they
-        must trust before it signs anything.  The outgoing CA is left out on purpose: dropping it
-        (step 3) needs no restart."""
+        """What every router must run before the next step: their certificate, and the incoming
+        CA they must trust before it signs anything.  The outgoing CA is left out on purpose:
+        nothing waits for it to be dropped (step 3 is the last)."""
         revision = certs.fingerprint(leaf_pem)
         if self.incoming is not None:
             revision += "+next-" + certs.fingerprint(self.incoming.cert_pem)[:16]
@@ -92,7 +94,7 @@ def next_step(cas: CaSet, rolled_out: bool, common_name: str, now: dt.datetime) 
             return cas, None
         return CaSet(cas.incoming, None, cas.signing.cert_pem), (
             "Normal", "CARotated", "every router trusts the new inter-router CA: it now signs the routers' "
-            "certificate, and the old CA stays trusted until every router has restarted with it")
+            "certificate, and the old CA stays trusted until every router has loaded it")
     if cas.outgoing_pem is not None:
         if not rolled_out:
             return cas, None
@@ -103,4 +105,5 @@ def next_step(cas: CaSet, rolled_out: bool, common_name: str, now: dt.datetime) 
         return cas, None
     return CaSet(cas.signing, certs.new_ca(common_name, now)), (
         "Normal", "CARotationStarted", f"the inter-router CA expires {expires:%Y-%m-%d}: a new CA is made "
-        "and trusted first; routers restart one at a time, then again once it signs their certificate")
+        "and trusted first, then it signs the routers' certificate; the routers load each step without a "
+        "restart")

@@ -23,13 +23,14 @@ from .. import contract
 from ..model.mesh import MeshSpec
 from . import certs, rotation
 from .certs import CertificateError
+from .material import Material, of_files
 from .rotation import CaSet
 
 
 @dataclass
 class ManagedTls:
-    """The outcome: the fingerprint of the routers' certificate (the pod template carries it, so
-    a renewed certificate rolls the routers) and Events to post as (type, reason, message)."""
+    """The outcome: the revision of the routers' certificate (what a rotation step waits for
+    every router to run) and Events to post as (type, reason, message)."""
 
     revision: str
     events: List[Tuple[str, str, str]] = field(default_factory=list)
@@ -37,6 +38,8 @@ class ManagedTls:
     edge_revision: str | None = None
     #: When each certificate of these Secrets expires (Unix time), by Secret name.
     expiries: Dict[str, float] = field(default_factory=dict)
+    #: What each leaf Secret now holds, as the routers that mount it report it.
+    materials: Dict[str, Material] = field(default_factory=dict)
 
 
 def _read(core: Any, namespace: str, name: str) -> Tuple[Dict[str, bytes], str] | None:
@@ -138,20 +141,21 @@ def ensure_managed_tls(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any] | Non
             cas = stepped
     rotated = bool(events) and events[-1][1] == "CARotated"
     expiries: Dict[str, float] = {}
+    materials: Dict[str, Material] = {}
     _expires(expiries, contract.inter_router_ca_secret(mesh.name), cas.signing.cert_pem)
     revision = _ensure_leaf(core, mesh, owner=owner, cas=cas, found=found, leaf_spec=_Leaf(
         name, f"{mesh.name} inter-router", certs.inter_router_dns_names(mesh.name, mesh.namespace),
         "the routers' inter-router certificate", "routers"), now=now, ca_rotated=rotated, events=events,
-        expiries=expiries)
+        expiries=expiries, materials=materials)
     if revision is None:  # made meanwhile by another reconciliation: use that one
         return ensure_managed_tls(core, mesh, owner=owner, now=now, running=running,
                                   running_edges=running_edges)
-    managed = ManagedTls(revision, events, expiries=expiries)
+    managed = ManagedTls(revision, events, expiries=expiries, materials=materials)
     if mesh.edge_groups:
         edge_revision = _ensure_leaf(core, mesh, owner=owner, cas=cas, found=edge_found, leaf_spec=_Leaf(
             edge_name, f"{mesh.name} edge router", certs.edge_dns_names(mesh.name, mesh.namespace),
             "the edge routers' certificate", "edge routers"), now=now, ca_rotated=rotated, events=events,
-            expiries=expiries)
+            expiries=expiries, materials=materials)
         if edge_revision is None:
             return ensure_managed_tls(core, mesh, owner=owner, now=now, running=running,
                                       running_edges=running_edges)
@@ -179,7 +183,7 @@ class _Leaf:
 def _ensure_leaf(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any] | None, cas: CaSet,
                  found: Tuple[Dict[str, bytes], str] | None, leaf_spec: _Leaf, now: dt.datetime,
                  ca_rotated: bool, events: List[Tuple[str, str, str]],
-                 expiries: Dict[str, float]) -> str | None:
+                 expiries: Dict[str, float], materials: Dict[str, Material]) -> str | None:
     """The leaf's revision after making, renewing or re-bundling it; None when a create lost
     a race (the caller starts over with what won)."""
     name = leaf_spec.secret
@@ -195,6 +199,7 @@ def _ensure_leaf(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any] | None, cas
             body["metadata"]["resourceVersion"] = found[1]
             core.replace_namespaced_secret(name, mesh.namespace, body)
         _expires(expiries, leaf_spec.secret, found[0]["tls.crt"])
+        materials[name] = of_files({**found[0], "ca.crt": bundle})
         return cas.revision(found[0]["tls.crt"])
     leaf = certs.issue_leaf(cas.signing, leaf_spec.common_name, dns_names=leaf_spec.dns_names, now=now)
     body = _body(mesh, name, type_="kubernetes.io/tls",
@@ -210,8 +215,9 @@ def _ensure_leaf(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any] | None, cas
         core.replace_namespaced_secret(name, mesh.namespace, body)
         events.append(("Normal", "CertificateRenewed", f"renewed {leaf_spec.what} in "
                        f"Secret {name} ({reason}); valid until {expires:%Y-%m-%d}; {leaf_spec.holders} "
-                       "restart one at a time to load it"))
+                       "load it without a restart"))
     _expires(expiries, leaf_spec.secret, leaf.cert_pem)
+    materials[name] = of_files({"tls.crt": leaf.cert_pem, "ca.crt": bundle})
     return cas.revision(leaf.cert_pem)
 
 

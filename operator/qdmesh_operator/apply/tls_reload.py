@@ -1,0 +1,127 @@
+"""Routers load renewed TLS material without a restart: each router whose sslProfile reports
+other material than its Secret holds is asked to load its files again (an sslProfile UPDATE
+with the next ``ordinal``, a qdmesh extension of management).
+
+Kubernetes updates a mounted Secret's files some time after the Secret changed (a minute or
+so), so a router may load the same files again and still report the old material: it is then
+*waiting*, and asked again at the next reconciliation.  Once a router reports the new
+certificate, its router-to-router connections made with the old one are replaced, one at a
+time, each after its successor is up (``oldestValidOrdinal``).  A router that refuses the
+UPDATE (an image without run-time TLS) is reported: it loads the material when it restarts."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Sequence
+
+from qdrouter.tools.management_client import ManagementClient, ManagementConnectionError, ManagementError
+
+from ..model.entities import LONG_TYPE
+from ..tls.credentials import TlsFiles
+from ..tls.live import LiveProfile
+from .management import ClientPool, RouterOutcome
+
+PROFILE_TYPE = LONG_TYPE["sslProfile"]
+
+
+@dataclass
+class TlsReload:
+    """What one router runs, after this reconciliation asked it to load what it should."""
+
+    router_id: str
+    #: Profiles that now run their Secret's material and did not before (loaded live).
+    loaded: List[str] = field(default_factory=list)
+    #: Profiles asked to load again that still report other material (files not updated yet).
+    waiting: List[str] = field(default_factory=list)
+    #: Why a profile could not be loaded at run time, by profile.
+    refused: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def current(self) -> bool:
+        """Every profile runs what its Secret holds."""
+        return not self.waiting and not self.refused
+
+
+def _row(rows: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, Any] | None:
+    return next((r for r in rows if r.get("name") == name), None)
+
+
+def _ordinal(row: Mapping[str, Any]) -> int:
+    try:
+        return int(row.get("ordinal") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _load(client: ManagementClient, row: Mapping[str, Any], profile: LiveProfile, done: TlsReload) -> None:
+    """One profile on one router: load again, read back, replace old connections."""
+    ordinal = _ordinal(row) + 1
+    try:
+        client.update(PROFILE_TYPE, {"ordinal": ordinal}, name=profile.profile)
+        now = client.read(PROFILE_TYPE, name=profile.profile)
+    except ManagementConnectionError:
+        raise
+    except ManagementError as e:
+        done.refused[profile.profile] = f"sslProfile {profile.profile!r}: {e}"
+        return
+    if not profile.material.matches(now):
+        done.waiting.append(profile.profile)
+        return
+    done.loaded.append(profile.profile)
+    leaf_changed = str(row.get("certificateSha256") or "") != profile.material.certificate_sha256
+    if profile.replace_connections and leaf_changed:
+        try:
+            client.update(PROFILE_TYPE, {"ordinal": _ordinal(now), "oldestValidOrdinal": _ordinal(now)},
+                          name=profile.profile)
+        except ManagementConnectionError:
+            raise
+        except ManagementError as e:
+            done.refused[profile.profile] = f"sslProfile {profile.profile!r} loaded, but its older " \
+                                           f"connections cannot be replaced: {e}"
+
+
+def reload_router(router_id: str, client_of: Any, rows: Sequence[Mapping[str, Any]],
+                  profiles: Sequence[LiveProfile]) -> TlsReload:
+    """``rows``: the router's sslProfile rows as read this time; ``client_of()``: a
+    management client, asked for only when something must be loaded.  Profiles the router
+    does not have (config not rolled out yet) are left alone."""
+    done = TlsReload(router_id)
+    for profile in profiles:
+        row = _row(rows, profile.profile)
+        if row is None or profile.material.matches(row):
+            continue
+        try:
+            _load(client_of(), row, profile, done)
+        except ManagementConnectionError as e:
+            done.refused[profile.profile] = f"router {router_id}: {e}"
+            break
+    return done
+
+
+def reload_routers(outcomes: Mapping[str, RouterOutcome], profiles: Sequence[LiveProfile], *,
+                   pool: ClientPool, tls: TlsFiles | None, verify_name: bool = True) -> Dict[str, TlsReload]:
+    """Every router that answered this time, in parallel; the others load the Secrets' files
+    when they start."""
+    reachable = {rid: o for rid, o in outcomes.items() if o.reachable}
+    if not profiles or not reachable:
+        return {rid: TlsReload(rid) for rid in reachable}
+
+    def one(outcome: RouterOutcome) -> TlsReload:
+        def client_of() -> ManagementClient:
+            return pool.get(outcome.url, tls if outcome.url.startswith("amqps:") else None,
+                            verify_name=verify_name)
+
+        return reload_router(outcome.router_id, client_of, outcome.live.get("sslProfile", []), profiles)
+
+    with ThreadPoolExecutor(max_workers=min(16, len(reachable)), thread_name_prefix="qdmesh-tls") as workers:
+        futures = {rid: workers.submit(one, o) for rid, o in reachable.items()}
+        return {rid: f.result() for rid, f in futures.items()}
+
+
+def running_revision(reloads: Mapping[str, TlsReload], expected: int, revision: str | None) -> str | None:
+    """``revision`` when all ``expected`` routers answered and run their Secrets' material
+    (what a step of a CA rotation waits for), else None."""
+    if revision is None or expected <= 0 or len(reloads) < expected:
+        return None
+    return revision if all(r.current for r in reloads.values()) else None
