@@ -42,6 +42,7 @@ SUITE_ORDER = (
     "test_product_operator_restart.py",
     "test_product_scale.py",
     "test_product_validation.py",
+    "test_product_certificates.py",
     "test_product_broker.py",
     "test_product_rolling.py",
     "test_product_examples.py",
