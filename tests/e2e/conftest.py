@@ -49,6 +49,7 @@ SUITE_ORDER = (
     "test_product_console.py",
     "test_product_pypy.py",
     "test_product_edges.py",
+    "test_product_alerts.py",
     "test_product_multi_node.py",
     "test_product_node_loss.py",
 )
