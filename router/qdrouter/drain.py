@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Protocol
 
 from .amqp.drain import ServerDrain
 from .amqp.server import AmqpServer
@@ -32,12 +33,20 @@ HAND_BACK_WAIT_S = 1.0
 IDLE, SETTLING, HANDING_BACK, STOPPING = "idle", "settling", "handing-back", "stopping"
 
 
+class Connectors(Protocol):
+    """The router's connectors, as the drain needs them."""
+
+    def hold_connectors(self) -> int:
+        """Stop dialling (connections up stay up); returns how many connectors were held."""
+
+
 class Drain:
     """Sequences the drain over the router's event loop (polled on its timers)."""
 
     def __init__(self, router_id: str, server: AmqpServer, mesh: MeshNode | None,
-                 timeout_s: float) -> None:
+                 connectors: Connectors, timeout_s: float) -> None:
         self.router_id = router_id
+        self._connectors = connectors
         self.timeout_s = timeout_s
         self._server = server
         self._mesh = mesh
@@ -92,9 +101,11 @@ class Drain:
         self._outcomes_before = self._steps.outcomes()
         self._in_flight_before = self._steps.unsettled()
         producers = self._steps.stop_accepting()
-        log.info("Draining router %s (drain timeout %gs): no new connections or links; %d client "
-                 "producer link(s) get no more credit; %d delivery(ies) in flight",
-                 self.router_id, self.timeout_s, producers, self._in_flight_before)
+        held = self._connectors.hold_connectors()
+        log.info("Draining router %s (drain timeout %gs): no new connections or links (%d "
+                 "connector(s) stop dialling); %d client producer link(s) get no more credit; "
+                 "%d delivery(ies) in flight",
+                 self.router_id, self.timeout_s, held, producers, self._in_flight_before)
         neighbours = self._mesh.withdraw() if self._mesh is not None else 0
         self._quiet_at = now + min(REROUTE_WINDOW_S, self.timeout_s) if neighbours else now
         if self._mesh is not None:

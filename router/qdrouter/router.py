@@ -82,7 +82,7 @@ class Router:
         self.edge = EdgeRole(self)
         # SIGTERM drains first (qdrouter/drain.py); added after the mesh and the edge role, so
         # that it hears of clients' attaches after them.
-        self.drain = Drain(self.id, self.server, self.mesh, drain_timeout_s)
+        self.drain = Drain(self.id, self.server, self.mesh, self, drain_timeout_s)
         self.auto_links = AutoLinks(self.server)
         self.server.endpoints.add_listener(self.auto_links)
         self._listening: Dict[str, int] = {}
@@ -214,6 +214,12 @@ class Router:
         connector = self.connectors.pop(entity.identity, None)
         if connector is not None:
             connector.stop()
+
+    def hold_connectors(self) -> int:
+        """The drain's: no connector dials again (connections up stay up until it ends)."""
+        for connector in self.connectors.values():
+            connector.hold()
+        return len(self.connectors)
 
     def close_listener(self, entity: ManagedEntity) -> None:
         fd = self._listening.pop(entity.identity, None)
