@@ -17,9 +17,11 @@ import pytest
 from qdrouter.tools.management_client import ManagementClient
 from tests.mesh.conftest import MeshFactory
 from tests.mesh.drain_traffic import settle_all, stream, tally
-from tests.mesh.meshproc import Mesh, MeshRouter
+from tests.mesh.meshproc import Mesh, MeshRouter, section
 from tests.mesh.traffic import trace_of, wait_received, wait_remote
+from tests.ports import free_port
 from tests.router.amqpclient import Net, msg
+from tests.router_http.scrape import get
 
 # A square whose cheaper side passes B: A-B-C costs 2, A-D-C costs 4.
 SQUARE = [("B", "A", 1), ("C", "B", 1), ("D", "A", 2), ("C", "D", 2)]
@@ -101,7 +103,10 @@ def test_a_producer_on_the_draining_router_hears_an_outcome_for_every_delivery(
 def test_a_stuck_consumer_does_not_keep_the_router_past_the_drain_timeout(
         mesh_factory: MeshFactory, net: Net) -> None:
     drain_s = 4
-    mesh = mesh_factory(PAIR, args={"B": ["--drain-timeout", str(drain_s)]})
+    http_port = free_port()
+    mesh = mesh_factory(PAIR, args={"B": ["--drain-timeout", str(drain_s)]},
+                        extra={"B": section("listener", {"host": "127.0.0.1", "port": http_port,
+                                                         "http": "true"})})
     addr = "closest/drain-stuck"
     rcv = net.connect(mesh["A"].url).receiver(addr, settle=None)  # never settles
     wait_remote(mesh, "B", addr, 1, net=net)
@@ -116,6 +121,9 @@ def test_a_stuck_consumer_does_not_keep_the_router_past_the_drain_timeout(
     signalled = _drain(mesh, "B")
     _wait_log(net, mesh["B"], "Draining router B")
     assert management.query(ROUTER_TYPE)[0].get("draining") is True
+    status, text, _ = get(http_port, "/readyz")
+    assert status == 503 and "draining" in text, (status, text)
+    assert get(http_port, "/healthz")[0] == 200
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", mesh["B"].port), timeout=2).close()
     late = client.receiver("closest/drain-late")
