@@ -113,6 +113,10 @@ class Drain:
                      "and told %d neighbour(s); inter-router connections stay up", neighbours)
 
     def _hand_back(self, now: float) -> None:
+        # The state moves on first: should handing back fail (logged by the timers' fault
+        # boundary), the router still stops, never retrying it every poll.
+        self.state = HANDING_BACK
+        self._hand_back_until = now + HAND_BACK_WAIT_S
         settled = self._steps.outcomes() - self._outcomes_before
         handed = self._steps.hand_back()
         log.info("Draining: %d delivery(ies) settled in %.1fs, %d given up at the drain timeout "
@@ -120,5 +124,3 @@ class Drain:
                  settled, now - self._started, handed.given_up, self._steps.refused)
         log.info("Draining: handed back %d link(s) on %d client connection(s) (amqp:connection:forced)",
                  handed.links, handed.connections)
-        self.state = HANDING_BACK
-        self._hand_back_until = now + HAND_BACK_WAIT_S
