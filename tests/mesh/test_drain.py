@@ -75,6 +75,32 @@ def test_traffic_from_other_routers_flows_around_a_draining_router(mesh_factory:
     assert "withdrew from the network" in log and "handed back" in log, log[-3000:]
 
 
+def test_a_consumer_on_the_draining_router_is_replaced_by_one_elsewhere(mesh_factory: MeshFactory,
+                                                                       net: Net) -> None:
+    # A star around A: the consumer on B is the closest (cost 1), the one on C the next (2).
+    mesh = mesh_factory([("B", "A", 1), ("C", "A", 2)], args={"B": ["--drain-timeout", "15"]})
+    addr = "closest/drain-consumer"
+    on_b = net.connect(mesh["B"].url).receiver(addr, credit=250)
+    on_c = net.connect(mesh["C"].url).receiver(addr, credit=250)
+    wait_remote(mesh, "A", addr, 2, net=net)
+    snd = net.connect(mesh["A"].url).sender(addr)
+    stream(net, snd, lambda: len(on_b.received) >= 200, 30)
+    assert not on_c.received, "the traffic went to the closest consumer, on B"
+
+    _drain(mesh, "B")
+    stream(net, snd, lambda: not mesh["B"].is_running(), 15 + EXIT_SLACK_S)
+    before = len(on_c.received)
+    stream(net, snd, lambda: len(on_c.received) >= before + 200, 30)
+    settle_all(net, snd, 15)
+
+    assert mesh["B"].wait_exit(1) == 0, mesh["B"].describe()
+    result = tally(snd, [on_b, on_c])
+    assert result.outcomes == {"accepted": result.sent}, result.row()
+    assert result.received == result.sent and result.duplicates == 0, result.row()
+    error = on_b.client.error
+    assert error is not None and error.name == "amqp:connection:forced", error
+
+
 def test_a_producer_on_the_draining_router_hears_an_outcome_for_every_delivery(
         mesh_factory: MeshFactory, net: Net) -> None:
     mesh = mesh_factory(PAIR, args={"B": ["--drain-timeout", "10"]})
