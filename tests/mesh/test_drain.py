@@ -21,6 +21,7 @@ from tests.mesh.meshproc import Mesh, MeshRouter, section
 from tests.mesh.traffic import trace_of, wait_received, wait_remote
 from tests.ports import free_port
 from tests.router.amqpclient import Net, msg
+from tests.router.routerproc import run_qdrouter
 from tests.router_http.scrape import get
 
 # A square whose cheaper side passes B: A-B-C costs 2, A-D-C costs 4.
@@ -189,3 +190,13 @@ def test_stopping_at_once(mesh_factory: MeshFactory, net: Net, how: str) -> None
     assert mesh["B"].wait_exit(1) == 0, mesh["B"].describe()
     net.wait(lambda: all(t in snd.outcomes for t in tags), 5, "an outcome for every delivery")
     assert {snd.outcomes[t].name for t in tags} == {"modified"}, snd.outcomes
+
+
+@pytest.mark.parametrize("value, says", [("-1", "must be 0 to 3600 seconds, not -1"),
+                                         ("soon", "not a number of seconds: 'soon'"),
+                                         ("nan", "must be 0 to 3600 seconds, not nan")])
+def test_a_bad_drain_timeout_is_refused_naming_the_option(value: str, says: str) -> None:
+    result = run_qdrouter(["--drain-timeout", value])
+    assert result.returncode == 2, result
+    assert f"argument --drain-timeout: {says}" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
