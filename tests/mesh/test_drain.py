@@ -66,7 +66,7 @@ def test_traffic_from_other_routers_flows_around_a_draining_router(mesh_factory:
     settle_all(net, snd, 15)
 
     assert mesh["B"].wait_exit(1) == 0, mesh["B"].describe()
-    assert took < 15 + EXIT_SLACK_S, f"B took {took:.1f}s to drain"
+    assert took < 15, f"B took {took:.1f}s: nothing was stuck, it should leave before its drain timeout"
     result = tally(snd, [rcv])
     assert result.outcomes == {"accepted": result.sent}, result.row()
     assert result.received == result.sent and result.duplicates == 0, result.row()
