@@ -12,6 +12,10 @@ from typing import Any, Dict, List, Sequence, Tuple
 from . import __version__, log_config
 from .tuning import open_files, startup_gc
 
+# --drain-timeout's default: a drain and the stop after it fit in Kubernetes' default
+# terminationGracePeriodSeconds (30) with room to spare.
+DEFAULT_DRAIN_TIMEOUT_S = 20.0
+
 DESCRIPTION = "qdmesh router: an AMQP 1.0 message router, command-line compatible with qdrouterd."
 
 
@@ -40,8 +44,29 @@ def _parser() -> argparse.ArgumentParser:
         "arm a failure of the next delivery to an address, management request, routing-protocol "
         "control message or HTTP request, to test the router's fault containment (docs/management.md)",
     )
+    parser.add_argument(
+        "--drain-timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        default=DEFAULT_DRAIN_TIMEOUT_S,
+        help="qdmesh: on SIGTERM, drain for at most SECONDS before stopping: accept no new "
+        "connections or links, have the other routers route around this one, let in-flight "
+        "deliveries settle, then hand clients back (amqp:connection:forced) and exit 0; what is "
+        "still unsettled then gets released or modified. 0: stop at once. A second SIGTERM, or "
+        "SIGINT, stops at once. Default: %(default)g (docs/operations.md, \"Draining a router\")",
+    )
     parser.add_argument("-v", "--version", action="version", version=f"qdrouterd (qdmesh) {__version__}")
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value <= 3600 or value != value:
+        raise argparse.ArgumentTypeError(f"must be 0 to 3600 seconds, not {text}")
+    return value
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -115,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config_log.warning("%s", warning)
     open_files.raise_soft_limit()
     try:
-        router = Router(entities, test_hooks=args.test_hooks)
+        router = Router(entities, test_hooks=args.test_hooks, drain_timeout_s=args.drain_timeout)
         # Start-up's objects left out of every later collection (tuning/startup_gc.py says why);
         # before the listeners open, so that whoever waits for the port waits for this too.
         startup_gc.freeze_startup_objects()
@@ -130,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 handle.write(f"{os.getpid()}\n")
         except OSError as error:
             return _fail(f"cannot write pid file {args.pidfile}: {error.strerror}")
-    signal.signal(signal.SIGTERM, lambda *_: router.request_stop())
+    signal.signal(signal.SIGTERM, lambda *_: router.request_drain())
     signal.signal(signal.SIGINT, lambda *_: router.request_stop())
     try:
         router.run()

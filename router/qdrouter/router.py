@@ -20,6 +20,7 @@ from .config import port_number
 from .core.address_table import AddressTable
 from .core.link_route_table import LinkRoute, LinkRouteTable
 from .core.links import DEFAULT_LINK_CAPACITY
+from .drain import Drain
 from .edge.role import EdgeRole
 from .http.pages import ListenerPages
 from .http.server import HttpListenerError, HttpServer
@@ -41,7 +42,8 @@ class RouterSetupError(Exception):
 
 
 class Router:
-    def __init__(self, entities: Sequence[Any], test_hooks: bool = False) -> None:
+    def __init__(self, entities: Sequence[Any], test_hooks: bool = False,
+                 drain_timeout_s: float = 0.0) -> None:
         self.started = time.time()
         # -T/--test-hooks: management's TEST-FAULT may arm failures (management/fault_hooks.py).
         self.test_hooks = test_hooks
@@ -78,6 +80,9 @@ class Router:
             self.mesh.link_route_connected = lambda route: self.route_container(route) is not None
             link_router.find_mesh_hop = self.mesh.link_route_hop
         self.edge = EdgeRole(self)
+        # SIGTERM drains first (qdrouter/drain.py); added after the mesh and the edge role, so
+        # that it hears of clients' attaches after them.
+        self.drain = Drain(self.id, self.server, self.mesh, self, drain_timeout_s)
         self.auto_links = AutoLinks(self.server)
         self.server.endpoints.add_listener(self.auto_links)
         self._listening: Dict[str, int] = {}
@@ -210,6 +215,12 @@ class Router:
         if connector is not None:
             connector.stop()
 
+    def hold_connectors(self) -> int:
+        """The drain's: no connector dials again (connections up stay up until it ends)."""
+        for connector in self.connectors.values():
+            connector.hold()
+        return len(self.connectors)
+
     def close_listener(self, entity: ManagedEntity) -> None:
         fd = self._listening.pop(entity.identity, None)
         if fd is not None and not self.http.close_listener(fd):
@@ -271,7 +282,13 @@ class Router:
         self.server.shutdown()
         log.info("Router %s stopped", self.id)
 
+    def request_drain(self) -> None:
+        """SIGTERM: drain, then stop (at once with a drain timeout of 0, or when draining
+        already). Safe from a signal handler."""
+        self.drain.request()
+
     def request_stop(self) -> None:
+        """Stop at once (SIGINT). Safe from a signal handler."""
         self.server.request_stop()
 
 

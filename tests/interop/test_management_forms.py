@@ -27,7 +27,7 @@ ONLY_IN_QDMESH = {("router", "internalErrorCount"), ("listener", "metricsMaxAddr
                   ("connection", "outputQueuedBytes"), ("connection", "outputBlockedCount"),
                   ("connection", "inputHeld"), ("connection", "inputHeldCount"),
                   ("router", "outputBlockedCount"), ("router", "outputBlockedConnectionCount"),
-                  ("router", "inputHeldConnectionCount")}
+                  ("router", "inputHeldConnectionCount"), ("router", "draining")}
 
 Answers = Dict[str, Any]
 

@@ -13,8 +13,9 @@ from tests.mesh.meshproc import Edge, Mesh, Timers, build_mesh, start_order
 from tests.router.fixtures import net, stop_checked  # noqa: F401 (shared fixture)
 
 MeshFactory = Callable[..., Mesh]
-"""``mesh_factory(edges, timers=None, converge=True, extra=None) -> started (and converged)
-Mesh``; ``extra`` maps router names to config sections added to their configs."""
+"""``mesh_factory(edges, timers=None, converge=True, extra=None, args=None) -> started (and
+converged) Mesh``; ``extra`` maps router names to config sections added to their configs,
+``args`` to command-line options added to their command lines."""
 
 LINE3: List[Edge] = [("B", "A", 1), ("C", "B", 1)]
 # A ring A-B-C-D-E-A with a chord B-E: two disjoint paths between most pairs.
@@ -30,8 +31,10 @@ def mesh_factory(tmp_path: Path) -> Iterator[MeshFactory]:
     meshes: List[Mesh] = []
 
     def make(edges: Sequence[Edge], timers: Timers | None = None, converge: bool = True,
-             extra: Dict[str, str] | None = None) -> Mesh:
+             extra: Dict[str, str] | None = None, args: Dict[str, List[str]] | None = None) -> Mesh:
         mesh = build_mesh(tmp_path / f"mesh{len(meshes)}", edges, timers)
+        for name, options in (args or {}).items():
+            mesh.routers[name].args.extend(options)
         for name, config in (extra or {}).items():
             mesh.routers[name].extra = config
             mesh.routers[name].write_config()

@@ -180,9 +180,15 @@ class Router:
         if self.command is None and router_kind() == "c":
             # The same config, in the form the C router starts from (tests/router/routerkind.py).
             self.config_path.write_text(for_c_router(self.config_path.read_text()))
+        args = list(self.args)
+        if self.command is None and router_kind() == "qdmesh" and "--drain-timeout" not in args:
+            # The suite's routers stop at once on SIGTERM, as qdrouterd does and as the tests
+            # of what senders hear at a stop expect; tests of the graceful drain
+            # (tests/mesh/test_drain.py) ask for one.
+            args += ["--drain-timeout", "0"]
         with open(self.stderr_path, "wb") as err, open(self.stdout_path, "wb") as out:
             self.proc = subprocess.Popen(
-                [*(self.command or router_command()), "-c", str(self.config_path), *self.args],
+                [*(self.command or router_command()), "-c", str(self.config_path), *args],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 env=router_env(), cwd=str(self.workdir), start_new_session=True,
             )

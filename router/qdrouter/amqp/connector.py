@@ -61,6 +61,14 @@ class Connector:
     def start(self) -> None:
         self._attempt()
 
+    def hold(self) -> None:
+        """Dial no more (the router drains, qdrouter/drain.py); a connection up stays up."""
+        self.status = CLOSED
+        self.message = "Router draining: not connecting again"
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
     def stop(self) -> None:
         if self._holds_domain:
             self._holds_domain = False

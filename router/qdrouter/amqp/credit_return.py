@@ -8,13 +8,25 @@ from __future__ import annotations
 from typing import Any, Set
 
 from ..core.forwarder import Forwarder
-from ..core.links import CoreLink
+from ..core.links import ENDPOINT, CoreLink
 from .proton_ffi import lib
 
 
 class CreditReturn:
     forwarder: Forwarder
     dirty: Set[Any]
+    # A graceful drain (amqp/drain.py): clients' producers get no more credit, so what is in
+    # flight can settle while nothing new arrives; inter-router links keep theirs.
+    clients_credit_stopped = False
+
+    def stop_client_credit(self) -> None:
+        self.clients_credit_stopped = True
+
+    def _withheld(self, link: CoreLink) -> bool:
+        if self.clients_credit_stopped and link.kind == ENDPOINT:
+            link.owed_credit = 0
+            return True
+        return False
 
     def return_credit_now(self, link: CoreLink) -> None:
         """Give a producer the credit it is owed, and write it out, in the middle of a batch.
@@ -26,7 +38,7 @@ class CreditReturn:
         work at the same time (qdrouterd's I/O threads and core thread overlap the same way).
         """
         handle = link.handle
-        if handle is None:
+        if handle is None or self._withheld(link):
             return
         lib.pn_link_flow(handle, link.owed_credit)
         link.owed_credit = 0
@@ -42,7 +54,7 @@ class CreditReturn:
         held_back = []
         for link in forwarder.take_credit():
             owed = link.owed_credit
-            if link.handle is None or owed <= 0:
+            if link.handle is None or owed <= 0 or self._withheld(link):
                 link.owed_credit = 0
                 continue
             batch = link.capacity >> 3 or 1

@@ -4,7 +4,8 @@
 /readyz: the management agent answers a QUERY for the router entity, and an interior router
 with inter-router connectors (a mesh it is expected to join) has a route to at least one
 other router. One peer is enough: requiring every peer would make a whole mesh unready
-(and take it out of its Service) when a single router is down."""
+(and take it out of its Service) when a single router is down. A draining router (after
+SIGTERM: qdrouter/drain.py) is not ready: it takes no new clients."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ def liveness(router: Any) -> Tuple[bool, str]:
 def readiness(router: Any) -> Tuple[bool, str]:
     problems: List[str] = []
     nodes = 0
+    if router.drain.draining:
+        problems.append(f"router {router.id} is draining: it is shutting down")
     try:
         code, body = router.agent.execute(Request("QUERY", {"entityType": ROUTER_TYPE},
                                                   {"attributeNames": ["id", "nodeCount"]}, None, None))

@@ -138,6 +138,14 @@ class MeshNode(EndpointListener):
             del self.peers[link.connection.identity]
         self._refresh_data_links()
 
+    def withdraw(self) -> int:
+        """Leave the network gracefully (a drain): an empty link state and no addresses, told
+        every neighbour now; the inter-router connections stay up for what is in flight.
+        Returns the number of neighbours told."""
+        self.engine.withdraw()
+        self._send_all(self.engine.tick(time.monotonic()))
+        return len(self.engine.neighbors())
+
     # ---- protocol traffic --------------------------------------------------------------
     def _tick(self) -> None:
         try:

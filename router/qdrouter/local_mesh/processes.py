@@ -41,7 +41,9 @@ class RouterProcess:
         self._log_file = open(self.log, "wb")
         try:
             # Own session: a terminal's Ctrl-C reaches only us, and we stop the routers in order.
-            self.popen = subprocess.Popen([self.python, "-m", "qdrouter", "-c", str(self.config)],
+            # --drain-timeout 0: the whole mesh stops together, so there is nowhere to drain to.
+            self.popen = subprocess.Popen([self.python, "-m", "qdrouter", "-c", str(self.config),
+                                           "--drain-timeout", "0"],
                                           stdin=subprocess.DEVNULL, stdout=self._log_file,
                                           stderr=subprocess.STDOUT, env=env, start_new_session=True,
                                           preexec_fn=_die_with_parent if sys.platform == "linux" else None)

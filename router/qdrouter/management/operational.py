@@ -372,6 +372,8 @@ def router_row(router: Any, configured: Row) -> Row:
         "inputHeldConnectionCount": sum(1 for c in router.server.by_fd.values() if c.input_held),
         # qdmesh's own: failures the fault boundary contained (amqp/fault_boundary.py).
         "internalErrorCount": router.server.faults.count,
+        # qdmesh's own: a graceful drain under way (qdrouter/drain.py).
+        "draining": router.drain.draining,
     })
     return row
 

@@ -104,6 +104,11 @@ class RoutingEngine:
     def local_link_route_removed(self, key: str) -> None:
         self._mobile.remove_local(key)
 
+    def withdraw(self) -> None:
+        """Leave gracefully: an empty link state and no addresses advertised (own routes stay)."""
+        self._lsdb.withdraw()
+        self._mobile.withdraw()
+
     def tick(self, now: float) -> List[Outbound]:
         out: List[Outbound] = []
         self._apply_neighbor_changes(self._neighbors.expire(now))

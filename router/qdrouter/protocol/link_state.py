@@ -68,6 +68,10 @@ class LinkStateDatabase:
         # Routers asked for their link state (LSR) -> when; cleared by the LSU.
         self._awaiting_lsu: Dict[str, float] = {}
         self._clock = 0.0
+        # Leaving the network (a graceful drain): the link state advertised lists no peers,
+        # so that every other router computes paths around this one, while this router's
+        # own paths (from its real link state) still forward what is in flight.
+        self.withdrawn = False
 
     # -- my own link state ----------------------------------------------------------------
 
@@ -77,6 +81,11 @@ class LinkStateDatabase:
             self._my_ls_changed = True
             # A new neighbour: ask for its link state right away (upstream neighbor_refresh).
             self._router(router_id, None).need_ls_request = True
+
+    def withdraw(self) -> None:
+        """Advertise an empty link state from the next tick on (with a new ls_seq)."""
+        self.withdrawn = True
+        self._my_ls_changed = True
 
     def remove_peer(self, router_id: str) -> None:
         if self.my_ls.peers.pop(router_id, None) is not None:
@@ -144,7 +153,8 @@ class LinkStateDatabase:
 
     def own_update(self, instance: int) -> LinkStateUpdate:
         """My current link state as an LSU (an answer to an LSR, or flooded on change)."""
-        ls = LinkState(self.my_id, self.my_ls.ls_seq, dict(self.my_ls.peers), self.area)
+        peers = {} if self.withdrawn else dict(self.my_ls.peers)
+        ls = LinkState(self.my_id, self.my_ls.ls_seq, peers, self.area)
         return LinkStateUpdate(self.my_id, ls.ls_seq, ls, instance, self.area,
                                multicast_scheme=self.multicast_scheme)
 

@@ -85,10 +85,19 @@ class MobileAddressSync:
         self._local: Dict[str, int] = {}  # hash key -> hint, as last announced
         self._pending: Dict[str, int | None] = {}  # key -> hint (added) or None (deleted)
         self._remote: Dict[str, _Remote] = {}
+        # Leaving the network (a graceful drain): no local address is announced any more.
+        self.withdrawn = False
 
     # -- local addresses -----------------------------------------------------------------
 
+    def withdraw(self) -> None:
+        """Announce the deletion of every local address (next flush); ignore later adds."""
+        self.withdrawn = True
+        self._pending = {key: None for key in self._local}
+
     def add_local(self, key: str, hint: int) -> None:
+        if self.withdrawn:
+            return
         if key in self._local:
             self._pending.pop(key, None)  # a pending delete is cancelled
         else:

@@ -87,6 +87,9 @@ ROUTER = entity(
                doc="Distribution used for addresses that no address section matches."),
         conf("metadata", doc="Free text describing the router, for tools; the router ignores it."),
         *_ROUTER_STATS,
+        status("draining", BOOLEAN, doc="qdmesh: the router is draining (after SIGTERM, with "
+                                        "--drain-timeout above 0): it accepts no new connections "
+                                        "or links and lets in-flight deliveries settle before it stops."),
     ],
     singleton=True,
     doc="The router: its identity, mode and routing protocol timers. Exactly one is required.",
