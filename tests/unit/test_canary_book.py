@@ -29,7 +29,7 @@ def test_average_moves_towards_new_round_trips() -> None:
     book = ProbeBook(1.0)
     now = 0.0
     for trip in (0.010, 0.010, 0.050):
-        (peer, correlation), = book.round(["B"], now)
+        (_, correlation), = book.round(["B"], now)
         book.answered(correlation, now + trip)
         now += 1.0
     stats = book.peers["B"]
