@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import secrets
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Tuple
 
@@ -63,6 +64,9 @@ class ProbeBook:
         self._outstanding: Dict[str, Tuple[str, float]] = {}  # peer -> (correlation id, sent at)
         self._by_correlation: Dict[str, str] = {}
         self._ids = itertools.count(1)
+        # Anyone may send to the reply-to address: an answer counts only with the id of a
+        # request actually sent, which a client cannot guess.
+        self._token = secrets.token_hex(8)
 
     def round(self, neighbours: Iterable[str], now: float) -> List[Tuple[str, str]]:
         """A new interval: forget departed neighbours, fail timed-out probes, and return the
@@ -77,7 +81,7 @@ class ProbeBook:
             self.peers.setdefault(peer, PeerStats())
             if peer in self._outstanding:
                 continue
-            correlation = f"qdmesh.canary-{next(self._ids)}"
+            correlation = f"qdmesh.canary-{self._token}-{next(self._ids)}"
             self._outstanding[peer] = (correlation, now)
             self._by_correlation[correlation] = peer
             sends.append((peer, correlation))
