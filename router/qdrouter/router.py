@@ -16,6 +16,7 @@ from .amqp.proton_ffi import lib
 from .amqp.server import AmqpServer, ListenerError
 from .amqp.tls import TlsError, TlsProfiles, resolve_password
 from .auto_links import AutoLinks
+from .canary import NeighbourProbe
 from .config import port_number
 from .core.address_table import AddressTable
 from .core.link_route_table import LinkRoute, LinkRouteTable
@@ -79,6 +80,12 @@ class Router:
             self.mesh.link_routes = self.link_routes
             self.mesh.link_route_connected = lambda route: self.route_container(route) is not None
             link_router.find_mesh_hop = self.mesh.link_route_hop
+        # Round trips to neighbours (qdmesh's own, off by default): router.node and /metrics.
+        self.canary: NeighbourProbe | None = None
+        canary_interval = int(settings.get("canaryIntervalSeconds") or 0)
+        if self.mesh is not None and canary_interval > 0:
+            self.canary = NeighbourProbe(self.id, canary_interval, self.mesh, self.server.adaptor.forwarder,
+                                         self.server.timers)
         self.edge = EdgeRole(self)
         # SIGTERM drains first (qdrouter/drain.py); added after the mesh and the edge role, so
         # that it hears of clients' attaches after them.
@@ -258,6 +265,13 @@ class Router:
             if route.identity == entity.identity:
                 return {"operStatus": "active" if self.route_container(route) is not None else "inactive"}
         return {}
+
+    def node_rows(self) -> List[Dict[str, Any]]:
+        """router.node: the mesh's routers, neighbours with their measured round trips."""
+        rows = self.mesh.node_rows() if self.mesh is not None else []
+        if self.canary is not None:
+            self.canary.add_to_node_rows(rows)
+        return rows
 
     def connector_status(self, entity: ManagedEntity) -> Dict[str, Any]:
         connector = self.connectors.get(entity.identity)

@@ -1,6 +1,8 @@
 """The web console in real headless Chromium against a real mesh of router processes: the
-topology shows every router and link, a new consumer appears in the address table, the
-per-router pages show qdstat's tables, and a killed router disappears."""
+topology shows every router and link, each link coloured by the round trip its routers
+measure, a router whose auto-links and link routes are not all active marked, a new consumer
+appears in the address table, the per-router pages show qdstat's tables, and a killed router
+disappears."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 
 from tests.console.consoleproc import ConsoleProcess
 from tests.mesh.meshproc import Mesh, build_mesh, section, start_order
+from tests.mesh.test_canary import CanaryTimers
 from tests.router.amqpclient import Net, msg, send_and_settle
 from tests.router.routerproc import free_port
 
@@ -59,6 +62,34 @@ def graph(driver: Any) -> Tuple[Set[str], Set[frozenset], Dict[str, str]]:
     return routers, edges, costs
 
 
+def latencies(driver: Any) -> Dict[frozenset, Tuple[str, str, str]]:
+    """{link: (latency class, data-latency-ms, label)} of the links drawn."""
+    data = driver.execute_script("""
+        return [...document.querySelectorAll('#topology g.edge')].map(g => [
+            g.dataset.a, g.dataset.b,
+            [...g.classList].find(c => c.startsWith('latency-')) || '',
+            g.dataset.latencyMs, g.querySelector('text.cost').textContent]);""")
+    return {frozenset((a, b)): (level, ms, label) for a, b, level, ms, label in data}
+
+
+def coloured_by_latency(level: str, ms: str, label: str) -> bool:
+    """A measured link whose colour is the one its round trip calls for."""
+    if level == "latency-unknown" or not ms:
+        return False
+    value = float(ms)
+    want = "latency-good" if value < 10 else "latency-slow" if value < 100 else "latency-bad"
+    assert level == want, (level, ms, label)
+    assert value > 0 and label.endswith(" ms"), (level, ms, label)
+    return True
+
+
+def readiness(driver: Any) -> Dict[str, str]:
+    """{router: its readiness title} of the routers marked as not having every route active."""
+    return dict(driver.execute_script("""
+        return [...document.querySelectorAll('#topology g.router.routes-not-ready')].map(g => [
+            g.dataset.router, g.querySelector('.readiness-badge title').textContent]);"""))
+
+
 def rate(text: str) -> float:
     """A rate cell ("12.5/s") as a number."""
     assert text.endswith("/s"), text
@@ -81,7 +112,7 @@ def view_rows(driver: Any, view: str) -> List[List[str]]:
 @pytest.fixture
 def mesh(tmp_path: Path) -> Iterator[Mesh]:
     """The ring, router A with a route-container listener, an auto-link and a link route."""
-    built = build_mesh(tmp_path, EDGES)
+    built = build_mesh(tmp_path, EDGES, timers=CanaryTimers(hello_max_age=3))  # round trips measured
     a = built["A"]
     container_port = free_port()
     a.extra = (section("listener", {"host": "127.0.0.1", "port": container_port, "role": "route-container",
@@ -118,9 +149,17 @@ def test_topology_tables_and_router_pages(mesh: Mesh, browser: Any, consoles: Li
                  lambda: graph(browser)[0] == set("ABCD") and len(graph(browser)[1]) == 4)
         _routers, edges, costs = graph(browser)
         assert edges == {frozenset(e[:2]) for e in EDGES}
-        assert costs == {"A-B": "1", "B-C": "1", "C-D": "1", "A-D": "2"}
-        assert {tuple(row) for row in table_rows(browser, "edges-table")} == {
+        assert {key: label.split(" ")[0] for key, label in costs.items()} == {
+            "A-B": "1", "B-C": "1", "C-D": "1", "A-D": "2"}
+        assert {tuple(row[:3]) for row in table_rows(browser, "edges-table")} == {
             ("A", "B", "1"), ("B", "C", "1"), ("C", "D", "1"), ("A", "D", "2")}
+        # Every link coloured by the round trip its routers measure, shown beside its cost.
+        wait_for(browser, "every link coloured by its measured round trip",
+                 lambda: len(latencies(browser)) == 4
+                 and all(coloured_by_latency(*drawn) for drawn in latencies(browser).values()))
+        assert all(label.startswith(f"{costs['-'.join(sorted(pair))].split(' ')[0]} · ")
+                   for pair, (_, _, label) in latencies(browser).items())
+        assert all(row[3].endswith(" ms") for row in table_rows(browser, "edges-table"))
         assert [row[0] for row in table_rows(browser, "routers-table")] == ["A", "B", "C", "D"]
         wait_for(browser, "the broker drawn beside router A", lambda: browser.execute_script(
             "return document.querySelector('#topology g.attachment.container[data-router=\"A\"]"
@@ -213,6 +252,14 @@ def test_killed_router_disappears(mesh: Mesh, browser: Any, consoles: List[Conso
     consoles.append(console)
     browser.get(console.url + "/")
     wait_for(browser, "4 routers in the topology", lambda: graph(browser)[0] == set("ABCD"))
+    # No broker connects here: router A's auto-link and link route stay inactive, and A is
+    # marked, its title naming them; the others have none and are not.
+    marked = wait_for(browser, "router A marked for its inactive routes", lambda: readiness(browser))
+    assert list(marked) == ["A"], marked
+    assert "0 of 1 auto-links active" in marked["A"] and "0 of 1 link routes active" in marked["A"]
+    assert "auto-link queue.orders (out)" in marked["A"] and "link route lr. (in)" in marked["A"]
+    routes_cells = {row[0]: row[8] for row in table_rows(browser, "routers-table")}
+    assert routes_cells["A"].startswith("0 of 2 (") and routes_cells["B"] == "\u2013", routes_cells
     mesh.kill("C")
     wait_for(browser, "router C gone from the topology and the routers table",
              lambda: graph(browser)[0] == set("ABD")

@@ -49,7 +49,8 @@ def routers(orders_in: int, orders_out: int) -> Dict[str, RouterData]:
 def test_links_costs_attachments_and_addresses() -> None:
     view, details, _ = build_snapshot("A", routers(10, 10), None, 100.0)
     assert [r["id"] for r in view["routers"]] == ["A", "B", "C"]
-    assert view["edges"] == [{"a": "A", "b": "B", "cost": 1}, {"a": "B", "b": "C", "cost": 1}]
+    assert view["edges"] == [{"a": "A", "b": "B", "cost": 1, "roundTrip": None, "probeFailures": None},
+                             {"a": "B", "b": "C", "cost": 1, "roundTrip": None, "probeFailures": None}]
     assert view["attachments"] == [
         {"router": "A", "kind": "container", "name": "broker-1", "host": "h:1"},
         {"router": "A", "kind": "client", "name": "app", "host": None}]
@@ -77,3 +78,32 @@ def test_an_unreachable_router_is_shown_as_such() -> None:
     view, details, _ = build_snapshot("A", data, None, 1.0)
     assert [(r["id"], r["reachable"]) for r in view["routers"]] == [("A", True), ("B", True), ("C", False)]
     assert details["C"]["reachable"] is False and details["C"]["error"] == "timed out"
+
+
+def test_edges_carry_the_round_trip_either_end_measured() -> None:
+    data = routers(1, 1)
+    # A measured B (2 ms), B measured A (5 ms) and C (none answered: 3 failures); C measures nothing.
+    data["A"].rows["nodes"][0].update(roundTripSeconds=0.002, probeFailures=0)
+    data["B"].rows["nodes"][0].update(roundTripSeconds=0.005, probeFailures=0)
+    data["B"].rows["nodes"][1].update(roundTripSeconds=None, probeFailures=3)
+    view, _, _ = build_snapshot("A", data, None, 1.0)
+    edges = {(e["a"], e["b"]): (e["roundTrip"], e["probeFailures"]) for e in view["edges"]}
+    # Both ends measured A-B: the slower is shown.
+    assert edges == {("A", "B"): (0.005, 0), ("B", "C"): (None, 3)}
+
+
+def test_routers_report_how_many_auto_links_and_link_routes_are_active() -> None:
+    data = routers(1, 1)
+    data["A"].rows["autolinks"] = [
+        {"address": "queue.orders", "direction": "out", "operStatus": "active"},
+        {"address": "queue.refunds", "direction": "in", "operStatus": "failed"}]
+    data["A"].rows["linkroutes"] = [{"prefix": "lr.", "direction": "in", "operStatus": "inactive"}]
+    data["B"].rows["linkroutes"] = [{"pattern": "b.#", "direction": "out", "operStatus": "active"}]
+    view, _, _ = build_snapshot("A", data, None, 1.0)
+    by_id = {r["id"]: r for r in view["routers"]}
+    assert by_id["A"]["autoLinks"] == {"active": 1, "total": 2}
+    assert by_id["A"]["linkRoutes"] == {"active": 0, "total": 1}
+    assert by_id["A"]["inactiveRoutes"] == ["auto-link queue.refunds (in): failed",
+                                            "link route lr. (in): inactive"]
+    assert by_id["B"]["linkRoutes"] == {"active": 1, "total": 1} and by_id["B"]["inactiveRoutes"] == []
+    assert by_id["C"]["autoLinks"] == {"active": 0, "total": 0} and by_id["C"]["inactiveRoutes"] == []

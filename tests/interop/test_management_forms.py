@@ -27,7 +27,10 @@ ONLY_IN_QDMESH = {("router", "internalErrorCount"), ("listener", "metricsMaxAddr
                   ("connection", "outputQueuedBytes"), ("connection", "outputBlockedCount"),
                   ("connection", "inputHeld"), ("connection", "inputHeldCount"),
                   ("router", "outputBlockedCount"), ("router", "outputBlockedConnectionCount"),
-                  ("router", "inputHeldConnectionCount"), ("router", "draining")}
+                  ("router", "inputHeldConnectionCount"), ("router", "draining"),
+                  ("router", "canaryIntervalSeconds"),
+                  ("router.node", "roundTripSeconds"), ("router.node", "roundTripAverageSeconds"),
+                  ("router.node", "probeFailures")}
 
 Answers = Dict[str, Any]
 

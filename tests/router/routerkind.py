@@ -31,7 +31,7 @@ import pytest
 
 # Listener/router attributes of qdmesh that qdrouterd 1.19's schema does not have (the C
 # router refuses a config naming them). Dropped for the C router.
-QDMESH_ONLY_ATTRIBUTES = ("metricsMaxAddresses",)
+QDMESH_ONLY_ATTRIBUTES = ("metricsMaxAddresses", "canaryIntervalSeconds")
 
 MARKERS = {
     "qdmesh_only": "qdmesh only (the C router has no such feature)",

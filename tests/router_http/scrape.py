@@ -53,13 +53,15 @@ def check_strict(text: str) -> None:
         elif line.startswith("# TYPE "):
             _, _, name, kind = line.split(" ")
             assert name == current, f"line {number}: TYPE for {name} after HELP for {current}"
-            assert kind in ("counter", "gauge"), f"line {number}: type {kind}"
+            assert kind in ("counter", "gauge", "histogram"), f"line {number}: type {kind}"
             assert kind != "counter" or name.endswith("_total"), f"line {number}: counter {name} lacks _total"
             kinds[name] = kind
         else:
             match = _SAMPLE_LINE.match(line)
             assert match, f"line {number} is not a sample: {line!r}"
-            assert match.group(1) == current, f"line {number}: sample of {match.group(1)} under {current}"
+            names = {current} if kinds.get(str(current)) != "histogram" else {
+                f"{current}_bucket", f"{current}_sum", f"{current}_count"}
+            assert match.group(1) in names, f"line {number}: sample of {match.group(1)} under {current}"
             assert 'router="' in line, f"line {number}: sample without a router label"
     assert text.endswith("\n")
 

@@ -148,7 +148,7 @@ def test_camel_case() -> None:
 
 def test_attribute_def_rejects_inconsistent_definitions() -> None:
     with pytest.raises(SchemaError):
-        AttributeDef("x", "float")
+        AttributeDef("x", "double")
     with pytest.raises(SchemaError):
         AttributeDef("x", "string", choices=("a",))
     with pytest.raises(SchemaError):

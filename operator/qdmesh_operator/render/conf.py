@@ -66,6 +66,12 @@ _ENV.filters["key"] = _key
 _ENV.filters["comment"] = _comment
 
 
+# Seconds between each interior router's round-trip probes to its neighbours (router
+# canaryIntervalSeconds): the console shows every link's latency from them. One management
+# request per neighbour per interval.
+CANARY_INTERVAL_S = 10
+
+
 def static_sections(mesh: MeshSpec) -> List[Entity]:
     """Sections only a restart changes: the listeners every router needs, TLS, policy."""
     tls = mesh.inter_router_tls.enabled
@@ -157,7 +163,7 @@ def render_router_conf(state: MeshState, router_id: str) -> str:
     """The config file of one router; raises RenderError if the router's parser refuses it."""
     text = _ENV.get_template("qdrouterd.conf.j2").render(
         mesh=state.mesh, router_id=router_id, edge_group=None, static_sections=static_sections(state.mesh),
-        entities=state.entities[router_id])
+        entities=state.entities[router_id], canary_interval=CANARY_INTERVAL_S)
     try:
         _parse_once(text, f"{router_id}.conf")
     except ConfigError as e:

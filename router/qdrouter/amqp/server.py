@@ -114,6 +114,10 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
         self._process_events()
         now = time.monotonic()
         self.timers.run_due(now)
+        if self.adaptor.dirty or self.adaptor.pending_sends:
+            # What the timers sent (routing-protocol messages, round-trip probes) leaves now,
+            # not when the loop next wakes (up to TICK_INTERVAL_S later).
+            self._process_events()
         if now >= self._next_tick:
             self._tick(now)
         if self._stop_requested and not self._stopping:

@@ -82,15 +82,38 @@ def _routers(routers: Dict[str, RouterData]) -> Rows:
             "addresses": general.get("addrCount"),
             "uptime": general.get("uptimeSeconds"),
             "memory": general.get("memoryUsage"),
+            **_readiness(data),
         })
+    return out
+
+
+def _readiness(data: RouterData) -> Dict[str, Any]:
+    """How many of the router's auto-links and link routes are active (operStatus), and
+    which are not, named as an operator would look them up."""
+    out: Dict[str, Any] = {}
+    inactive: List[str] = []
+    for view_name, key, what in (("autolinks", "autoLinks", "auto-link"),
+                                 ("linkroutes", "linkRoutes", "link route")):
+        rows = data.rows.get(view_name, [])
+        active = [row for row in rows if row.get("operStatus") == "active"]
+        out[key] = {"active": len(active), "total": len(rows)}
+        for row in rows:
+            if row.get("operStatus") != "active":
+                target = row.get("address") or row.get("prefix") or row.get("pattern") or row.get("name")
+                state = row.get("operStatus") or "inactive"
+                inactive.append(f"{what} {target} ({row.get('direction')}): {state}")
+    out["inactiveRoutes"] = inactive
     return out
 
 
 def _edges(routers: Dict[str, RouterData]) -> Rows:
     """Inter-router links from the link state each router reports for the others; a link's
-    cost is known where one end routes to the other directly (no next hop)."""
+    cost is known where one end routes to the other directly (no next hop), its round trip
+    where an end measures it (router canaryIntervalSeconds): the slower of the two ends."""
     pairs = set()
     costs: Dict[frozenset, int] = {}
+    trips: Dict[frozenset, float] = {}
+    failures: Dict[frozenset, int] = {}
     for rid, data in routers.items():
         for node in data.rows.get("nodes", []):
             other = str(node.get("id") or node.get("routerId") or "")
@@ -98,11 +121,22 @@ def _edges(routers: Dict[str, RouterData]) -> Rows:
                 if other in routers and str(peer) in routers and other != str(peer):
                     pairs.add(frozenset((other, str(peer))))
             if other in routers and node.get("nextHop") in (None, "", other):
-                pairs.add(frozenset((rid, other)))
+                pair = frozenset((rid, other))
+                pairs.add(pair)
                 if isinstance(node.get("cost"), int):
-                    costs[frozenset((rid, other))] = node["cost"]
-    return [{"a": a, "b": b, "cost": costs.get(frozenset((a, b)))}
-            for a, b in sorted(tuple(sorted(pair)) for pair in pairs)]
+                    costs[pair] = node["cost"]
+                trip = node.get("roundTripSeconds")
+                if isinstance(trip, (int, float)) and not isinstance(trip, bool):
+                    trips[pair] = max(float(trip), trips.get(pair, 0.0))
+                failed = node.get("probeFailures")
+                if isinstance(failed, int) and not isinstance(failed, bool):
+                    failures[pair] = max(failed, failures.get(pair, 0))
+    out = []
+    for a, b in sorted(tuple(sorted(pair)) for pair in pairs):
+        pair = frozenset((a, b))
+        out.append({"a": a, "b": b, "cost": costs.get(pair), "roundTrip": trips.get(pair),
+                    "probeFailures": failures.get(pair)})
+    return out
 
 
 def _attachments(routers: Dict[str, RouterData]) -> Rows:

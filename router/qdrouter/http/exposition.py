@@ -30,7 +30,8 @@ def format_value(value: float) -> str:
 
 
 class Family:
-    """One metric family; ``kind`` is counter or gauge (a counter's name ends in _total)."""
+    """One metric family; ``kind`` is counter, gauge or histogram (a counter's name ends in
+    _total; a histogram's samples are its _bucket, _sum and _count series)."""
 
     def __init__(self, name: str, kind: str, help_text: str) -> None:
         if kind == "counter" and not name.endswith("_total"):
@@ -38,17 +39,26 @@ class Family:
         self.name = name
         self.kind = kind
         self.help = help_text
-        self.samples: List[Tuple[Labels, float]] = []
+        self.samples: List[Tuple[str, Labels, float]] = []  # (name suffix, labels, value)
 
     def add(self, labels: Labels, value: float) -> None:
-        self.samples.append((labels, value))
+        self.samples.append(("", labels, value))
+
+    def add_histogram(self, labels: Labels, buckets: Sequence[Tuple[float, int]], total: float,
+                      count: int) -> None:
+        """One histogram: ``buckets`` are cumulative (upper bound, observations), +Inf last."""
+        for bound, observed in buckets:
+            self.samples.append(("_bucket", {**labels, "le": format_value(float(bound))}, observed))
+        self.samples.append(("_sum", labels, total))
+        self.samples.append(("_count", labels, count))
 
     def lines(self) -> List[str]:
         out = [f"# HELP {self.name} {escape_help(self.help)}", f"# TYPE {self.name} {self.kind}"]
-        for labels, value in self.samples:
+        for suffix, labels, value in self.samples:
+            name = self.name + suffix
             label_text = ",".join(f'{key}="{escape_label(str(val))}"' for key, val in labels.items())
-            out.append(f"{self.name}{{{label_text}}} {format_value(value)}" if label_text
-                       else f"{self.name} {format_value(value)}")
+            out.append(f"{name}{{{label_text}}} {format_value(value)}" if label_text
+                       else f"{name} {format_value(value)}")
         return out
 
 

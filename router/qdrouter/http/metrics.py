@@ -104,6 +104,7 @@ def metrics_text(router: Any, max_addresses: int = DEFAULT_MAX_ADDRESSES) -> str
     _addresses(router, base, family, max_addresses)
     _configured_states(router, base, family)
     _routing(router, base, family, info)
+    _neighbour_round_trips(router, base, family)
     _process(router, base, family, info)
     return render(families)
 
@@ -190,6 +191,21 @@ def _routing(router: Any, base: Dict[str, str], family: Any, info: Dict[str, Any
                       "Routing-protocol messages received, by opcode (HELLO, RA, LSU, LSR, MAU, MAR).")
     for opcode, count in sorted((counters.received if counters is not None else {}).items()):
         received.add({**base, "opcode": str(opcode)}, int(count))
+
+
+def _neighbour_round_trips(router: Any, base: Dict[str, str], family: Any) -> None:
+    """Round trips to each current neighbour (router canaryIntervalSeconds; canary/): one
+    series set per neighbour, so as many as the router has inter-router connections."""
+    canary = getattr(router, "canary", None)
+    peers = canary.peer_stats() if canary is not None else {}
+    trips = family("qdmesh_neighbor_round_trip_seconds", "histogram",
+                   "Round trips of management requests to neighbouring routers (canaryIntervalSeconds).")
+    failures = family("qdmesh_neighbor_probe_failures_total", "counter",
+                      "Round-trip probes to a neighbouring router that got no answer in time.")
+    for peer, stats in sorted(peers.items()):
+        labels = {**base, "peer": peer}
+        trips.add_histogram(labels, stats.cumulative_buckets(), round(stats.total, 6), stats.count)
+        failures.add(labels, stats.failures_total)
 
 
 def _process(router: Any, base: Dict[str, str], family: Any, info: Dict[str, Any]) -> None:

@@ -326,6 +326,10 @@ class MeshNode(EndpointListener):
         return best[1] if best is not None else None
 
     # ---- management --------------------------------------------------------------------
+    def neighbour_ids(self) -> List[str]:
+        """The routers this one has a direct inter-router connection to (HELLOs both ways)."""
+        return sorted(self.engine.neighbors())
+
     def node_rows(self) -> List[Dict[str, Any]]:
         table = self.engine.routing_table()
         neighbors = self.engine.neighbors()

@@ -172,7 +172,7 @@ class ManagementAgent:
         if short == "vhostStats":
             return router.policy.vhost_stats_rows()
         if short == "router.node":
-            return router.mesh.node_rows() if router.mesh is not None else []
+            return router.node_rows()
         if short in ("management", MANAGEMENT_TYPE):
             return [{"name": "self", "identity": "self", "type": etype.long_name}]
         configured = [entity.as_map() for entity in router.store.of_type(etype)]

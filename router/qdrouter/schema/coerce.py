@@ -10,6 +10,7 @@ from .types import (
     BOOLEAN,
     ENTITY_ID,
     ENUM,
+    FLOAT,
     INTEGER,
     LIST,
     MAP,
@@ -123,11 +124,23 @@ def _list(attr: AttributeDef, value: object) -> object:
     return list(result)
 
 
+def _float(attr: AttributeDef, value: object) -> object:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str) and len(value) <= 40:
+        try:
+            return float(value.strip())
+        except ValueError:
+            pass
+    raise InvalidValue(f"{short_repr(value)} is not a number")
+
+
 _COERCERS: Dict[str, Callable[[AttributeDef, object], object]] = {
     STRING: _string,
     PATH: _string,
     ENTITY_ID: _string,
     INTEGER: _integer,
+    FLOAT: _float,
     BOOLEAN: _boolean,
     ENUM: _enum,
     MAP: _map,

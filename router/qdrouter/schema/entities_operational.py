@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .builders import attr, count, entity, status
-from .types import BOOLEAN, ENTITY_ID, INTEGER, LIST, MAP
+from .types import BOOLEAN, ENTITY_ID, FLOAT, INTEGER, LIST, MAP
 
 _SETTLEMENT_COUNTS = (
     count("deliveriesDelayed1Sec", "Settled deliveries that spent 1 to 10 seconds in the router."),
@@ -94,6 +94,14 @@ ROUTER_NODE = entity(
         status("cost", INTEGER, doc="Cost of reaching it."),
         status("lastTopoChange", INTEGER, doc="When its neighbourhood last changed."),
         status("index", INTEGER, doc="Its index in this router's statistics."),
+        # qdmesh's own (docs/management.md, "Neighbour round trips"): neighbours only, and only
+        # with the router's canaryIntervalSeconds above 0.
+        status("roundTripSeconds", FLOAT,
+               doc="qdmesh: the last round trip of a management request to this neighbour."),
+        status("roundTripAverageSeconds", FLOAT,
+               doc="qdmesh: the moving average (EWMA) of the round trips to this neighbour."),
+        count("probeFailures", "qdmesh: round-trip probes to this neighbour in a row that got no "
+                               "answer in time."),
     ],
     operational=True,
     doc="Another router in the network.",

@@ -86,6 +86,9 @@ ROUTER = entity(
         one_of("defaultDistribution", *DISTRIBUTIONS, default="balanced",
                doc="Distribution used for addresses that no address section matches."),
         conf("metadata", doc="Free text describing the router, for tools; the router ignores it."),
+        conf("canaryIntervalSeconds", INTEGER, default=0, minimum=0,
+             doc="qdmesh: seconds between round-trip probes an interior router sends to each "
+                 "neighbour's management (router.node roundTripSeconds); 0 sends none."),
         *_ROUTER_STATS,
         status("draining", BOOLEAN, doc="qdmesh: the router is draining (after SIGTERM, with "
                                         "--drain-timeout above 0): it accepts no new connections "

@@ -20,8 +20,9 @@ PATH = "path"
 ENTITY_ID = "entityId"
 PROPERTIES = "properties"  # a map whose keys are strings (AMQP connection properties)
 ENUM = "enum"
+FLOAT = "float"  # qdmesh: read-only measurements (router.node roundTripSeconds)
 
-ATTRIBUTE_TYPES = frozenset({STRING, INTEGER, BOOLEAN, MAP, LIST, PATH, ENTITY_ID, PROPERTIES, ENUM})
+ATTRIBUTE_TYPES = frozenset({STRING, INTEGER, BOOLEAN, MAP, LIST, PATH, ENTITY_ID, PROPERTIES, ENUM, FLOAT})
 
 _HYPHENATED = re.compile(r"-+([A-Za-z0-9])")
 

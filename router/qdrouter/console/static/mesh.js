@@ -11,15 +11,18 @@ function renderMesh(data) {
   topology.draw(document.getElementById("topology"), data);
   const routers = data.routers || [];
   qd.renderTable(document.getElementById("routers-table"),
-    ["router", "state", "mode", "connections", "links", "addresses", "memory", "uptime (s)"],
+    ["router", "state", "mode", "connections", "links", "addresses", "memory", "uptime (s)", "routes active"],
     routers.map(r => ({
       attrs: {"data-router": r.id, class: r.reachable ? "" : "problem"},
       cells: [routerLink(r.id), r.reachable ? "answering" : `not answering: ${r.error}`, r.mode,
-              r.connections, r.links, r.addresses, qd.bytes(r.memory), r.uptime],
+              r.connections, r.links, r.addresses, qd.bytes(r.memory), r.uptime, routesActive(r)],
     })), "no routers found yet");
-  qd.renderTable(document.getElementById("edges-table"), ["router", "router", "cost"],
-    (data.edges || []).map(e => ({attrs: {"data-a": e.a, "data-b": e.b}, cells: [e.a, e.b, e.cost]})),
-    "no inter-router links");
+  qd.renderTable(document.getElementById("edges-table"), ["router", "router", "cost", "round trip"],
+    (data.edges || []).map(e => {
+      const latency = topology.latency(e);
+      return {attrs: {"data-a": e.a, "data-b": e.b, class: `latency-${latency.level}`},
+              cells: [e.a, e.b, e.cost, latency.ms === null ? latency.text : latency.text.replace("round trip ", "")]};
+    }), "no inter-router links");
   qd.renderTable(document.getElementById("addresses-table"),
     ["address", "phase", "distribution", "consumers", "on routers", "in", "in rate", "out", "out rate"],
     (data.addresses || []).map(a => ({
@@ -36,6 +39,15 @@ function renderMesh(data) {
     })), "no client links");
   renderConfigured("autolinks-table", data.autolinks || [], "no auto-links");
   renderConfigured("linkroutes-table", data.linkroutes || [], "no link routes");
+}
+
+// "2 of 3" auto-links and link routes together, with what is not active.
+function routesActive(router) {
+  const all = [router.autoLinks, router.linkRoutes].filter(c => c && c.total);
+  if (!all.length) return "";
+  const active = all.reduce((sum, c) => sum + c.active, 0), total = all.reduce((sum, c) => sum + c.total, 0);
+  const inactive = router.inactiveRoutes || [];
+  return inactive.length ? `${active} of ${total} (${inactive.join("; ")})` : `${active} of ${total}`;
 }
 
 function renderConfigured(tableId, rows, emptyText) {

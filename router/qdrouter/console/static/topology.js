@@ -21,10 +21,14 @@ const topology = {
     for (const edge of data.edges || []) {
       const a = places[edge.a], b = places[edge.b];
       if (!a || !b) continue;
-      const group = edges.appendChild(qd.svg("g", {class: "edge", "data-a": edge.a, "data-b": edge.b}));
+      const latency = this.latency(edge);
+      const group = edges.appendChild(qd.svg("g", {
+        class: `edge latency-${latency.level}`, "data-a": edge.a, "data-b": edge.b,
+        "data-latency-ms": latency.ms === null ? "" : latency.ms.toFixed(3)}));
       group.appendChild(qd.svg("line", {x1: a.x, y1: a.y, x2: b.x, y2: b.y}));
-      group.appendChild(qd.svg("title", {}, `${edge.a} – ${edge.b}, cost ${edge.cost ?? "unknown"}`));
-      const label = edge.cost === null || edge.cost === undefined ? "?" : edge.cost;
+      group.appendChild(qd.svg("title", {}, `${edge.a} – ${edge.b}, cost ${edge.cost ?? "unknown"}, ${latency.text}`));
+      const cost = edge.cost === null || edge.cost === undefined ? "?" : edge.cost;
+      const label = latency.ms === null ? `${cost}` : `${cost} · ${this.milliseconds(latency.ms)}`;
       group.appendChild(qd.svg("text", {x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 - 6, class: "cost"}, label));
     }
     this.attachments(graph, data.attachments || [], places, cx, cy);
@@ -39,7 +43,42 @@ const topology = {
         : `Router ${router.id} does not answer: ${router.error}`));
       group.appendChild(qd.svg("circle", {cx: place.x, cy: place.y, r: 30}));
       group.appendChild(qd.svg("text", {x: place.x, y: place.y + 5, class: "router-label"}, router.id));
+      this.readiness(group, router, place);
     }
+  },
+
+  // The round trip measured across a link (routers' canaryIntervalSeconds): green under
+  // 10 ms, amber under 100 ms, red above or when probes go unanswered, grey when unknown.
+  latency(edge) {
+    const failures = edge.probeFailures || 0;
+    const ms = typeof edge.roundTrip === "number" ? edge.roundTrip * 1000 : null;
+    if (failures > 0) {
+      return {level: "bad", ms, text: `${failures} round-trip probe(s) unanswered in a row`};
+    }
+    if (ms === null) return {level: "unknown", ms, text: "round trip not measured"};
+    const level = ms < 10 ? "good" : ms < 100 ? "slow" : "bad";
+    return {level, ms, text: `round trip ${this.milliseconds(ms)}`};
+  },
+
+  milliseconds(ms) {
+    return ms < 10 ? `${ms.toFixed(1)} ms` : `${Math.round(ms)} ms`;
+  },
+
+  // A ring and a badge on a router whose auto-links or link routes are not all active.
+  readiness(group, router, place) {
+    const inactive = router.inactiveRoutes || [];
+    if (!router.reachable || !inactive.length) return;
+    group.setAttribute("class", group.getAttribute("class") + " routes-not-ready");
+    const counts = [["auto-links", router.autoLinks], ["link routes", router.linkRoutes]]
+      .filter(([, c]) => c && c.total).map(([what, c]) => `${c.active} of ${c.total} ${what} active`);
+    const title = `${counts.join(", ")}; not active: ${inactive.join("; ")}`;
+    const ring = qd.svg("circle", {cx: place.x, cy: place.y, r: 36, class: "readiness-ring"});
+    ring.appendChild(qd.svg("title", {}, title));
+    group.insertBefore(ring, group.firstChild.nextSibling);
+    const badge = group.appendChild(qd.svg("g", {class: "readiness-badge"}));
+    badge.appendChild(qd.svg("title", {}, title));
+    badge.appendChild(qd.svg("circle", {cx: place.x + 24, cy: place.y - 24, r: 10}));
+    badge.appendChild(qd.svg("text", {x: place.x + 24, y: place.y - 20}, "!"));
   },
 
   attachments(graph, attachments, places, cx, cy) {
