@@ -13,6 +13,10 @@ from ..model.mesh import MeshSpec
 from ..tls.names import CERT_ANNOTATION, MOUNTED_SECRETS_ANNOTATION, inter_router_secret
 
 RESTART_HASH_ANNOTATION = "qdmesh.io/restart-hash"
+#: Whether the router container is started with ``--drain-timeout`` (graceful drain on SIGTERM,
+#: finished before the pod's grace period ends).  Off until the router image the operator
+#: deploys accepts the option: a router that does not know it refuses to start.
+DRAIN_TIMEOUT_ARG = False
 INTER_ROUTER_TLS_DIR = "/etc/qdmesh/inter-router"
 
 
@@ -66,9 +70,27 @@ def client_services(mesh: MeshSpec, owner: Dict[str, Any] | None) -> List[Dict[s
 
 
 def pod_disruption_budget(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any]:
+    """spec.disruptionBudget (maxUnavailable 1 by default): how many routers a node drain may
+    evict at once.  Server-side apply replaces the field the operator no longer sets, so
+    switching between maxUnavailable and minAvailable leaves only the new one."""
+    budget = mesh.disruption_budget
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": _metadata(mesh, mesh.name, owner),
-            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": contract.selector(mesh.name)}}}
+            "spec": {budget.key: budget.value, "selector": {"matchLabels": contract.selector(mesh.name)}}}
+
+
+def drain_timeout(grace_seconds: int) -> int:
+    """Seconds a router drains for on SIGTERM: its grace period less 10 s for the process to
+    close its connections and exit before the kubelet kills it; at least 1."""
+    return max(grace_seconds - 10, 1)
+
+
+def router_command(config: str, grace_seconds: int) -> List[str]:
+    """The router container's command line for config file ``config``."""
+    command = ["qdrouterd", "-c", config]
+    if DRAIN_TIMEOUT_ARG:
+        command += ["--drain-timeout", str(drain_timeout(grace_seconds))]
+    return command
 
 
 def certificate(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any] | None:
@@ -114,7 +136,8 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int
     ports += [{"name": x.name, "containerPort": x.port} for x in mesh.listeners]
     container: Dict[str, Any] = {
         "name": "router", "image": mesh.image, "imagePullPolicy": "IfNotPresent",
-        "command": ["qdrouterd", "-c", f"{contract.CONFIG_DIR}/$(POD_NAME).conf"],
+        "command": router_command(f"{contract.CONFIG_DIR}/$(POD_NAME).conf",
+                                  mesh.pod.termination_grace_seconds),
         "env": env, "ports": ports, "volumeMounts": mounts,
         # /readyz: management answers and the router reaches a peer, so a rolling update waits
         # for each router to rejoin the mesh before it moves on to the next.
@@ -128,7 +151,8 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int
     if mesh.pod.resources:
         container["resources"] = mesh.pod.resources
     pod_spec: Dict[str, Any] = {"containers": [container], "volumes": volumes,
-                                "terminationGracePeriodSeconds": 30, "enableServiceLinks": False}
+                                "terminationGracePeriodSeconds": mesh.pod.termination_grace_seconds,
+                                "enableServiceLinks": False}
     for key, value in (("affinity", mesh.pod.affinity), ("tolerations", mesh.pod.tolerations),
                        ("nodeSelector", mesh.pod.node_selector),
                        ("topologySpreadConstraints", mesh.pod.topology_spread),
