@@ -127,6 +127,9 @@ class MeshReconciler:
         newest = last[1].statuses.get((contract.MESH_PLURAL, mesh_name)) if last else None
         if newest is not None:
             body = {**body, "status": newest}
+        if observed.paused:  # nothing changes for the mesh nor its routing resources
+            return status.paused_report(body, [(ROUTING_PLURALS[kind], item)
+                                               for kind, item in observed.routing])
         # model: typed specs; a bad RouterMesh stops here, naming the field
         try:
             parsed = model.parse_inputs(body, observed.routing)
@@ -153,7 +156,9 @@ class MeshReconciler:
         state = desired.mesh_state(mesh, parsed.routing, manage_inter_router=in_cluster)
         # render: configs and Kubernetes objects
         try:
-            rendered = render.render_mesh(state, owner, certificates)
+            rendered = render.render_mesh(state, owner, certificates, restarted_at=(
+                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) if parsed.manual_roll
+                else observed.restarted_at))
         except render.RenderError as e:
             return status.stalled_report(body, str(e), event=None)
         # apply: Kubernetes objects, then live entities on each router, then the StatefulSet
@@ -161,7 +166,7 @@ class MeshReconciler:
         try:
             applied = apply.apply_mesh(self.kube, pool=pool, rendered=rendered, state=state,
                                        observed=observed, urls=urls, certificates=certificates,
-                                       override=override)
+                                       override=override, manual_roll=parsed.manual_roll)
         except KubeRefused as e:
             return status.refused_report(body, e, certificates)
         if pool is not self.pool:  # routers that left the mesh, edge pods replaced: closed

@@ -15,6 +15,7 @@ from ..contract import ROUTER_UNREACHABLE
 from ..desired.state import MeshState
 from ..kube.api import KubeApi, KubeRefused
 from ..observe.cluster import Observed
+from ..operations import MANUAL_ROLL_ANNOTATION
 from ..render.mesh import RenderedMesh
 from ..rolling import TEMPLATE_HASH, next_partition
 from ..tls.resolve import Certificates
@@ -47,7 +48,10 @@ def _apply(kube: KubeApi, obj: Mapping[str, Any]) -> None:
 
 def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state: MeshState,
                observed: Observed, urls: Mapping[str, str], certificates: Certificates,
-               override: Mapping[str, str] | None = None) -> Applied:
+               override: Mapping[str, str] | None = None, manual_roll: bool = False) -> Applied:
+    """``manual_roll``: the mesh asks for a manual rolling update; once the StatefulSet with
+    its restamped pod template is applied, the annotation is removed (within this mesh's
+    reconciliation, so the next one cannot see it and restamp the template again)."""
     mesh = state.mesh
     applied = Applied(stateful_set_status=dict((observed.stateful_set or {}).get("status") or {}))
     for obj in rendered.objects:
@@ -71,6 +75,11 @@ def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state
         pods=list(observed.pods.values()), converged=mesh_converged(mesh, applied.outcomes))
     sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = partition
     _apply(kube, sts)
+    if manual_roll:
+        try:
+            kube.remove_annotations(contract.MESH_PLURAL, mesh.namespace, mesh.name, [MANUAL_ROLL_ANNOTATION])
+        except ApiException as e:
+            raise KubeRefused("RouterMesh", e) from None
     # Edge groups after the interior routers they connect to.
     applied.events.extend(apply_edge_objects(kube, state, rendered.edge_objects, observed.edge_workloads))
     if certificates.management_error is None and applied.edge_routers:

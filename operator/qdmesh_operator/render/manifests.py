@@ -10,6 +10,7 @@ from typing import Any, Dict, List
 from .. import contract
 from ..desired.state import TLS_DIR
 from ..model.mesh import MeshSpec
+from ..operations import RESTARTED_AT_ANNOTATION
 from ..tls.names import CERT_ANNOTATION, MOUNTED_SECRETS_ANNOTATION, inter_router_secret
 
 RESTART_HASH_ANNOTATION = "qdmesh.io/restart-hash"
@@ -109,7 +110,8 @@ def certificate(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any] 
 
 
 def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int = 0,
-                 cert_revision: str | None = None, secrets_digest: str | None = None) -> Dict[str, Any]:
+                 cert_revision: str | None = None, secrets_digest: str | None = None,
+                 restarted_at: str | None = None) -> Dict[str, Any]:
     env: List[Dict[str, Any]] = [{"name": "POD_NAME",
                                   "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                                  {"name": "POD_NAMESPACE",
@@ -165,6 +167,8 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int
         annotations[CERT_ANNOTATION] = cert_revision
     if secrets_digest:
         annotations[MOUNTED_SECRETS_ANNOTATION] = secrets_digest
+    if restarted_at:
+        annotations[RESTARTED_AT_ANNOTATION] = restarted_at
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _metadata(mesh, mesh.name, owner),
             "spec": {"serviceName": contract.headless_service(mesh.name), "replicas": mesh.size,
                      "podManagementPolicy": "Parallel",
@@ -227,7 +231,8 @@ def with_template_hash(sts: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], *, owner: Dict[str, Any] | None,
-                 cert_revision: str | None = None, secrets_digest: str | None = None) -> List[Dict[str, Any]]:
+                 cert_revision: str | None = None, secrets_digest: str | None = None,
+                 restarted_at: str | None = None) -> List[Dict[str, Any]]:
     """Every object of the mesh, in the order to apply them (config before the pods using it).
     The Secrets of mode Managed are not among them: tls.secrets makes those, once."""
     objects = [config_map(mesh, confs, owner), headless_service(mesh, owner), *client_services(mesh, owner),
@@ -238,5 +243,5 @@ def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], *, owner: Dict[str, Any]
     if mesh.console.enabled:
         objects.extend(console_objects(mesh, owner))
     objects.append(with_template_hash(stateful_set(mesh, owner, cert_revision=cert_revision,
-                                                   secrets_digest=secrets_digest)))
+                                                   secrets_digest=secrets_digest, restarted_at=restarted_at)))
     return objects

@@ -26,10 +26,13 @@ class RenderedMesh:
     edge_objects: List[Dict[str, Any]]
 
 
-def render_mesh(state: MeshState, owner: Dict[str, Any], certificates: Certificates) -> RenderedMesh:
-    """Raises RenderError when a rendered config would not load in the router."""
+def render_mesh(state: MeshState, owner: Dict[str, Any], certificates: Certificates,
+                restarted_at: str | None = None) -> RenderedMesh:
+    """Raises RenderError when a rendered config would not load in the router.
+    ``restarted_at``: when the routers were last asked to restart by hand (in their pod
+    template: a new value rolls them)."""
     confs = render_all(state)
     objects = mesh_objects(state.mesh, confs, owner=owner, cert_revision=certificates.revision,
-                           secrets_digest=certificates.mounted_digest)
+                           secrets_digest=certificates.mounted_digest, restarted_at=restarted_at)
     edges = edge_objects(state.mesh, owner, certificates.edge_revision, certificates.edge_mounted_digest)
     return RenderedMesh(confs, objects[:-1], objects[-1], edges)

@@ -14,11 +14,13 @@ from ..desired.state import MeshState
 from ..kube.api import KubeRefused
 from ..model.inputs import ParsedMesh
 from ..observe.cluster import Observed
+from ..operations import MANUAL_ROLL_ANNOTATION
 from ..tls.resolve import Certificates
 from . import drift, reachable
 from . import mesh as mesh_status
 from .edges import edge_status
 from .lost import control_plane_away, lost_events, lost_routers, recovering
+from .paused import resumed_event
 from .pods import pod_events
 from .report import Event, Report, ref
 from .routing import routing_statuses
@@ -30,7 +32,14 @@ def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: 
     """``last_in_sync``: the previous reconciliation's ``Report.in_sync``; ``canary``: what the
     probes between the routers found."""
     report = Report()
+    resumed = resumed_event(body)
+    if resumed is not None:
+        report.events.append(resumed)
     report.events.extend(_events(body, certificates.events, applied.events))
+    if parsed.manual_roll:  # the new pod template is applied (and the annotation gone): once
+        report.events.append(Event(ref(body), "Normal", "ManualRollingUpdate",
+                                   f"{MANUAL_ROLL_ANNOTATION} asked for a rolling restart: every router "
+                                   "restarts, one at a time, each once the mesh has reconverged"))
     rolling = mesh_status.rolling_event(body, state, applied.rolling)
     if rolling is not None:
         report.events.append(rolling)

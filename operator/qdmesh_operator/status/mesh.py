@@ -157,7 +157,7 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, *, applied: Applied,
     converged = mesh_converged(mesh, outcomes)
     new = status.status_of(verdict, generation, previous, routers=int(sts.get("replicas") or 0),
                            readyRouters=ready_replicas,
-                           selector=f"qdmesh.io/mesh={mesh.name}", image=mesh.image,
+                           selector=f"qdmesh.io/mesh={mesh.name}", image=mesh.image, routerImage=mesh.image,
                            configHash=mesh.restart_hash(), routerStatus=routers,
                            lostRouters=[r.entry() for r in lost])
     if mesh.edge_groups:

@@ -1,0 +1,93 @@
+"""Day-2 operations against a REAL API server (no kubelet: router pods never run), with the
+operator in-process under kopf: a paused mesh changes nothing until the annotation goes, then
+applies what changed meanwhile; a manual rolling update starts a roll once and the annotation
+goes.  Fixtures in kube_operator.py."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict
+
+import pytest
+
+from qdmesh_operator.operations import MANUAL_ROLL_ANNOTATION, PAUSE_ANNOTATION, RESTARTED_AT_ANNOTATION
+from tests.operator.kube_operator import Cluster, G, V, eventually
+
+pytestmark = pytest.mark.timeout(240)
+
+IMAGE, NEW_IMAGE = "qdmesh/router:0.1.0", "qdmesh/router:0.2.0"
+
+
+def _annotate(kube: Cluster, name: str, annotations: Dict[str, Any]) -> None:
+    kube.custom.patch_namespaced_custom_object(G, V, kube.ns, "routermeshes", name,
+                                               {"metadata": {"annotations": annotations}},
+                                               _content_type="application/merge-patch+json")
+
+
+def _reasons(kube: Cluster, name: str) -> list:
+    return [e.reason for e in kube.events(name)]
+
+
+def test_paused_mesh_changes_nothing_until_resumed(kube: Cluster) -> None:
+    kube.create("routermeshes", "RouterMesh", "calm", {"size": 2, "image": IMAGE})
+    eventually(lambda: kube.get("routermeshes", "calm").get("status", {}).get("observedGeneration") == 1,
+               60, "first status")
+    _annotate(kube, "calm", {PAUSE_ANNOTATION: "true"})
+    paused = eventually(lambda: kube.condition("routermeshes", "calm", "ReconciliationPaused"), 30,
+                        "ReconciliationPaused condition")
+    assert paused["status"] == "True" and PAUSE_ANNOTATION in paused["message"]
+    ready_before = kube.condition("routermeshes", "calm", "Ready")
+    kube.patch_spec("routermeshes", "calm", {"size": 3, "image": NEW_IMAGE,
+                                            "disruptionBudget": {"maxUnavailable": 2}})
+    kube.create("linkroutes", "LinkRoute", "calm-orders", {"meshRef": "calm", "prefix": "orders.",
+                                                           "containerId": "broker"})
+    eventually(lambda: kube.condition("linkroutes", "calm-orders", "ReconciliationPaused").get("status")
+               == "True", 30, "the LinkRoute paused with its mesh")
+    time.sleep(4)  # two drift checks (every 1.5 s) and the change handler: none may change anything
+    sts = kube.apps.read_namespaced_stateful_set("calm", kube.ns)
+    assert sts.spec.replicas == 2 and sts.spec.template.spec.containers[0].image == IMAGE
+    pdb = kube.policy.read_namespaced_pod_disruption_budget("calm", kube.ns)
+    assert pdb.spec.max_unavailable == 1
+    status = kube.get("routermeshes", "calm")["status"]
+    assert status["observedGeneration"] == 1
+    ready = kube.condition("routermeshes", "calm", "Ready")
+    assert ready == ready_before  # as it was when the pause began, whatever the pods did since
+    assert _reasons(kube, "calm").count("ReconciliationPaused") == 1
+
+    _annotate(kube, "calm", {PAUSE_ANNOTATION: None})
+
+    def resumed() -> bool:
+        sts = kube.apps.read_namespaced_stateful_set("calm", kube.ns)
+        return sts.spec.replicas == 3 and sts.spec.template.spec.containers[0].image == NEW_IMAGE
+
+    eventually(resumed, 30, "what changed while paused applied")
+    eventually(lambda: kube.get("routermeshes", "calm")["status"]["observedGeneration"] == 2, 30,
+               "observedGeneration of the new spec")
+    assert kube.policy.read_namespaced_pod_disruption_budget("calm", kube.ns).spec.max_unavailable == 2
+    assert kube.condition("routermeshes", "calm", "ReconciliationPaused") == {}
+    eventually(lambda: kube.condition("linkroutes", "calm-orders", "ReconciliationPaused") == {}, 30,
+               "the LinkRoute resumed")
+    eventually(lambda: "ReconciliationResumed" in _reasons(kube, "calm"), 30, "ReconciliationResumed Event")
+
+
+def test_manual_rolling_update_rolls_once_and_the_annotation_goes(kube: Cluster) -> None:
+    kube.create("routermeshes", "RouterMesh", "roll", {"size": 3, "image": IMAGE})
+    eventually(lambda: kube.get("routermeshes", "roll").get("status", {}).get("observedGeneration") == 1,
+               60, "first status")
+    sts = kube.apps.read_namespaced_stateful_set("roll", kube.ns)
+    assert RESTARTED_AT_ANNOTATION not in (sts.spec.template.metadata.annotations or {})
+    _annotate(kube, "roll", {MANUAL_ROLL_ANNOTATION: "true"})
+
+    def rolling() -> Any:
+        sts = kube.apps.read_namespaced_stateful_set("roll", kube.ns)
+        stamp = (sts.spec.template.metadata.annotations or {}).get(RESTARTED_AT_ANNOTATION)
+        return stamp if stamp and sts.spec.update_strategy.rolling_update.partition == 2 else None
+
+    stamp = eventually(rolling, 30, "the pod template restamped and router 2 released first")
+    eventually(lambda: MANUAL_ROLL_ANNOTATION not in (kube.get("routermeshes", "roll")["metadata"]
+                                                      .get("annotations") or {}), 30, "annotation removed")
+    eventually(lambda: "ManualRollingUpdate" in _reasons(kube, "roll"), 30, "ManualRollingUpdate Event")
+    time.sleep(3)  # drift checks: the stamp is kept, the roll is not started again
+    sts = kube.apps.read_namespaced_stateful_set("roll", kube.ns)
+    assert sts.spec.template.metadata.annotations[RESTARTED_AT_ANNOTATION] == stamp
+    assert _reasons(kube, "roll").count("ManualRollingUpdate") == 1
