@@ -5,6 +5,8 @@ goes.  Fixtures in kube_operator.py."""
 
 from __future__ import annotations
 
+import datetime
+import json
 import time
 from typing import Any, Dict
 
@@ -91,3 +93,54 @@ def test_manual_rolling_update_rolls_once_and_the_annotation_goes(kube: Cluster)
     sts = kube.apps.read_namespaced_stateful_set("roll", kube.ns)
     assert sts.spec.template.metadata.annotations[RESTARTED_AT_ANNOTATION] == stamp
     assert _reasons(kube, "roll").count("ManualRollingUpdate") == 1
+    status = kube.get("routermeshes", "roll")["status"]
+    assert status["rollingRestart"]["state"] == "Rolling"
+    manual = "manual rolling update requested (qdmesh.io/manual-rolling-update)"
+    assert status["rollingRestart"]["reasons"] == [manual]
+    said = [e.message for e in kube.events("roll") if e.reason == "RollingRestart"]
+    assert said and said[0].endswith(f": {manual}")
+
+
+def test_a_due_roll_waits_for_a_maintenance_window(kube: Cluster) -> None:
+    later = (datetime.datetime.now(datetime.timezone.utc).hour + 12) % 24  # not within the test
+    kube.create("routermeshes", "RouterMesh", "win", {"size": 3, "image": IMAGE,
+                                                      "maintenanceTimeWindows": [f"* {later} * * *"]})
+    eventually(lambda: kube.get("routermeshes", "win").get("status", {}).get("observedGeneration") == 1,
+               60, "first status")
+    kube.patch_spec("routermeshes", "win", {"image": NEW_IMAGE})
+
+    def pending() -> Any:
+        return kube.condition("routermeshes", "win", "RollingRestartPending").get("status") == "True"
+
+    eventually(pending, 30, "RollingRestartPending")
+    sts = kube.apps.read_namespaced_stateful_set("win", kube.ns)
+    # The new template is there, but no router may take it: the partition is the mesh's size.
+    assert sts.spec.template.spec.containers[0].image == NEW_IMAGE
+    assert sts.spec.update_strategy.rolling_update.partition == 3
+    status = kube.get("routermeshes", "win")["status"]
+    assert status["rollingRestart"]["state"] == "Pending"
+    assert status["rollingRestart"]["reasons"] == ["spec.image changed"]
+    assert "rolling restart pending until a maintenance window" in kube.condition(
+        "routermeshes", "win", "RollingRestartPending")["message"]
+    kube.patch_spec("routermeshes", "win", {"maintenanceTimeWindows": ["* * * * *"]})  # always open
+    eventually(lambda: kube.apps.read_namespaced_stateful_set("win", kube.ns)
+               .spec.update_strategy.rolling_update.partition == 2, 30, "the roll started in the window")
+    eventually(lambda: kube.condition("routermeshes", "win", "RollingRestartPending") == {}, 30,
+               "no longer pending")
+
+
+def test_admission_refuses_a_window_that_is_not_cron_naming_the_field(kube: Cluster) -> None:
+    from kubernetes.client.rest import ApiException
+
+    with pytest.raises(ApiException) as caught:
+        kube.create("routermeshes", "RouterMesh", "badwin",
+                    {"image": IMAGE, "maintenanceTimeWindows": ["sundays"]})
+    assert caught.value.status == 422
+    message = json.loads(caught.value.body)["message"]
+    assert "spec.maintenanceTimeWindows: each is a cron expression" in message
+    # What CEL lets by (the shape of cron, a value out of range) the operator refuses in status.
+    kube.create("routermeshes", "RouterMesh", "badhour",
+                {"image": IMAGE, "maintenanceTimeWindows": ["* 25 * * *"]})
+    stalled = eventually(lambda: kube.condition("routermeshes", "badhour", "Stalled").get("status") == "True"
+                         and kube.condition("routermeshes", "badhour", "Stalled"), 30, "Stalled")
+    assert stalled["message"].startswith("spec.maintenanceTimeWindows[0]: '* 25 * * *': hour: 25")

@@ -5,6 +5,7 @@ the kind of object the API server refused."""
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Tuple
 
@@ -14,8 +15,10 @@ from .. import contract
 from ..contract import ROUTER_UNREACHABLE
 from ..desired.state import MeshState
 from ..kube.api import KubeApi, KubeRefused
+from ..model.restart import restart_sections
 from ..observe.cluster import Observed
-from ..operations import MANUAL_ROLL_ANNOTATION
+from ..operations import MANUAL_ROLL_ANNOTATION, in_any_window
+from ..operations.reasons import roll_reasons
 from ..render.mesh import RenderedMesh
 from ..rolling import TEMPLATE_HASH, next_partition
 from ..tls.resolve import Certificates
@@ -37,6 +40,8 @@ class Applied:
     #: The edge routers managed this time, and what each one's management did and reported.
     edge_routers: List[EdgeRouter] = field(default_factory=list)
     edge_outcomes: Dict[str, RouterOutcome] = field(default_factory=dict)
+    #: Why the pod template changed this time (operations/reasons.py); empty when it did not.
+    roll_reasons: List[str] = field(default_factory=list)
 
 
 def _apply(kube: KubeApi, obj: Mapping[str, Any]) -> None:
@@ -70,9 +75,17 @@ def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state
     elif urls:
         applied.outcomes = sync_mesh(state, urls, pool=pool, tls=certificates.management)
     sts = rendered.stateful_set
+    live = observed.stateful_set
+    new_hash = sts["metadata"]["annotations"][TEMPLATE_HASH]
+    live_hash = (((live or {}).get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_HASH)
+    if live is not None and live_hash != new_hash:
+        last = ((observed.body or {}).get("status") or {}).get("restartSections")
+        applied.roll_reasons = roll_reasons((live.get("spec") or {}).get("template"), sts["spec"]["template"],
+                                            previous_sections=last, sections=restart_sections(mesh))
     partition, applied.rolling = next_partition(
-        mesh.size, sts["metadata"]["annotations"][TEMPLATE_HASH], live=observed.stateful_set,
-        pods=list(observed.pods.values()), converged=mesh_converged(mesh, applied.outcomes))
+        mesh.size, new_hash, live=live, pods=list(observed.pods.values()),
+        converged=mesh_converged(mesh, applied.outcomes),
+        window_open=in_any_window(mesh.maintenance_windows, dt.datetime.now(dt.timezone.utc)))
     sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = partition
     _apply(kube, sts)
     if manual_roll:

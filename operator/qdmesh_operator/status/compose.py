@@ -23,6 +23,7 @@ from .lost import control_plane_away, lost_events, lost_routers, recovering
 from .paused import resumed_event
 from .pods import pod_events
 from .report import Event, Report, ref
+from .rolling import pending, rolling_event
 from .routing import routing_statuses
 
 
@@ -40,7 +41,7 @@ def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: 
         report.events.append(Event(ref(body), "Normal", "ManualRollingUpdate",
                                    f"{MANUAL_ROLL_ANNOTATION} asked for a rolling restart: every router "
                                    "restarts, one at a time, each once the mesh has reconverged"))
-    rolling = mesh_status.rolling_event(body, state, applied.rolling)
+    rolling = rolling_event(body, applied)
     if rolling is not None:
         report.events.append(rolling)
     every_router = {**applied.outcomes, **applied.edge_outcomes}
@@ -50,7 +51,7 @@ def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: 
     report.in_sync = drift.in_sync(state, applied.outcomes)
     mesh_status.count(report, every_router, repairs)
     lost = lost_routers(parsed.mesh, body, observed=observed, outcomes=applied.outcomes,
-                        rolling=applied.rolling)
+                        rolling="" if pending(applied) else applied.rolling)
     report.events.extend(lost_events(body, lost, observed, parsed.mesh.size))
     nodes = {name: pod.node for name, pod in observed.pods.items() if pod.node}
     # A router whose management answers is running, whatever its pod says (a router reached
