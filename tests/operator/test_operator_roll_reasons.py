@@ -131,3 +131,11 @@ def test_each_roll_step_event_says_why() -> None:
     step = Applied(rolling="router 2 is back and the mesh has reconverged: restarting router 1")
     event = rolling_event(body, step)
     assert event is not None and event.message.endswith(": spec.pod.resources changed")
+
+
+def test_a_change_while_a_roll_waits_adds_its_reason() -> None:
+    waiting = {"rollingRestart": {"state": "Pending", "reasons": ["spec.image changed"]}}
+    again = Applied(rolling=PENDING, roll_reasons=["spec.pod.resources changed"])
+    assert rolling_status(waiting, again)["reasons"] == ["spec.image changed", "spec.pod.resources changed"]
+    same = Applied(rolling=PENDING, roll_reasons=["spec.image changed"])
+    assert rolling_status(waiting, same)["reasons"] == ["spec.image changed"]

@@ -37,7 +37,7 @@ def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: 
     if resumed is not None:
         report.events.append(resumed)
     report.events.extend(_events(body, certificates.events, applied.events))
-    if parsed.manual_roll:  # the new pod template is applied (and the annotation gone): once
+    if parsed.manual_roll and observed.stateful_set is not None:  # applied, the annotation gone: once
         report.events.append(Event(ref(body), "Normal", "ManualRollingUpdate",
                                    f"{MANUAL_ROLL_ANNOTATION} asked for a rolling restart: every router "
                                    "restarts, one at a time, each once the mesh has reconverged"))

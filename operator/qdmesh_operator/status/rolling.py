@@ -21,11 +21,11 @@ def pending(applied: Applied) -> bool:
 
 
 def roll_reasons(previous: Mapping[str, Any], applied: Applied) -> List[str]:
-    """Why the roll under way (or pending) is: found this time when the pod template changed,
-    else as the last status said (a roll takes several reconciliations)."""
-    if applied.roll_reasons:
-        return list(applied.roll_reasons)
-    return [str(r) for r in ((previous.get("rollingRestart") or {}).get("reasons") or [])]
+    """Why the roll under way (or pending) is: as the last status said (a roll takes several
+    reconciliations), with what changed the pod template this time added (a change during a
+    roll or while it waits starts it again, for both)."""
+    said = [str(r) for r in ((previous.get("rollingRestart") or {}).get("reasons") or [])]
+    return said + [r for r in applied.roll_reasons if r not in said]
 
 
 def rolling_status(previous: Mapping[str, Any], applied: Applied) -> Dict[str, Any] | None:
