@@ -20,6 +20,9 @@ HELD = "rolling restart held"
 #: A rolling restart is due but waits for a maintenance window (spec.maintenanceTimeWindows):
 #: the new pod template is applied with the partition at the mesh's size, so no router takes it.
 PENDING = "rolling restart pending until a maintenance window"
+#: On the StatefulSet while a rolling restart is pending (the partition alone does not say it
+#: once the mesh has grown past it).
+PENDING_ANNOTATION = "qdmesh.io/rolling-restart-pending"
 
 
 @dataclass
@@ -49,12 +52,13 @@ def next_partition(size: int, new_hash: str, *, live: Mapping[str, Any] | None, 
     strategy = ((live.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
     current = int(strategy.get("partition") or 0)
     changed = annotations.get(TEMPLATE_HASH) != new_hash
-    if (changed or current >= size > 0) and not window_open:
+    waiting = annotations.get(PENDING_ANNOTATION) == "true" or current >= size > 0
+    if (changed or waiting) and not window_open:
         return size, PENDING
     if changed:
         first = max(size - 1, 0)
         return first, f"pod template changed: restarting router {first} first, then one at a time"
-    if current >= size > 0:
+    if waiting:
         return size - 1, f"rolling restart starting: restarting router {size - 1} first, then one at a time"
     if current <= 0:
         return 0, ""

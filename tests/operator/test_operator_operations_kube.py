@@ -152,6 +152,7 @@ def test_a_due_roll_waits_for_a_maintenance_window(kube: Cluster) -> None:
     # The new template is there, but no router may take it: the partition is the mesh's size.
     assert sts.spec.template.spec.containers[0].image == NEW_IMAGE
     assert sts.spec.update_strategy.rolling_update.partition == 3
+    assert sts.metadata.annotations["qdmesh.io/rolling-restart-pending"] == "true"
     status = kube.get("routermeshes", "win")["status"]
     assert status["rollingRestart"]["state"] == "Pending"
     assert status["rollingRestart"]["reasons"] == ["spec.image changed"]
@@ -162,6 +163,8 @@ def test_a_due_roll_waits_for_a_maintenance_window(kube: Cluster) -> None:
                .spec.update_strategy.rolling_update.partition == 2, 30, "the roll started in the window")
     eventually(lambda: kube.condition("routermeshes", "win", "RollingRestartPending") == {}, 30,
                "no longer pending")
+    annotations = kube.apps.read_namespaced_stateful_set("win", kube.ns).metadata.annotations
+    assert "qdmesh.io/rolling-restart-pending" not in annotations
 
 
 def test_admission_refuses_a_window_that_is_not_cron_naming_the_field(kube: Cluster) -> None:

@@ -139,3 +139,11 @@ def test_a_change_while_a_roll_waits_adds_its_reason() -> None:
     assert rolling_status(waiting, again)["reasons"] == ["spec.image changed", "spec.pod.resources changed"]
     same = Applied(rolling=PENDING, roll_reasons=["spec.image changed"])
     assert rolling_status(waiting, same)["reasons"] == ["spec.image changed"]
+
+
+def test_a_pending_roll_stays_pending_when_the_mesh_grows_past_its_partition() -> None:
+    grown = _live("h2", 3)
+    grown["metadata"]["annotations"]["qdmesh.io/rolling-restart-pending"] = "true"
+    pods = [*OLD, PodState(3, "new", True), PodState(4, "new", True)]
+    assert next_partition(5, "h2", live=grown, pods=pods, converged=True, window_open=False) == (5, PENDING)
+    assert next_partition(5, "h2", live=grown, pods=pods, converged=True, window_open=True)[0] == 4

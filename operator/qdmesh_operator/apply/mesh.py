@@ -20,7 +20,7 @@ from ..observe.cluster import Observed
 from ..operations import MANUAL_ROLL_ANNOTATION, in_any_window
 from ..operations.reasons import roll_reasons
 from ..render.mesh import RenderedMesh
-from ..rolling import TEMPLATE_HASH, next_partition
+from ..rolling import PENDING, PENDING_ANNOTATION, TEMPLATE_HASH, next_partition
 from ..tls.resolve import Certificates
 from .converged import mesh_converged
 from .edges import EdgeRouter, apply_edge_objects, edge_routers, sync_edges
@@ -87,6 +87,8 @@ def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state
         converged=mesh_converged(mesh, applied.outcomes),
         window_open=in_any_window(mesh.maintenance_windows, dt.datetime.now(dt.timezone.utc)))
     sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = partition
+    if applied.rolling == PENDING:  # applied without it once the roll starts: removed then
+        sts["metadata"]["annotations"][PENDING_ANNOTATION] = "true"
     _apply(kube, sts)
     if manual_roll:
         try:
