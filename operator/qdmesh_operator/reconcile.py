@@ -2,6 +2,7 @@
 
     observe -> parse (model) -> certificates (tls) -> desired state -> render -> apply -> report
 
+(a mesh paused with qdmesh.io/pause-reconciliation: observe -> report, nothing written).
 Each stage is one function in its own module and hands its result to the next; none goes back
 to an earlier one (the API server is read once, at the start, and the certificate Secrets in
 one visit).  Synchronous (it runs in a worker thread of the kopf handlers); one mesh at a
