@@ -17,6 +17,7 @@ from .drift import DriftSchedule
 from .kube.api import KubeApi
 from .mesh_gauges import MESH_GAUGES
 from .metrics import METRICS, serve
+from .operations import MANUAL_ROLL_ANNOTATION, PAUSE_ANNOTATION
 from .reconcile import ROUTING_PLURALS, MeshReconciler, Report
 from .status.events import EventPoster
 
@@ -172,6 +173,7 @@ async def mesh_seen(type: Any, name: str, namespace: Any, meta: Any, **_: Any) -
     schedule: DriftSchedule = _state["drift"]
     if type == "DELETED" or meta.get("deletionTimestamp"):
         schedule.forget(namespace, name)
+        _state.get("mesh_operations", {}).pop((namespace, name), None)
         if type == "DELETED":
             try:
                 await run(namespace, name, "change")
@@ -182,6 +184,20 @@ async def mesh_seen(type: Any, name: str, namespace: Any, meta: Any, **_: Any) -
                          namespace, name, e)
     else:
         schedule.watch(namespace, name)
+        if _operations_changed(namespace, name, meta):
+            await run(namespace, name, "change")
+
+
+def _operations_changed(namespace: str, name: str, meta: Any) -> bool:
+    """Whether the annotations that pause a mesh or ask for a manual roll changed since the
+    last event seen (they are not in the spec, so no update handler sees them); the first
+    sight of a mesh is the create or resume handler's."""
+    annotations = (meta or {}).get("annotations") or {}
+    now = tuple(annotations.get(key) for key in (PAUSE_ANNOTATION, MANUAL_ROLL_ANNOTATION))
+    seen: dict = _state.setdefault("mesh_operations", {})
+    before = seen.get((namespace, name))
+    seen[(namespace, name)] = now
+    return before is not None and before != now
 
 
 @kopf.on.event("apps", "v1", "statefulsets", labels={"app.kubernetes.io/managed-by": contract.MANAGER})

@@ -2,6 +2,7 @@
 
     observe -> parse (model) -> certificates (tls) -> desired state -> render -> apply -> report
 
+(a mesh paused with qdmesh.io/pause-reconciliation: observe -> report, nothing written).
 Each stage is one function in its own module and hands its result to the next; none goes back
 to an earlier one (the API server is read once, at the start, and the certificate Secrets in
 one visit).  Synchronous (it runs in a worker thread of the kopf handlers); one mesh at a
@@ -127,6 +128,9 @@ class MeshReconciler:
         newest = last[1].statuses.get((contract.MESH_PLURAL, mesh_name)) if last else None
         if newest is not None:
             body = {**body, "status": newest}
+        if observed.paused:  # nothing changes for the mesh nor its routing resources
+            return status.paused_report(body, [(ROUTING_PLURALS[kind], item)
+                                               for kind, item in observed.routing])
         # model: typed specs; a bad RouterMesh stops here, naming the field
         try:
             parsed = model.parse_inputs(body, observed.routing)
@@ -154,7 +158,9 @@ class MeshReconciler:
         state = desired.mesh_state(mesh, parsed.routing, manage_inter_router=in_cluster)
         # render: configs and Kubernetes objects
         try:
-            rendered = render.render_mesh(state, owner, certificates)
+            rendered = render.render_mesh(state, owner, certificates, restarted_at=(
+                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) if parsed.manual_roll
+                else observed.restarted_at))
         except render.RenderError as e:
             return status.stalled_report(body, str(e), event=None)
         # apply: Kubernetes objects, then live entities on each router, then the StatefulSet
@@ -162,7 +168,7 @@ class MeshReconciler:
         try:
             applied = apply.apply_mesh(self.kube, pool=pool, rendered=rendered, state=state,
                                        observed=observed, urls=urls, certificates=certificates,
-                                       override=override)
+                                       override=override, manual_roll=parsed.manual_roll)
         except KubeRefused as e:
             return status.refused_report(body, e, certificates)
         if pool is not self.pool:  # routers that left the mesh, edge pods replaced: closed

@@ -17,6 +17,12 @@ from .pod_problems import PodProblem
 
 TEMPLATE_HASH = "qdmesh.io/template-hash"
 HELD = "rolling restart held"
+#: A rolling restart is due but waits for a maintenance window (spec.maintenanceTimeWindows):
+#: the new pod template is applied with the partition at the mesh's size, so no router takes it.
+PENDING = "rolling restart pending until a maintenance window"
+#: On the StatefulSet while a rolling restart is pending (the partition alone does not say it
+#: once the mesh has grown past it).
+PENDING_ANNOTATION = "qdmesh.io/rolling-restart-pending"
 
 
 @dataclass
@@ -36,16 +42,24 @@ def template_hash(stateful_set: Mapping[str, Any]) -> str:
 
 
 def next_partition(size: int, new_hash: str, *, live: Mapping[str, Any] | None, pods: Sequence[PodState],
-                   converged: bool) -> Tuple[int, str]:
-    """(partition to apply, what is happening in words; empty when nothing rolls)."""
+                   converged: bool, window_open: bool = True) -> Tuple[int, str]:
+    """(partition to apply, what is happening in words; empty when nothing rolls).
+    ``window_open``: a rolling restart may start now (inside a maintenance window, or the
+    mesh has none); one that has started goes on to its end regardless."""
     if live is None:
         return 0, ""
     annotations = (live.get("metadata") or {}).get("annotations") or {}
     strategy = ((live.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
     current = int(strategy.get("partition") or 0)
-    if annotations.get(TEMPLATE_HASH) != new_hash:
+    changed = annotations.get(TEMPLATE_HASH) != new_hash
+    waiting = annotations.get(PENDING_ANNOTATION) == "true" or current >= size > 0
+    if (changed or waiting) and not window_open:
+        return size, PENDING
+    if changed:
         first = max(size - 1, 0)
         return first, f"pod template changed: restarting router {first} first, then one at a time"
+    if waiting:
+        return size - 1, f"rolling restart starting: restarting router {size - 1} first, then one at a time"
     if current <= 0:
         return 0, ""
     target = str(((live.get("status") or {}).get("updateRevision")) or "")

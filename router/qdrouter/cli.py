@@ -15,6 +15,9 @@ from .tuning import open_files, startup_gc
 # --drain-timeout's default: a drain and the stop after it fit in Kubernetes' default
 # terminationGracePeriodSeconds (30) with room to spare.
 DEFAULT_DRAIN_TIMEOUT_S = 20.0
+# The same from the environment, when the option is not given: how the operator sets it, since
+# a router image from before the option ignores an unknown variable but refuses an option.
+DRAIN_TIMEOUT_ENV = "QDMESH_DRAIN_TIMEOUT"
 
 DESCRIPTION = "qdmesh router: an AMQP 1.0 message router, command-line compatible with qdrouterd."
 
@@ -48,12 +51,13 @@ def _parser() -> argparse.ArgumentParser:
         "--drain-timeout",
         metavar="SECONDS",
         type=_seconds,
-        default=DEFAULT_DRAIN_TIMEOUT_S,
+        default=None,
         help="qdmesh: on SIGTERM, drain for at most SECONDS before stopping: accept no new "
         "connections or links, have the other routers route around this one, let in-flight "
         "deliveries settle, then hand clients back (amqp:connection:forced) and exit 0; what is "
         "still unsettled then gets released or modified. 0: stop at once. A second SIGTERM, or "
-        "SIGINT, stops at once. Default: %(default)g (docs/operations.md, \"Draining a router\")",
+        "SIGINT, stops at once. Default: $QDMESH_DRAIN_TIMEOUT if set, else 20 (docs/operations.md, "
+        "\"Draining a router\")",
     )
     parser.add_argument("-v", "--version", action="version", version=f"qdrouterd (qdmesh) {__version__}")
     return parser
@@ -119,7 +123,14 @@ def _daemonize() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.drain_timeout is None:
+        from_env = os.environ.get(DRAIN_TIMEOUT_ENV)
+        try:
+            args.drain_timeout = _seconds(from_env) if from_env else DEFAULT_DRAIN_TIMEOUT_S
+        except argparse.ArgumentTypeError as error:
+            parser.error(f"environment variable {DRAIN_TIMEOUT_ENV}: {error}")
     from .config import ConfigError
     from .router import Router, RouterSetupError
 

@@ -209,8 +209,9 @@ def test_monitoring_and_sample_mesh() -> None:
     assert pods["spec"]["podTargetLabels"] == ["qdmesh.io/mesh", "qdmesh.io/edge-of", "qdmesh.io/edge-group"]
     [mesh] = by_kind(docs, "RouterMesh")
     assert mesh["metadata"]["name"] == "demo"
-    assert mesh["spec"] == {"size": 3, "edgeGroups": [{"name": "apps", "size": 2},
-                                                      {"name": "nodes", "perNode": True}]}
+    assert mesh["spec"] == {"size": 3, "disruptionBudget": {"minAvailable": 2},
+                            "maintenanceTimeWindows": ["* 0-1 * * SAT,SUN"],
+                            "edgeGroups": [{"name": "apps", "size": 2}, {"name": "nodes", "perNode": True}]}
 
 
 @pytest.mark.parametrize("setting, says", [
@@ -218,6 +219,8 @@ def test_monitoring_and_sample_mesh() -> None:
     ("operator.healthPort=70000", "at '/operator/healthPort': maximum: got 70,000, want 65,535"),
     ("sampleMesh.size=0", "at '/sampleMesh/size': minimum: got 0, want 1"),
     ("sampleMesh.edgeGroups[0].name=Apps", "at '/sampleMesh/edgeGroups/0"),
+    ("sampleMesh.disruptionBudget.minAvailable=half", "at '/sampleMesh/disruptionBudget/minAvailable'"),
+    ("sampleMesh.maintenanceTimeWindows[0]=sundays", "at '/sampleMesh/maintenanceTimeWindows/0'"),
     ("operator.logLevel=loud", "at '/operator/logLevel': value must be one of 'debug', 'info'"),
     ("replicas=2", "additional properties 'replicas' not allowed"),
     ("operator.replicas=0", "at '/operator/replicas': minimum: got 0, want 1"),

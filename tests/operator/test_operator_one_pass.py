@@ -78,3 +78,24 @@ def test_each_stage_runs_once_in_order(crds: ControlPlane) -> None:
         entered, secrets_entries = _trace(MeshReconciler(KubeApi(api), urls=lambda mesh, pods: {}), ns, "m")
         assert entered == STAGES, " ".join(entered)
         assert secrets_entries == 1
+
+
+def test_a_paused_mesh_is_observed_and_reported_only(crds: ControlPlane) -> None:
+    """qdmesh.io/pause-reconciliation: no certificate, render or apply stage runs at all (none
+    of them could then write anything), and nothing is read beyond the mesh and its routing
+    resources."""
+    from kubernetes import client
+
+    api, ns = api_namespace(crds, "onepass-paused")
+    custom = client.CustomObjectsApi(api)
+    custom.create_namespaced_custom_object(G, V, ns, "routermeshes", {
+        "apiVersion": f"{G}/{V}", "kind": "RouterMesh",
+        "metadata": {"name": "m", "annotations": {"qdmesh.io/pause-reconciliation": "true"}},
+        "spec": {"size": 2, "image": "qdmesh/router:0.1.0"}})
+    reconciler = MeshReconciler(KubeApi(api), urls=lambda mesh, pods: {})
+    entered, secrets_entries = _trace(reconciler, ns, "m")
+    assert entered == ["observe/cluster.py", "status/paused.py", "status/unchanged.py"], " ".join(entered)
+    assert secrets_entries == 0
+    assert client.AppsV1Api(api).list_namespaced_stateful_set(ns).items == []
+    secrets = client.CoreV1Api(api).list_namespaced_secret(ns).items
+    assert [s.metadata.name for s in secrets if s.metadata.name.startswith("m-")] == []

@@ -6,6 +6,7 @@ the kind of object the API server refused."""
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Tuple
 
@@ -15,9 +16,12 @@ from .. import contract
 from ..contract import ROUTER_UNREACHABLE
 from ..desired.state import MeshState
 from ..kube.api import KubeApi, KubeRefused
+from ..model.restart import restart_sections
 from ..observe.cluster import Observed
+from ..operations import MANUAL_ROLL_ANNOTATION, in_any_window
+from ..operations.reasons import roll_reasons
 from ..render.mesh import RenderedMesh
-from ..rolling import TEMPLATE_HASH, next_partition
+from ..rolling import PENDING, PENDING_ANNOTATION, TEMPLATE_HASH, next_partition
 from ..tls.resolve import Certificates
 from .converged import mesh_converged
 from .edges import EdgeRouter, apply_edge_objects, edge_routers, sync_edges
@@ -41,6 +45,8 @@ class Applied:
     #: What TLS material each router that answered runs after this time, interior and edge.
     tls: Dict[str, TlsReload] = field(default_factory=dict)
     edge_tls: Dict[str, TlsReload] = field(default_factory=dict)
+    #: Why the pod template changed this time (operations/reasons.py); empty when it did not.
+    roll_reasons: List[str] = field(default_factory=list)
 
 
 def _apply(kube: KubeApi, obj: Mapping[str, Any]) -> None:
@@ -52,7 +58,10 @@ def _apply(kube: KubeApi, obj: Mapping[str, Any]) -> None:
 
 def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state: MeshState,
                observed: Observed, urls: Mapping[str, str], certificates: Certificates,
-               override: Mapping[str, str] | None = None) -> Applied:
+               override: Mapping[str, str] | None = None, manual_roll: bool = False) -> Applied:
+    """``manual_roll``: the mesh asks for a manual rolling update; once the StatefulSet with
+    its restamped pod template is applied, the annotation is removed (within this mesh's
+    reconciliation, so the next one cannot see it and restamp the template again)."""
     mesh = state.mesh
     applied = Applied(stateful_set_status=dict((observed.stateful_set or {}).get("status") or {}))
     for obj in rendered.objects:
@@ -73,11 +82,26 @@ def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state
         applied.tls = reload_routers(applied.outcomes, certificates.profiles, pool=pool,
                                      tls=certificates.management)
     sts = rendered.stateful_set
+    live = observed.stateful_set
+    new_hash = sts["metadata"]["annotations"][TEMPLATE_HASH]
+    live_hash = (((live or {}).get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_HASH)
+    if live is not None and live_hash != new_hash:
+        last = ((observed.body or {}).get("status") or {}).get("restartSections")
+        applied.roll_reasons = roll_reasons((live.get("spec") or {}).get("template"), sts["spec"]["template"],
+                                            previous_sections=last, sections=restart_sections(mesh))
     partition, applied.rolling = next_partition(
-        mesh.size, sts["metadata"]["annotations"][TEMPLATE_HASH], live=observed.stateful_set,
-        pods=list(observed.pods.values()), converged=mesh_converged(mesh, applied.outcomes))
+        mesh.size, new_hash, live=live, pods=list(observed.pods.values()),
+        converged=mesh_converged(mesh, applied.outcomes),
+        window_open=in_any_window(mesh.maintenance_windows, dt.datetime.now(dt.timezone.utc)))
     sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = partition
+    if applied.rolling == PENDING:  # applied without it once the roll starts: removed then
+        sts["metadata"]["annotations"][PENDING_ANNOTATION] = "true"
     _apply(kube, sts)
+    if manual_roll:
+        try:
+            kube.remove_annotations(contract.MESH_PLURAL, mesh.namespace, mesh.name, [MANUAL_ROLL_ANNOTATION])
+        except ApiException as e:
+            raise KubeRefused("RouterMesh", e) from None
     # Edge groups after the interior routers they connect to.
     applied.events.extend(apply_edge_objects(kube, state, rendered.edge_objects, observed.edge_workloads))
     if certificates.management_error is None and applied.edge_routers:

@@ -243,3 +243,15 @@ class KubeApi:
         except ApiException as e:
             if e.status != 404:
                 raise
+
+    def remove_annotations(self, plural: str, namespace: str, name: str, keys: List[str]) -> None:
+        """Merge-patch ``keys`` out of a custom resource's annotations (its metadata only, never
+        its spec); a resource deleted meanwhile is no error."""
+        patch = {"metadata": {"annotations": {key: None for key in keys}}}
+        try:
+            _drain(self.custom.patch_namespaced_custom_object(
+                contract.GROUP, contract.VERSION, namespace, plural, name, patch,
+                _content_type=MERGE, _preload_content=False))
+        except ApiException as e:
+            if e.status != 404:
+                raise

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from .. import contract
+from ..operations import manual_roll_requested
 from .errors import SpecError
 from .mesh import MeshSpec, parse_mesh
 from .routing import PARSERS, RoutingSpec
@@ -21,6 +22,8 @@ class ParsedMesh:
     routing: List[RoutingSpec] = field(default_factory=list)
     #: Routing resources that did not parse, by (kind, name).
     invalid: Dict[Tuple[str, str], SpecError] = field(default_factory=dict)
+    #: The mesh carries qdmesh.io/manual-rolling-update "true": restart every router once.
+    manual_roll: bool = False
 
 
 def parse_routing(bodies: Sequence[Tuple[str, Mapping[str, Any]]]
@@ -41,6 +44,16 @@ def parse_inputs(body: Mapping[str, Any],
     """The RouterMesh ``body`` and its routing resources; raises SpecError when the RouterMesh
     itself is invalid."""
     meta = body["metadata"]
-    mesh = parse_mesh(meta["name"], meta["namespace"], body.get("spec") or {})
+    mesh = parse_mesh(meta["name"], meta["namespace"], body.get("spec") or {},
+                      pinned_image=pinned_image(body))
     routing, invalid = parse_routing(routing_bodies)
-    return ParsedMesh(mesh, contract.owner_reference(body), routing, invalid)
+    return ParsedMesh(mesh, contract.owner_reference(body), routing, invalid,
+                      manual_roll=manual_roll_requested(body))
+
+
+def pinned_image(body: Mapping[str, Any]) -> str | None:
+    """The image the mesh was rendered with before (status.routerImage; status.image for a
+    mesh an operator before image pinning rendered), or None for a new mesh."""
+    status = body.get("status") or {}
+    found = status.get("routerImage") or status.get("image")
+    return str(found) if isinstance(found, str) and found else None

@@ -11,6 +11,7 @@ from .. import contract
 from . import topology
 from .errors import SpecError
 from .fields import Fields, exactly_one
+from .operations import DisruptionBudget, parse_disruption_budget, parse_maintenance_windows
 from .values import check_image, check_resources
 
 NAME_PATTERN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -117,6 +118,8 @@ class PodSettings:
     priority_class: str | None = None
     # Secrets (kubernetes.io/dockerconfigjson) for pulling spec.image from a private registry.
     image_pull_secrets: List[str] = field(default_factory=list)
+    #: How long a router has to stop when its pod is deleted (it drains meanwhile).
+    termination_grace_seconds: int = 30
 
     def pull_secrets(self) -> List[Dict[str, str]]:
         """The pod spec's imagePullSecrets."""
@@ -159,6 +162,9 @@ class MeshSpec:
     pod: PodSettings = field(default_factory=PodSettings)
     console: ConsoleSettings = field(default_factory=ConsoleSettings)
     edge_groups: List[EdgeGroupSpec] = field(default_factory=list)
+    disruption_budget: DisruptionBudget = field(default_factory=DisruptionBudget)
+    #: Cron expressions (operations/windows.py); empty: a due rolling restart starts at once.
+    maintenance_windows: List[str] = field(default_factory=list)
 
     def router_ids(self) -> List[str]:
         return [contract.router_id(self.name, i) for i in range(self.size)]
@@ -180,14 +186,18 @@ class MeshSpec:
         return hashlib.sha256(json.dumps(static, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def parse_mesh(name: str, namespace: str, spec: Mapping[str, Any]) -> MeshSpec:
-    """The MeshSpec of RouterMesh ``name``; raises SpecError naming the first bad field."""
+def parse_mesh(name: str, namespace: str, spec: Mapping[str, Any],
+               pinned_image: str | None = None) -> MeshSpec:
+    """The MeshSpec of RouterMesh ``name``; raises SpecError naming the first bad field.
+    ``pinned_image``: the image the mesh runs already (its status), kept when spec.image is
+    not given, so a new operator version with another default image does not roll it."""
     if len(name) > MAX_MESH_NAME:
         raise SpecError("metadata.name", f"must be at most {MAX_MESH_NAME} characters")
     f = Fields(spec, "spec")
     mesh = MeshSpec(name=name, namespace=namespace)
     mesh.size = f.need_integer("size", default=3, minimum=1, maximum=64)
-    mesh.image = check_image("spec.image", f.text("image", max_length=512) or contract.default_router_image())
+    mesh.image = check_image("spec.image", f.text("image", max_length=512) or pinned_image
+                             or contract.default_router_image())
     topo = f.sub("topology")
     mesh.topology = topo.choice("type", (topology.FULL_MESH, topology.REDUNDANT),
                                 default=topology.FULL_MESH) or topology.FULL_MESH
@@ -214,6 +224,8 @@ def parse_mesh(name: str, namespace: str, spec: Mapping[str, Any]) -> MeshSpec:
         interval=console.need_integer("intervalSeconds", default=2, minimum=1, maximum=60),
         resources=check_resources(console.at("resources"), console.mapping("resources")))
     mesh.edge_groups = parse_edge_groups(f, name)
+    mesh.disruption_budget = parse_disruption_budget(f.sub("disruptionBudget"))
+    mesh.maintenance_windows = parse_maintenance_windows(f)
     exposed = {x.name for x in mesh.listeners if x.expose != "ClusterIP"}
     for i, group in enumerate(mesh.edge_groups):
         if f"edge-{group.name}" in exposed:  # both would be Service <mesh>-edge-<group>
@@ -231,7 +243,9 @@ def parse_pod_settings(pod: Fields, mesh_name: str) -> PodSettings:
         topology_spread=pod.raw_list("topologySpreadConstraints"), labels=pod.string_map("labels"),
         annotations=pod.string_map("annotations"), priority_class=pod.text("priorityClassName"),
         image_pull_secrets=[item.need_text("name", pattern=_SECRET_NAME)
-                            for item in pod.objects("imagePullSecrets", max_items=16)])
+                            for item in pod.objects("imagePullSecrets", max_items=16)],
+        termination_grace_seconds=pod.need_integer("terminationGracePeriodSeconds", default=30,
+                                                   minimum=1, maximum=3600))
     for key in contract.labels(mesh_name):
         if key in settings.labels:
             raise SpecError(f"{pod.at('labels')}.{key}", "is set by the operator and cannot be overridden")

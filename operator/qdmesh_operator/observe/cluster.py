@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Set, Tuple
 
 from .. import contract
 from ..kube.api import EdgePod, KubeApi, NodeHealth
+from ..operations import RESTARTED_AT_ANNOTATION, paused
 from ..rolling import PodState
 
 ROUTING_PLURALS = {"LinkRoute": contract.LINK_ROUTE_PLURAL, "AutoLink": contract.AUTO_LINK_PLURAL,
@@ -44,6 +45,11 @@ class Observed:
     #: The health of each node an interior router's pod is on, by node name; None when the
     #: operator may not read nodes.
     nodes: Dict[str, NodeHealth] | None = field(default_factory=dict)
+    #: The mesh carries qdmesh.io/pause-reconciliation "true": nothing is to change for it.
+    paused: bool = False
+    #: When the routers were last asked to restart by hand (their pod template's
+    #: qdmesh.io/restarted-at), kept so that the template changes only on a new request.
+    restarted_at: str | None = None
 
 
 def routing_bodies(kube: KubeApi, namespace: str, mesh_name: str) -> List[Tuple[str, Dict[str, Any]]]:
@@ -62,8 +68,14 @@ def observe(kube: KubeApi, namespace: str, mesh_name: str) -> Observed:
     if body is None or body["metadata"].get("deletionTimestamp"):
         observed.body = None
         return observed
+    observed.paused = paused(body)
+    if observed.paused:  # what runs for it is not looked at: nothing will be decided from it
+        return observed
     observed.stateful_set = kube.stateful_set(namespace, mesh_name)
     observed.pods = kube.pods(namespace, mesh_name)
+    template = ((observed.stateful_set or {}).get("spec") or {}).get("template") or {}
+    observed.restarted_at = ((template.get("metadata") or {}).get("annotations") or {}).get(
+        RESTARTED_AT_ANNOTATION)
     # A node that stops takes its routers with it, and the operator learns of it only from the
     # node (and, ~40 s later, from the pods the node lifecycle controller marks not ready).
     observed.nodes = kube.node_health(pod.node for pod in observed.pods.values() if pod.node)

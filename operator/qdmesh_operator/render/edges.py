@@ -17,7 +17,7 @@ from .. import contract
 from ..desired.state import EDGE_TLS_DIR
 from ..model.mesh import EdgeGroupSpec, MeshSpec
 from ..tls.names import CERT_ANNOTATION, edge_secret
-from .manifests import RESTART_HASH_ANNOTATION
+from .manifests import RESTART_HASH_ANNOTATION, drain_env, router_command
 
 EDGE_CERT_ANNOTATION = CERT_ANNOTATION  # what earlier operators wrote: carried, never changed
 
@@ -49,7 +49,7 @@ def _pod_template(mesh: MeshSpec, group: EdgeGroupSpec, pod_annotations: Mapping
         volumes.append({"name": "edge-tls", "secret": {"secretName": secret}})
     container: Dict[str, Any] = {
         "name": "router", "image": mesh.image, "imagePullPolicy": "IfNotPresent",
-        "command": ["qdrouterd", "-c", f"{contract.CONFIG_DIR}/{contract.edge_config_key(group.name)}"],
+        "command": router_command(f"{contract.CONFIG_DIR}/{contract.edge_config_key(group.name)}"),
         "ports": [{"name": "amqp", "containerPort": contract.AMQP_PORT},
                   {"name": "management", "containerPort": contract.MANAGEMENT_PORT},
                   {"name": "http", "containerPort": contract.HTTP_PORT}],
@@ -66,8 +66,12 @@ def _pod_template(mesh: MeshSpec, group: EdgeGroupSpec, pod_annotations: Mapping
     pod = group.pod
     if pod.resources:
         container["resources"] = pod.resources
+    drain = drain_env(group.pod.termination_grace_seconds)
+    if drain:
+        container["env"] = drain
     pod_spec: Dict[str, Any] = {"containers": [container], "volumes": volumes,
-                                "terminationGracePeriodSeconds": 30, "enableServiceLinks": False}
+                                "terminationGracePeriodSeconds": pod.termination_grace_seconds,
+                                "enableServiceLinks": False}
     for key, value in (("affinity", pod.affinity), ("tolerations", pod.tolerations),
                        ("nodeSelector", pod.node_selector),
                        ("topologySpreadConstraints", pod.topology_spread),

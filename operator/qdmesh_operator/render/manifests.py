@@ -10,9 +10,16 @@ from typing import Any, Dict, List, Mapping
 from .. import contract
 from ..desired.state import TLS_DIR
 from ..model.mesh import MeshSpec
+from ..operations import RESTARTED_AT_ANNOTATION
 from ..tls.names import CERT_ANNOTATION, MOUNTED_SECRETS_ANNOTATION, inter_router_secret  # noqa: F401
 
 RESTART_HASH_ANNOTATION = "qdmesh.io/restart-hash"
+#: Kubernetes' default terminationGracePeriodSeconds, which the router's default drain timeout
+#: (20 s) fits with room for its stop.
+DEFAULT_GRACE_SECONDS = 30
+#: How a router learns a drain timeout other than its default: an environment variable rather
+#: than ``--drain-timeout``, which a router image from before the option would refuse.
+DRAIN_TIMEOUT_ENV = "QDMESH_DRAIN_TIMEOUT"
 INTER_ROUTER_TLS_DIR = "/etc/qdmesh/inter-router"
 
 
@@ -66,9 +73,32 @@ def client_services(mesh: MeshSpec, owner: Dict[str, Any] | None) -> List[Dict[s
 
 
 def pod_disruption_budget(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any]:
+    """spec.disruptionBudget (maxUnavailable 1 by default): how many routers a node drain may
+    evict at once.  Server-side apply replaces the field the operator no longer sets, so
+    switching between maxUnavailable and minAvailable leaves only the new one."""
+    budget = mesh.disruption_budget
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": _metadata(mesh, mesh.name, owner),
-            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": contract.selector(mesh.name)}}}
+            "spec": {budget.key: budget.value, "selector": {"matchLabels": contract.selector(mesh.name)}}}
+
+
+def drain_timeout(grace_seconds: int) -> int:
+    """Seconds a router drains for on SIGTERM: its grace period less 10 s for the process to
+    close its connections and exit before the kubelet kills it; at least 1."""
+    return max(grace_seconds - 10, 1)
+
+
+def router_command(config: str) -> List[str]:
+    """The router container's command line for config file ``config``."""
+    return ["qdrouterd", "-c", config]
+
+
+def drain_env(grace_seconds: int) -> List[Dict[str, Any]]:
+    """The router container's drain timeout, when its grace period is not the default (with
+    the default the pod template stays as earlier operators wrote it: no roll on upgrade)."""
+    if grace_seconds == DEFAULT_GRACE_SECONDS:
+        return []
+    return [{"name": DRAIN_TIMEOUT_ENV, "value": str(drain_timeout(grace_seconds))}]
 
 
 def certificate(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any] | None:
@@ -87,7 +117,8 @@ def certificate(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any] 
 
 
 def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int = 0,
-                 pod_annotations: Mapping[str, str] | None = None) -> Dict[str, Any]:
+                 pod_annotations: Mapping[str, str] | None = None,
+                 restarted_at: str | None = None) -> Dict[str, Any]:
     """``pod_annotations``: the certificate stage's (tls/resolve.py), in the pod template."""
     env: List[Dict[str, Any]] = [{"name": "POD_NAME",
                                   "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -115,8 +146,8 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int
     ports += [{"name": x.name, "containerPort": x.port} for x in mesh.listeners]
     container: Dict[str, Any] = {
         "name": "router", "image": mesh.image, "imagePullPolicy": "IfNotPresent",
-        "command": ["qdrouterd", "-c", f"{contract.CONFIG_DIR}/$(POD_NAME).conf"],
-        "env": env, "ports": ports, "volumeMounts": mounts,
+        "command": router_command(f"{contract.CONFIG_DIR}/$(POD_NAME).conf"),
+        "env": env + drain_env(mesh.pod.termination_grace_seconds), "ports": ports, "volumeMounts": mounts,
         # /readyz: management answers and the router reaches a peer, so a rolling update waits
         # for each router to rejoin the mesh before it moves on to the next.
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 2,
@@ -129,7 +160,8 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int
     if mesh.pod.resources:
         container["resources"] = mesh.pod.resources
     pod_spec: Dict[str, Any] = {"containers": [container], "volumes": volumes,
-                                "terminationGracePeriodSeconds": 30, "enableServiceLinks": False}
+                                "terminationGracePeriodSeconds": mesh.pod.termination_grace_seconds,
+                                "enableServiceLinks": False}
     for key, value in (("affinity", mesh.pod.affinity), ("tolerations", mesh.pod.tolerations),
                        ("nodeSelector", mesh.pod.node_selector),
                        ("topologySpreadConstraints", mesh.pod.topology_spread),
@@ -139,6 +171,8 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int
             pod_spec[key] = value
     annotations = {**mesh.pod.annotations, RESTART_HASH_ANNOTATION: mesh.restart_hash(),
                    **(pod_annotations or {})}
+    if restarted_at:
+        annotations[RESTARTED_AT_ANNOTATION] = restarted_at
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _metadata(mesh, mesh.name, owner),
             "spec": {"serviceName": contract.headless_service(mesh.name), "replicas": mesh.size,
                      "podManagementPolicy": "Parallel",
@@ -201,7 +235,8 @@ def with_template_hash(sts: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], *, owner: Dict[str, Any] | None,
-                 pod_annotations: Mapping[str, str] | None = None) -> List[Dict[str, Any]]:
+                 pod_annotations: Mapping[str, str] | None = None,
+                 restarted_at: str | None = None) -> List[Dict[str, Any]]:
     """Every object of the mesh, in the order to apply them (config before the pods using it).
     The Secrets of mode Managed are not among them: tls.secrets makes those, once."""
     objects = [config_map(mesh, confs, owner), headless_service(mesh, owner), *client_services(mesh, owner),
@@ -211,5 +246,6 @@ def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], *, owner: Dict[str, Any]
         objects.append(cert)
     if mesh.console.enabled:
         objects.extend(console_objects(mesh, owner))
-    objects.append(with_template_hash(stateful_set(mesh, owner, pod_annotations=pod_annotations)))
+    objects.append(with_template_hash(stateful_set(mesh, owner, pod_annotations=pod_annotations,
+                                                   restarted_at=restarted_at)))
     return objects

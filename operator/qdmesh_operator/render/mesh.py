@@ -26,9 +26,13 @@ class RenderedMesh:
     edge_objects: List[Dict[str, Any]]
 
 
-def render_mesh(state: MeshState, owner: Dict[str, Any], certificates: Certificates) -> RenderedMesh:
-    """Raises RenderError when a rendered config would not load in the router."""
+def render_mesh(state: MeshState, owner: Dict[str, Any], certificates: Certificates,
+                restarted_at: str | None = None) -> RenderedMesh:
+    """Raises RenderError when a rendered config would not load in the router.
+    ``restarted_at``: when the routers were last asked to restart by hand (in their pod
+    template: a new value rolls them)."""
     confs = render_all(state)
-    objects = mesh_objects(state.mesh, confs, owner=owner, pod_annotations=certificates.pod_annotations)
+    objects = mesh_objects(state.mesh, confs, owner=owner, pod_annotations=certificates.pod_annotations,
+                           restarted_at=restarted_at)
     edges = edge_objects(state.mesh, owner, certificates.edge_pod_annotations)
     return RenderedMesh(confs, objects[:-1], objects[-1], edges)

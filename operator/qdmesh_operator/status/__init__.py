@@ -5,9 +5,10 @@ from .compose import reconciled_report, refused_report
 from .kstatus import Verdict
 from .lost import routers_to_ask
 from .mesh import stalled_report
+from .paused import paused_report
 from .report import Event, Report
 from .routing import orphan_status, orphans_report
 from .unchanged import unchanged_statuses
 
-__all__ = ["Event", "Report", "Verdict", "orphan_status", "orphans_report", "reconciled_report",
-           "refused_report", "routers_to_ask", "stalled_report", "unchanged_statuses"]
+__all__ = ["Event", "Report", "Verdict", "orphan_status", "orphans_report", "paused_report",
+           "reconciled_report", "refused_report", "routers_to_ask", "stalled_report", "unchanged_statuses"]

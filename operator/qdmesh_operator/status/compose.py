@@ -13,14 +13,17 @@ from ..desired.state import MeshState
 from ..kube.api import KubeRefused
 from ..model.inputs import ParsedMesh
 from ..observe.cluster import Observed
+from ..operations import MANUAL_ROLL_ANNOTATION
 from ..tls.resolve import Certificates
 from . import certificates as certificate_status
 from . import drift, reachable
 from . import mesh as mesh_status
 from .edges import edge_status
 from .lost import control_plane_away, lost_events, lost_routers, recovering
+from .paused import resumed_event
 from .pods import pod_events
 from .report import Event, Report, generation_of, ref
+from .rolling import pending, rolling_event
 from .routing import routing_statuses
 
 
@@ -30,8 +33,15 @@ def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: 
     """``last_in_sync``: the previous reconciliation's ``Report.in_sync``; ``canary``: what the
     probes between the routers found."""
     report = Report()
+    resumed = resumed_event(body)
+    if resumed is not None:
+        report.events.append(resumed)
     report.events.extend(_events(body, certificates.events, applied.events))
-    rolling = mesh_status.rolling_event(body, state, applied.rolling)
+    if parsed.manual_roll and observed.stateful_set is not None:  # applied, the annotation gone: once
+        report.events.append(Event(ref(body), "Normal", "ManualRollingUpdate",
+                                   f"{MANUAL_ROLL_ANNOTATION} asked for a rolling restart: every router "
+                                   "restarts, one at a time, each once the mesh has reconverged"))
+    rolling = rolling_event(body, applied)
     if rolling is not None:
         report.events.append(rolling)
     every_router = {**applied.outcomes, **applied.edge_outcomes}
@@ -41,7 +51,7 @@ def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: 
     report.in_sync = drift.in_sync(state, applied.outcomes)
     mesh_status.count(report, every_router, repairs)
     lost = lost_routers(parsed.mesh, body, observed=observed, outcomes=applied.outcomes,
-                        rolling=applied.rolling)
+                        rolling="" if pending(applied) else applied.rolling)
     report.events.extend(lost_events(body, lost, observed, parsed.mesh.size))
     nodes = {name: pod.node for name, pod in observed.pods.items() if pod.node}
     # A router whose management answers is running, whatever its pod says (a router reached

@@ -35,6 +35,10 @@ CANARY_FAILED = "CanaryFailed"
 NODES_NOT_READY = "NodesNotReady"
 
 
+#: Status fields every status written keeps from the last one unless it says otherwise.
+KEPT = ("routerImage",)
+
+
 @dataclass
 class Verdict:
     """Where a resource stands: ``ready``, ``progressing`` (will get there by itself) or
@@ -95,4 +99,7 @@ def status_of(verdict: Verdict, generation: int, previous: Mapping[str, Any] | N
               **extra: Any) -> Dict[str, Any]:
     """A whole status (what the operator writes): observedGeneration, conditions, extras."""
     old = list((previous or {}).get("conditions") or [])
-    return {"observedGeneration": generation, "conditions": conditions(verdict, generation, old), **extra}
+    # The image the mesh is pinned to outlives a status that does not restate it (a bad spec).
+    kept = {key: (previous or {})[key] for key in KEPT if (previous or {}).get(key) and key not in extra}
+    return {"observedGeneration": generation, "conditions": conditions(verdict, generation, old),
+            **kept, **extra}

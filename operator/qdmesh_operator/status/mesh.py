@@ -16,13 +16,14 @@ from ..apply.plan import CREATE
 from ..canary.summary import CanarySummary
 from ..desired.state import MeshState
 from ..kube.api import KubeRefused
+from ..model.restart import restart_sections
 from ..pod_problems import PodProblem
-from ..rolling import HELD
 from . import kstatus as status
 from .edges import EdgeStatus
 from .lost import LostRouter, describe
 from .pods import pods_verdict
 from .report import Event, Report, generation_of, ref
+from .rolling import pending, pending_condition, rolling_status
 
 
 def stalled_report(body: Mapping[str, Any], message: str, event: str | None) -> Report:
@@ -105,6 +106,7 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, *, applied: Applied,
     problems = problems or {}
     mesh, outcomes, sts = state.mesh, applied.outcomes, applied.stateful_set_status
     generation = generation_of(body)
+    previous = body.get("status") or {}
     lost_by_name = {r.name: r for r in lost}
     # The StatefulSet counts a pod ready until the node lifecycle controller marks it otherwise
     # (~40 s after its node stopped): a lost router is never counted.
@@ -123,7 +125,7 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, *, applied: Applied,
         verdict = status.Verdict.stalled(status.APPLY_FAILED, "; ".join(str(m) for m in mesh_failures[:3]))
     elif any(p.stalled for p in problems.values()):
         verdict = pods_verdict(problems)
-    elif applied.rolling:
+    elif applied.rolling and not pending(applied):
         verdict = status.Verdict.progressing(status.ROLLING_RESTART, applied.rolling)
     elif problems:
         verdict = pods_verdict(problems)
@@ -153,13 +155,13 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, *, applied: Applied,
                                        "configuration live on every router")
     else:
         verdict = status.Verdict.ready(f"{mesh.size} routers ready, configuration live on every router")
-    previous = body.get("status") or {}
     converged = mesh_converged(mesh, outcomes)
     new = status.status_of(verdict, generation, previous, routers=int(sts.get("replicas") or 0),
                            readyRouters=ready_replicas,
-                           selector=f"qdmesh.io/mesh={mesh.name}", image=mesh.image,
+                           selector=f"qdmesh.io/mesh={mesh.name}", image=mesh.image, routerImage=mesh.image,
                            configHash=mesh.restart_hash(), routerStatus=routers,
-                           lostRouters=[r.entry() for r in lost])
+                           lostRouters=[r.entry() for r in lost], restartSections=restart_sections(mesh),
+                           rollingRestart=rolling_status(previous, applied))
     if mesh.edge_groups:
         new.update(edges=edges.wanted, readyEdges=edges.ready, edgesReady=f"{edges.ready}/{edges.wanted}",
                    edgeGroups=edges.groups)
@@ -168,6 +170,9 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, *, applied: Applied,
         message=f"every router reaches the other {mesh.size - 1}, each over its own links" if converged
         else "not every router reaches every other router over its own links yet", generation=generation,
         previous=previous.get("conditions") or []))
+    waiting = pending_condition(previous, applied, mesh.maintenance_windows, generation)
+    if waiting is not None:
+        new["conditions"].append(waiting)
     canary = canary or CanarySummary()
     if canary.probed:
         new["canary"] = canary.status()
@@ -190,17 +195,6 @@ def count(report: Report, outcomes: Mapping[str, RouterOutcome], repairs: Abstra
         report.failures += len(outcome.failures)
         if rid in repairs:
             report.repaired += len([r for r in outcome.results if r.ok])
-
-
-def rolling_event(body: Mapping[str, Any], state: MeshState, rolling: str) -> Event | None:
-    """One Event per step of a rolling restart, not one per check while it is held."""
-    if not rolling or rolling.startswith(HELD):
-        return None
-    previous_hash = (body.get("status") or {}).get("configHash")
-    settings_changed = bool(previous_hash) and previous_hash != state.mesh.restart_hash()
-    why_roll = ("router settings that need a restart changed (router timers, policy or inter-router "
-                "TLS)" if settings_changed else "the pod template changed")
-    return Event(ref(body), "Normal", "RollingRestart", f"{rolling} ({why_roll})")
 
 
 def management_events(report: Report, body: Mapping[str, Any], outcomes: Mapping[str, RouterOutcome],
