@@ -200,3 +200,14 @@ def test_a_bad_drain_timeout_is_refused_naming_the_option(value: str, says: str)
     assert result.returncode == 2, result
     assert f"argument --drain-timeout: {says}" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_bad_drain_timeout_from_the_environment_is_refused_naming_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator sets the drain timeout through QDMESH_DRAIN_TIMEOUT (an older router image
+    ignores a variable, but would refuse an option): checked as the option is."""
+    monkeypatch.setenv("QDMESH_DRAIN_TIMEOUT", "soon")
+    result = run_qdrouter([])
+    assert result.returncode == 2, result
+    assert "environment variable QDMESH_DRAIN_TIMEOUT: not a number of seconds: 'soon'" in result.stderr
+    assert "Traceback" not in result.stderr
