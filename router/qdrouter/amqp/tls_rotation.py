@@ -199,6 +199,9 @@ class TlsRotation:
 
 
 def _outdated(connection: AmqpConnection, name: str, oldest: int) -> bool:
+    """Made with older material of the profile (a plain client of a listener that also takes
+    TLS was not: the profile is not its business)."""
     tls = connection.settings.tls
     return (not connection.closed and connection.tls_ordinal is not None and tls is not None
-            and tls.name == name and connection.tls_ordinal < oldest)
+            and tls.name == name and connection.tls_ordinal < oldest
+            and bool(lib.pn_transport_is_encrypted(connection.transport)))
