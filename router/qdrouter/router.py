@@ -87,7 +87,8 @@ class Router:
         self._listening: Dict[str, int] = {}
         self.connectors: Dict[str, Connector] = {}
         reachable = self.mesh.reachable_through if self.mesh is not None else (lambda connection: True)
-        self.tls_rotation = TlsRotation(self.server, self.connectors, reachable)
+        handover = 2 * float(settings.get("helloIntervalSeconds") or 1) if self.mesh is not None else 0.0
+        self.tls_rotation = TlsRotation(self.server, self.connectors, reachable, handover)
         self._load(entities)
         self.agent = ManagementAgent(self)
         self.effects.apply_logging()

@@ -37,7 +37,8 @@ class Pki:
         self.second = self.ca.issue("second", "/CN=localhost", ("localhost", "127.0.0.1"))
         self.locked = self.ca.issue("locked", "/CN=localhost", ("localhost",), password=PASSWORD)
         self.garbage = directory / "garbage.pem"
-        self.garbage.write_text("-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n")
+        self.garbage.write_text("-----BEGIN CERTIFICATE-----\nnot base64 at all!\n"
+                                "-----END CERTIFICATE-----\n")
 
 
 @pytest.fixture(scope="module")

@@ -46,10 +46,14 @@ class TlsRotation:
     """Replaces the connections of sslProfiles whose oldestValidOrdinal went up."""
 
     def __init__(self, server: Any, connectors: Dict[str, Connector],
-                 reachable: Callable[[AmqpConnection], bool]) -> None:
+                 reachable: Callable[[AmqpConnection], bool], handover_s: float = 0.0) -> None:
         self.server = server
         self.connectors = connectors  # the router's, by entity identity (live view)
         self.reachable = reachable    # inter-router: the peer router is a neighbour through it
+        # Inter-router: how long the replacement stays two-way before the old one stops routing.
+        # We see the peer two-way once its HELLO lists us; it sees us so once our next HELLO
+        # (within one hello interval) lists it: two intervals and it routes over the new one too.
+        self.handover_s = handover_s
         self._queue: Deque[Connector] = deque()
         self._busy = False
         self.replaced = 0             # connections replaced (tests, logs)
@@ -122,10 +126,10 @@ class TlsRotation:
             log.warning("Connector %s: replacement connection failed: %s", connector.settings.name, error)
             self._later(connector)
             return
-        state = {"opened": False}
+        state: Dict[str, float] = {"opened": 0.0, "ready_at": 0.0}
 
         def opened(connection: AmqpConnection) -> None:
-            state["opened"] = True
+            state["opened"] = 1.0
             if connector.on_up is not None:
                 connector.on_up(connection)
 
@@ -136,7 +140,7 @@ class TlsRotation:
         self._wait_ready(connector, old, new, state, time.monotonic())
 
     def _wait_ready(self, connector: Connector, old: AmqpConnection, new: AmqpConnection,
-                    state: Dict[str, bool], started: float) -> None:
+                    state: Dict[str, float], started: float) -> None:
         if new.closed or connector.connection is not old or connector not in self.connectors.values():
             if not new.closed:
                 self.server.close_connection(new, FORCED, "replacement no longer needed")
@@ -148,9 +152,16 @@ class TlsRotation:
             else:
                 self._done()
             return
-        ready = state["opened"] and (connector.settings.role != "inter-router" or self.reachable(new))
+        inter_router = connector.settings.role == "inter-router"
+        ready = bool(state["opened"]) and (not inter_router or self.reachable(new))
+        now = time.monotonic()
+        if ready and inter_router:
+            state["ready_at"] = state["ready_at"] or now
+            ready = now - state["ready_at"] >= self.handover_s
+        elif not ready:
+            state["ready_at"] = 0.0
         if not ready:
-            if time.monotonic() - started > READY_TIMEOUT_S:
+            if now - started > READY_TIMEOUT_S:
                 log.warning("Connector %s: replacement connection %d not ready within %g s; keeping "
                             "connection %d", connector.settings.name, new.identity, READY_TIMEOUT_S,
                             old.identity)
