@@ -74,8 +74,11 @@ class TlsBindings:
         attribute (and file) at fault, having changed nothing."""
         where = f"sslProfile {name!r}"
         merged = {**attrs, **changes}
+        # The password given now wins over the other way of giving it, set before.
         if "password" in changes and "passwordFile" not in changes:
-            merged.pop("passwordFile", None)  # the password given now wins over an older file
+            merged.pop("passwordFile", None)
+        elif "passwordFile" in changes and "password" not in changes:
+            merged.pop("password", None)
         ordinal, oldest = _ordinals(where, attrs, changes)
         merged["ordinal"], merged["oldestValidOrdinal"] = ordinal, oldest
         profile = TlsProfile(name, merged, strict=True)

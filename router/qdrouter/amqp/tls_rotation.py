@@ -77,6 +77,18 @@ class TlsRotation:
                 self._queue.append(connector)
         self._next()
 
+    def _call_later(self, delay: float, callback: Callable[[], None]) -> None:
+        self.server.timers.call_later(delay, lambda: self._run(callback))
+
+    def _run(self, callback: Callable[[], None]) -> None:
+        """A step that fails (a fault of the router's own, counted by the timers' fault
+        boundary) must not leave later replacements waiting for it forever."""
+        try:
+            callback()
+        except Exception:
+            self._busy = False
+            raise
+
     # ---- one connector at a time -----------------------------------------------------------
     def _next(self) -> None:
         while not self._busy and self._queue:
@@ -96,13 +108,13 @@ class TlsRotation:
 
     def _done(self) -> None:
         self._busy = False
-        self.server.timers.call_later(0, self._next)
+        self._call_later(0, self._next)
 
     def _later(self, connector: Connector) -> None:
         """Not replaced this time: tried again after RETRY_S (the old connection stays up)."""
         self._busy = False
         self._queue.append(connector)
-        self.server.timers.call_later(RETRY_S, self._next)
+        self._call_later(RETRY_S, self._next)
 
     def _dial(self, connector: Connector, old: AmqpConnection, resolution: Resolution,
               started: float) -> None:
@@ -113,7 +125,7 @@ class TlsRotation:
             if time.monotonic() - started > READY_TIMEOUT_S:
                 self._later(connector)
             else:
-                self.server.timers.call_later(POLL_S, lambda: self._dial(connector, old, resolution, started))
+                self._call_later(POLL_S, lambda: self._dial(connector, old, resolution, started))
             return
         if resolution.error is not None or resolution.result is None:
             log.warning("Connector %s: cannot resolve %s for a replacement connection: %s",
@@ -168,7 +180,7 @@ class TlsRotation:
                 self.server.close_connection(new, FORCED, "replacement not ready in time")
                 self._later(connector)
             else:
-                self.server.timers.call_later(
+                self._call_later(
                     POLL_S, lambda: self._wait_ready(connector, old, new, state, started))
             return
         connector.adopt(new)
@@ -195,7 +207,7 @@ class TlsRotation:
             return
         left = unsettled(old)
         if left and time.monotonic() - started < DRAIN_S:
-            self.server.timers.call_later(POLL_S, lambda: self._drain(connector, old, started))
+            self._call_later(POLL_S, lambda: self._drain(connector, old, started))
             return
         if left:
             log.warning("Connection %d: %d deliveries still unsettled after %g s: closed all the same "
