@@ -101,15 +101,18 @@ class TlsBindings:
         self.profiles.replace(profile)
         return {key: merged[key] for key in (*changes, "ordinal", "oldestValidOrdinal")}
 
-    def status(self, store: Any, name: str) -> Dict[str, Any]:
-        """qdmesh's read-only attributes of an sslProfile: the certificate loaded now."""
+    def status(self, store: Any, name: str, attrs: Dict[str, Any]) -> Dict[str, Any]:
+        """qdmesh's attributes of an sslProfile as READ shows them: its ordinals (0 when the
+        config names none) and the certificate loaded now."""
+        ordinals = {"ordinal": int(attrs.get("ordinal") or 0),
+                    "oldestValidOrdinal": int(attrs.get("oldestValidOrdinal") or 0)}
         profile = self.profiles.current(name)
         if profile is None:
             try:
                 profile = self.profiles.get(store, name)
             except TlsError:
-                return {"certificateSha256": "", "certificateNotAfter": None}
-        return {"certificateSha256": profile.certificate.sha256,
+                return {**ordinals, "certificateSha256": "", "certificateNotAfter": None}
+        return {**ordinals, "certificateSha256": profile.certificate.sha256,
                 "certificateNotAfter": profile.certificate.not_after or None}
 
 

@@ -139,12 +139,12 @@ SSL_PROFILE = entity(
                  "organization and organizational unit."),
         conf("uidNameMappingFile", deprecated=("displayNameFile",),
              doc="JSON file mapping certificate-derived ids to user names."),
-        conf("ordinal", INTEGER, default=0, minimum=0, maximum=INT32_MAX, update=True,
-             doc="qdmesh: revision of the profile's material. An UPDATE re-reads the files and "
+        conf("ordinal", INTEGER, minimum=0, maximum=INT32_MAX, update=True,
+             doc="qdmesh: revision of the profile's material (unset: 0). An UPDATE re-reads the files and "
                  "new connections use them; an UPDATE without ordinal adds one to it, a lower "
                  "one is refused."),
-        conf("oldestValidOrdinal", INTEGER, default=0, minimum=0, maximum=INT32_MAX, update=True,
-             doc="qdmesh: connections made with a lower ordinal are replaced (the router's own, "
+        conf("oldestValidOrdinal", INTEGER, minimum=0, maximum=INT32_MAX, update=True,
+             doc="qdmesh: connections made with a lower ordinal are replaced (unset: 0; the router's own, "
                  "make-before-break) or closed (clients', which reconnect)."),
         status("certificateSha256",
                doc="qdmesh: hex SHA-256 of the DER of the leaf certificate loaded now; empty if none."),
