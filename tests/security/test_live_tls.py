@@ -159,6 +159,8 @@ BAD_UPDATES = {
                        "password", "locked-key"),
     "lower ordinal": ({"ordinal": 2}, "ordinal", "lower than the current ordinal 3"),
     "unreadable CA": ({"caCertFile": "GARBAGE"}, "caCertFile", "garbage.pem"),
+    "unknown ciphers": ({"ciphers": "NO-SUCH-CIPHER"}, "ciphers", "NO-SUCH-CIPHER"),
+    "unknown protocol": ({"protocols": "TLSv9"}, "protocols", "TLSv9"),
 }
 
 

@@ -87,6 +87,9 @@ class TlsBindings:
         try:
             for binding in bindings:
                 built.append((binding, binding.build(profile)))
+            if not bindings:
+                # Unused for now: ciphers and protocols are checked all the same.
+                profile.domain(bool(profile.cert_file), False)
         except TlsError:
             profile.close()
             raise
