@@ -43,7 +43,7 @@ def resolve_password(value: str | None, password_file: str | None, where: str) -
         if rest not in os.environ:
             raise TlsError(f"{where}: password: environment variable {rest!r} is not set")
         return os.environ[rest]
-    if not os.path.isfile(rest):  # a FIFO or device would block the router (or never end)
+    if os.path.exists(rest) and not os.path.isfile(rest):  # a FIFO or device would block
         raise TlsError(f"{where}: password: cannot read {rest!r}: not a regular file")
     try:
         with open(rest, encoding="utf-8") as handle:
