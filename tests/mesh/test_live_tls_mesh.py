@@ -169,6 +169,7 @@ def test_staged_ca_rotation_loses_nothing(tls_mesh: Tuple[Mesh, CertAuthority], 
         assert update(mesh[name], {"ordinal": 1})["ordinal"] == 1
     traffic.run_until(lambda: traffic.received() >= 200, 60, "traffic after the CA bundle update")
     # 2. Leaf certificates from the new CA; connections made with older material are replaced.
+    before_replacing = traffic.received()
     for name in UPDATE_ORDER:
         install(mesh[name], leaf(new_ca, name))
         update(mesh[name], {"ordinal": 2, "oldestValidOrdinal": 2})
@@ -178,6 +179,8 @@ def test_staged_ca_rotation_loses_nothing(tls_mesh: Tuple[Mesh, CertAuthority], 
         install(mesh[name], {"ca.pem": new_ca.cert.read_bytes()})
         update(mesh[name], {"ordinal": 3, "oldestValidOrdinal": 3})
     traffic.run_until(lambda: all_at(3), 120, "every inter-router connection remade with ordinal 3")
+    # The traffic went on while connections were replaced (not only before and after).
+    assert traffic.received() > before_replacing + 100
     sent_during_rotation = traffic.sent()
     traffic.run_until(lambda: traffic.received() >= sent_during_rotation + 100, 60, "traffic afterwards")
 
@@ -193,8 +196,14 @@ def test_staged_ca_rotation_loses_nothing(tls_mesh: Tuple[Mesh, CertAuthority], 
     assert {name: mesh[name].pid for name in "ABC"} == pids
     assert all(mesh[name].is_running() for name in "ABC")
     for name in "ABC":
-        lost = re.findall(r"Neighbour \S+ lost", mesh[name].stderr_text())
+        log = mesh[name].stderr_text()
+        lost = re.findall(r"Neighbour \S+ lost", log)
         assert lost == [], f"{name}: {lost}"
+        # One connection at a time: each replacement finished before the next began.
+        steps = re.findall(r"replacing connection (\d+) |connection (\d+) replaced", log)
+        assert len(steps) == 2 * 2 * sum(a == name for a, _ in EDGES), steps
+        for begun, done in zip(steps[::2], steps[1::2]):
+            assert begun[0] and done[1] == begun[0], steps
         with ManagementClient(mesh[name].url, timeout=10) as client:
             state = client.read(PROFILE, name="mesh")
         assert (state["ordinal"], state["oldestValidOrdinal"]) == (3, 3)
