@@ -14,6 +14,7 @@ from qdrouter.tools.management_client import ManagementClient
 from tests.router.amqpclient import Net, ReceiverLink, SenderLink, msg
 from tests.router.fixtures import stop_checked
 from tests.router.routerproc import Router
+from tests.security.certs import CertAuthority
 from tests.security.test_live_tls import Pki
 from tests.security.test_tls import profile
 
@@ -122,3 +123,26 @@ def test_edge_uplink_is_replaced(started: Callable[..., Router], net: Net, pki: 
     with ManagementClient(interior.url, timeout=10) as client:
         assert len([row for row in client.query("connection") if row["role"] == "edge"]) == 1
 
+
+
+def test_a_replacement_that_cannot_open_leaves_the_connection_up(started: Callable[..., Router], net: Net,
+                                                                  pki: Pki, tmp_path: Path) -> None:
+    """Material the peer's certificate does not pass (a CA that did not sign it): the
+    replacement fails, the connection made before stays and keeps carrying messages."""
+    container = started("RC", "standalone", profile("server", pki.first, None),
+                        listeners={"tls": {"sslProfile": "server", "requireSsl": "true"}})
+    autolink = "autoLink {\n    address: rc.q\n    direction: out\n    connection: to-container\n}\n"
+    router = started("R", "standalone", profile("client", None, pki.ca.cert) + autolink
+                     + connector_section("to-container", container.ports["tls"], "route-container"))
+    receiver = net.connect(container.url).receiver("rc.q")
+    sender = net.connect(router.url).sender("rc.q")
+    net.wait(lambda: sender.credit > 0, 30, "the auto-link to the container")
+    before = out_connections(router, "route-container")
+    other_ca = CertAuthority(tmp_path / "other-ca", "Other CA")
+    with ManagementClient(router.url, timeout=10) as client:
+        client.update(PROFILE, {"caCertFile": str(other_ca.cert), "oldestValidOrdinal": 1}, name="client")
+    net.wait(lambda: "replacement connection" in router.stderr_text() and "failed" in router.stderr_text(),
+             30, "the replacement to fail")
+    assert [row["identity"] for row in out_connections(router, "route-container")] == \
+        [before[0]["identity"]]
+    send_and_check(net, sender, receiver, 10)

@@ -145,8 +145,13 @@ class TlsRotation:
             if connector.on_up is not None:
                 connector.on_up(connection)
 
+        def closed(connection: AmqpConnection) -> None:
+            # Gone before it took over: whoever heard it open hears it close (an edge uplink).
+            if state["opened"] and connector.on_down is not None:
+                connector.on_down(connection)
+
         new.on_opened = opened
-        new.on_closed = lambda connection: None
+        new.on_closed = closed
         log.info("Connector %s: replacing connection %d (sslProfile ordinal %s) with connection %d",
                  connector.settings.name, old.identity, old.tls_ordinal, new.identity)
         self._wait_ready(connector, old, new, state, time.monotonic())
