@@ -56,7 +56,7 @@ class TlsProfile:
     """One sslProfile as proton domains (server side and client side, built on first use)."""
 
     def __init__(self, name: str, attrs: Dict[str, Any], strict: bool = False) -> None:
-        """``strict`` (a management UPDATE): the files are loaded and checked here, naming the
+        """``strict`` (a management UPDATE): the files are loaded and checked at once, naming the
         attribute and file at fault, instead of when a domain is first built."""
         self.name = name
         where = f"sslProfile {name!r}"
