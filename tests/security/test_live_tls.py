@@ -21,7 +21,7 @@ from qdrouter.tools.management_client import ManagementClient
 from tests.policy.harness import PolicyRouter, login
 from tests.router.amqpclient import Net, msg
 from tests.router.routerkind import router_kind
-from tests.router.routerproc import Router
+from tests.router.routerproc import Router, run_qdrouter
 from tests.security.certs import Cert, CertAuthority
 from tests.security.test_tls import ADMIN, client_tls, profile, tls_url
 
@@ -239,3 +239,14 @@ def test_qdmanage_updates_and_reads_an_ssl_profile(policy_router: PolicyRouter, 
                           capture_output=True, text=True, timeout=60)
     assert read.returncode == 0, read.stderr
     assert '"ordinal": 5' in read.stdout and fingerprint(pki.second.cert) in read.stdout
+
+
+@QDMESH_ONLY
+def test_a_config_with_oldest_valid_ordinal_above_ordinal_is_refused(pki: Pki, tmp_path: Path) -> None:
+    config = tmp_path / "r.conf"
+    config.write_text("router {\n    id: R\n}\n"
+                      + profile("tls", pki.first, None, ordinal="1", oldestValidOrdinal="2"))
+    result = run_qdrouter(["-c", str(config)])
+    assert result.returncode != 0
+    assert "attribute 'oldestValidOrdinal': 2 is above the ordinal 1" in result.stderr
+    assert "Traceback" not in result.stderr
