@@ -151,6 +151,13 @@ class AutoLinks(EndpointListener):
             auto.session = None  # goes with its connection
             auto.status = INACTIVE
             auto.last_error = error if error != "connection closed" else auto.last_error
+            # Another open connection it matches takes it on: the connector's replacement
+            # made with newer TLS material (amqp/tls_rotation.py), or a second connector.
+            alternate = next((other for other in list(self.server.by_fd.values())
+                              if other is not connection and not other.closed and _is_open(other)
+                              and auto.matches(other)), None)
+            if alternate is not None:
+                self._attach(auto, alternate)
             return
         # Each attempt has a session of its own: ended with it, so that retries on a
         # long-lived connection do not pile sessions up (the peer's end frees it).

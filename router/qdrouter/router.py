@@ -15,6 +15,8 @@ from .amqp.policing import install as install_policer
 from .amqp.proton_ffi import lib
 from .amqp.server import AmqpServer, ListenerError
 from .amqp.tls import TlsError, TlsProfiles, resolve_password
+from .amqp.tls_reload import TlsBindings
+from .amqp.tls_rotation import TlsRotation
 from .auto_links import AutoLinks
 from .canary import NeighbourProbe
 from .config import port_number
@@ -62,6 +64,8 @@ class Router:
         self.server = AmqpServer(self.id, self.table)
         self.policy = PolicyEffects(self)
         self.tls_profiles = TlsProfiles()
+        # Who uses which sslProfile, for a management UPDATE of one (amqp/tls_reload.py).
+        self.tls_bindings = TlsBindings(self.tls_profiles)
         install_policer(self.server, self.policy.engine)
         self.http = HttpServer(self.server)
         self.mesh: MeshNode | None = None
@@ -94,6 +98,9 @@ class Router:
         self.server.endpoints.add_listener(self.auto_links)
         self._listening: Dict[str, int] = {}
         self.connectors: Dict[str, Connector] = {}
+        reachable = self.mesh.reachable_through if self.mesh is not None else (lambda connection: True)
+        handover = 2 * float(settings.get("helloIntervalSeconds") or 1) if self.mesh is not None else 0.0
+        self.tls_rotation = TlsRotation(self.server, self.connectors, reachable, handover)
         self._load(entities)
         self.agent = ManagementAgent(self)
         self.effects.apply_logging()
@@ -146,6 +153,7 @@ class Router:
         try:
             _, _, fd = self.server.listen(str(entity.attributes.get("host") or ""), port, settings)
         except ListenerError as error:
+            self.tls_bindings.detach(settings)
             raise ManagementStatus(400, str(error)) from None
         self._listening[entity.identity] = fd
 
@@ -168,24 +176,22 @@ class Router:
         if not name:
             return
         try:
-            settings.tls = self.tls_profiles.get(self.store, str(name))
-            attrs = entity.attributes
-            if entity.etype.short_name == "listener":
-                mechanisms = settings.sasl_mechanisms.split()
-                verify = "EXTERNAL" in mechanisms or bool(settings.tls.uid_format)
-                plain = not attrs.get("requireSsl")
-                settings.ssl_domain = settings.tls.domain(True, verify, allow_plain=plain)
-            else:
-                settings.verify_hostname = bool(attrs.get("verifyHostname", True))
-                settings.ssl_domain = settings.tls.domain(False, bool(settings.tls.ca_file),
-                                                          settings.verify_hostname)
+            self.tls_bindings.attach(self.store, str(name), settings, entity.etype.short_name,
+                                     entity.attributes)
         except TlsError as error:
             raise ManagementStatus(400, f"{entity.etype.short_name} {entity.name!r}: {error}") from None
 
+    def update_tls_profile(self, entity: ManagedEntity, changes: Dict[str, Any]) -> None:
+        """qdmesh: a management UPDATE of an sslProfile (docs/security.md, "Live TLS"); raises
+        TlsError, having changed nothing, if the new material cannot be used."""
+        stored = self.tls_bindings.update(self.store, entity.name, entity.attributes, changes)
+        entity.attributes.update(stored)
+        self.tls_rotation.retire(entity.name, int(stored["oldestValidOrdinal"]))
+
     def open_connector(self, entity: ManagedEntity) -> None:
         settings, port = _connection_settings(entity)
-        self._tls(entity, settings)
         self._check_role(entity, settings.role)
+        self._tls(entity, settings)
         self.edge.settings(settings)
         mesh = self.mesh if settings.role == "inter-router" else None
         on_up = mesh.connector_opened if mesh is not None else None
@@ -220,6 +226,7 @@ class Router:
     def close_connector(self, entity: ManagedEntity) -> None:
         connector = self.connectors.pop(entity.identity, None)
         if connector is not None:
+            self.tls_bindings.detach(connector.settings)
             connector.stop()
 
     def hold_connectors(self) -> int:
@@ -231,6 +238,9 @@ class Router:
     def close_listener(self, entity: ManagedEntity) -> None:
         fd = self._listening.pop(entity.identity, None)
         if fd is not None and not self.http.close_listener(fd):
+            listening = self.server.listeners.get(fd)
+            if listening is not None:
+                self.tls_bindings.detach(listening[1])
             self.server.close_listener(fd)
 
     def log_entities(self) -> List[ManagedEntity]:

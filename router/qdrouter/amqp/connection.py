@@ -71,6 +71,7 @@ class AmqpConnection:
         "sock",
         "socket_open",
         "ssl_domain",
+        "tls_ordinal",
         "transport",
         "user",
         "want_write",
@@ -151,7 +152,10 @@ class AmqpConnection:
         lib.pn_sasl_set_allow_insecure_mechs(sasl, not settings.require_encryption)
         # The domain this connection's TLS was made from, held until release() (amqp/tls.py).
         self.ssl_domain = settings.ssl_domain
+        # The sslProfile ordinal its TLS was made with (None: plain); see amqp/tls_rotation.py.
+        self.tls_ordinal: int | None = None
         if settings.ssl_domain is not None:
+            self.tls_ordinal = settings.tls.ordinal if settings.tls is not None else 0
             retain_domain(settings.ssl_domain)
             ssl = lib.pn_ssl(transport)
             lib.pn_ssl_init(ssl, settings.ssl_domain, ffi.NULL)

@@ -138,6 +138,18 @@ class Connector:
         self._open_timer = self.server.timers.call_later(  # type: ignore[attr-defined]
             OPEN_TIMEOUT_S, lambda: self._open_timed_out(connection))
 
+    def adopt(self, connection: AmqpConnection) -> AmqpConnection | None:
+        """An open replacement (made with newer TLS material, amqp/tls_rotation.py) becomes the
+        connector's connection; the old one is returned, the caller's to drain and close (its
+        closing no longer counts as the connector's)."""
+        old = self.connection
+        if old is not None:
+            old.on_opened = None
+            old.on_closed = None
+        connection.on_closed = self._closed
+        self.connection = connection
+        return old
+
     def _open_timed_out(self, connection: AmqpConnection) -> None:
         self._open_timer = None
         if self.connection is connection and self.status == CONNECTING:

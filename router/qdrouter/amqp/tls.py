@@ -8,6 +8,7 @@ import os
 from typing import Any, Dict
 
 from .proton_ffi import NULL, c_string, ffi, lib
+from .tls_material import CertificateInfo, MaterialError, certificate_info, check_material
 
 
 class TlsError(ValueError):
@@ -42,6 +43,8 @@ def resolve_password(value: str | None, password_file: str | None, where: str) -
         if rest not in os.environ:
             raise TlsError(f"{where}: password: environment variable {rest!r} is not set")
         return os.environ[rest]
+    if os.path.exists(rest) and not os.path.isfile(rest):  # a FIFO or device would block
+        raise TlsError(f"{where}: password: cannot read {rest!r}: not a regular file")
     try:
         with open(rest, encoding="utf-8") as handle:
             return handle.readline().rstrip("\r\n")
@@ -52,7 +55,9 @@ def resolve_password(value: str | None, password_file: str | None, where: str) -
 class TlsProfile:
     """One sslProfile as proton domains (server side and client side, built on first use)."""
 
-    def __init__(self, name: str, attrs: Dict[str, Any]) -> None:
+    def __init__(self, name: str, attrs: Dict[str, Any], strict: bool = False) -> None:
+        """``strict`` (a management UPDATE): the files are loaded and checked at once, naming the
+        attribute and file at fault, instead of when a domain is first built."""
         self.name = name
         where = f"sslProfile {name!r}"
         self.where = where
@@ -63,10 +68,23 @@ class TlsProfile:
         self.protocols: str | None = attrs.get("protocols")
         self.uid_format: str | None = attrs.get("uidFormat")
         self.password = resolve_password(attrs.get("password"), attrs.get("passwordFile"), where)
+        # qdmesh: the revision of the material, and the oldest revision connections may keep.
+        self.ordinal = int(attrs.get("ordinal") or 0)
+        self.oldest_valid = int(attrs.get("oldestValidOrdinal") or 0)
         for attribute, path in (("certFile", self.cert_file), ("privateKeyFile", self.key_file),
                                 ("caCertFile", self.ca_file)):
             if path is not None and not os.path.isfile(path):
                 raise TlsError(f"{where}: attribute '{attribute}': no such file {path!r}")
+        # The leaf certificate, as management reports it (certificateSha256, certificateNotAfter).
+        self.certificate = CertificateInfo()
+        try:
+            if strict:
+                self.certificate = check_material(self.cert_file, self.key_file, self.ca_file, self.password)
+            else:
+                self.certificate = certificate_info(self.cert_file)
+        except MaterialError as error:
+            if strict:
+                raise TlsError(f"{where}: {error}") from None
         if self.uid_format:
             bad = [ch for ch in self.uid_format.replace(",", "") if ch not in _SUBJECT_FIELDS
                    and ch not in _FINGERPRINTS]
@@ -217,6 +235,18 @@ class TlsProfiles:
             profile = TlsProfile(name, found[0].attributes)
             self._profiles[name] = profile
         return profile
+
+    def current(self, name: str) -> TlsProfile | None:
+        """The profile built for ``name``, if a listener or connector (or a READ) built it."""
+        return self._profiles.get(name)
+
+    def replace(self, profile: TlsProfile) -> None:
+        """An updated profile takes the place of the one of its name (which lets go of its
+        domains: listeners, connectors and connections hold their own)."""
+        old = self._profiles.get(profile.name)
+        self._profiles[profile.name] = profile
+        if old is not None and old is not profile:
+            old.close()
 
     def forget(self, name: str) -> None:
         """A deleted sslProfile: later listeners and connectors cannot use it."""

@@ -103,6 +103,13 @@ class MeshNode(EndpointListener):
     def connector_opened(self, connection: Any) -> None:
         self.server.endpoints.open_inter_router(connection)
 
+    def reachable_through(self, connection: Any) -> bool:
+        """The router at the other end is a two-way neighbour through this connection, with a
+        data link to it (a replacement connection may take over: amqp/tls_rotation.py)."""
+        peer = self.peers.get(connection.identity)
+        return (peer is not None and peer.up and peer.data_out is not None
+                and bool(self.engine.neighbors_through(connection.identity)))
+
     def _peer(self, connection: Any) -> Peer:
         peer = self.peers.get(connection.identity)
         if peer is None:

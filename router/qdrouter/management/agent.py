@@ -185,6 +185,9 @@ class ManagementAgent:
         elif short == "router.config.linkRoute":
             for row, entity in zip(configured, router.store.of_type(etype)):
                 row.update(router.link_route_status(entity))
+        elif short == "sslProfile":
+            for row, entity in zip(configured, router.store.of_type(etype)):
+                row.update(router.tls_bindings.status(router.store, entity.name, entity.attributes))
         if answers_core_columns(etype):
             return [complete_row(etype, row) for row in configured]
         if short == "router":

@@ -10,6 +10,7 @@ import logging
 from typing import Any, Dict, Protocol
 
 from .. import log_config
+from ..amqp.tls import TlsError
 from ..core.address_table import AddressTable
 from .config_store import ManagedEntity
 from .status import bad_request, forbidden
@@ -38,6 +39,8 @@ class ListenerHost(Protocol):
     def close_connector(self, entity: ManagedEntity) -> None: ...
 
     def log_entities(self) -> list: ...
+
+    def update_tls_profile(self, entity: ManagedEntity, changes: Dict[str, Any]) -> None: ...
 
 
 def _optional(attrs: Dict[str, Any], name: str) -> str | None:
@@ -106,7 +109,12 @@ class ConfigEffects:
             self.host.tls_profiles.forget(entity.name)
 
     def updated(self, entity: ManagedEntity, changes: Dict[str, Any]) -> None:
-        if entity.etype.short_name == "vhost":
+        if entity.etype.short_name == "sslProfile":
+            try:
+                self.host.update_tls_profile(entity, changes)  # all of it, or nothing
+            except TlsError as error:
+                raise bad_request(str(error)) from None
+        elif entity.etype.short_name == "vhost":
             self.host.policy.vhost_updated(entity, changes)
         elif entity.etype.short_name == "log":
             previous = dict(entity.attributes)

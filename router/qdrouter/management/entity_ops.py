@@ -149,7 +149,7 @@ def update(router: Any, request: Request) -> Reply:
         raise bad_request(f"{etype.short_name}: attribute 'name' cannot be changed by update")
     validated = validate_attributes(etype, changes, mode=UPDATE)
     _problems(etype, validated)
-    if etype.short_name in ("log", "vhost"):
+    if etype.short_name in ("log", "vhost", "sslProfile"):
         router.effects.updated(entity, validated.attributes)
     else:
         entity.attributes.update(validated.attributes)

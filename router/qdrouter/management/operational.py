@@ -58,6 +58,7 @@ def connection_row(connection: Any) -> Row:
         "sasl": mechanism,
         "user": user,
         **tls,
+        "sslProfileOrdinal": connection.tls_ordinal if tls["ssl"] else None,
         "tenant": None,
         "uptimeSeconds": int(now - connection.opened_at),
         "properties": peer_properties(connection.pn_connection),

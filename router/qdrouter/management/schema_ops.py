@@ -53,7 +53,8 @@ def all_attribute_names() -> List[str]:
 # Read-only integers that qdrouterd 1.19's schema does not mark for graphing (sizes, indexes,
 # settings reported back); every other read-only integer is a counter or gauge, marked "graph".
 _NOT_GRAPHED = frozenset({
-    "transferBatchSize", "typeSize", "sslSsf", "inProcess", "priority", "capacity", "connectionId",
+    "transferBatchSize", "typeSize", "sslSsf", "sslProfileOrdinal", "inProcess", "priority", "capacity",
+    "connectionId",
     "zeroCreditSeconds", "cost", "index", "instance", "lastTopoChange", "protocolVersion",
     "bindingCount", "matchedCount", "divertedCount", "droppedCount", "forwardedCount", "receivedCount",
     "internalErrorCount", "trackedDeliveries", "userIdDenied", "targetDenied",

@@ -201,6 +201,10 @@ class RoutingEngine:
     def neighbors(self) -> Dict[str, Hashable]:
         return {rid: conn for rid, (conn, _) in self._neighbors.neighbors().items()}
 
+    def neighbors_through(self, conn_key: Hashable) -> List[str]:
+        """Routers that are two-way neighbours on the connection ``conn_key``."""
+        return self._neighbors.two_way_through(conn_key)
+
     def link_state(self) -> Dict[str, Any]:
         return self._lsdb.my_ls.to_dict()
 

@@ -99,6 +99,11 @@ class NeighborTable:
         """{neighbour id: (connection to use, cost)} for two-way neighbours."""
         return dict(self._neighbors)
 
+    def two_way_through(self, conn_key: Hashable) -> List[str]:
+        """The routers that hear us, and we them, on one connection."""
+        conn = self._conns.get(conn_key)
+        return sorted(conn.two_way) if conn is not None else []
+
     def conn_for(self, router_id: str) -> Hashable | None:
         entry = self._neighbors.get(router_id)
         return entry[0] if entry else None

@@ -117,26 +117,41 @@ CONNECTOR = entity(
     doc="Makes, and keeps re-making, an outgoing connection to a host and port.",
 )
 
+# update=True: what a management UPDATE of an sslProfile may change (qdmesh; qdrouterd 1.19
+# refuses the UPDATE): docs/security.md, "Live TLS".
 SSL_PROFILE = entity(
     "sslProfile",
     [
-        conf("ciphers", doc="Allowed cipher suites, in OpenSSL cipher list format."),
-        conf("protocols", doc="Space-separated TLS protocol versions to allow, e.g. 'TLSv1.2 TLSv1.3'."),
-        conf("caCertFile", PATH, deprecated=("certDb",),
+        conf("ciphers", update=True, doc="Allowed cipher suites, in OpenSSL cipher list format."),
+        conf("protocols", update=True,
+             doc="Space-separated TLS protocol versions to allow, e.g. 'TLSv1.2 TLSv1.3'."),
+        conf("caCertFile", PATH, deprecated=("certDb",), update=True,
              doc="PEM file of the certificate authorities to trust."),
-        conf("certFile", PATH, doc="PEM file of this end's certificate."),
-        conf("privateKeyFile", PATH, deprecated=("keyFile",),
+        conf("certFile", PATH, update=True, doc="PEM file of this end's certificate."),
+        conf("privateKeyFile", PATH, deprecated=("keyFile",), update=True,
              doc="PEM file of the private key for certFile."),
-        conf("passwordFile", PATH, doc="Deprecated: file holding the private key's password."),
-        conf("password",
+        conf("passwordFile", PATH, update=True,
+             doc="Deprecated: file holding the private key's password."),
+        conf("password", update=True,
              doc="Private key password: the password itself, 'env:VAR', 'file:PATH' or 'literal:TEXT'."),
         conf("uidFormat",
              doc="Which client certificate fields make up a user's id, e.g. 'cou' for country, "
                  "organization and organizational unit."),
         conf("uidNameMappingFile", deprecated=("displayNameFile",),
              doc="JSON file mapping certificate-derived ids to user names."),
+        conf("ordinal", INTEGER, minimum=0, maximum=INT32_MAX, update=True,
+             doc="qdmesh: revision of the profile's material (unset: 0). An UPDATE re-reads the files and "
+                 "new connections use them; an UPDATE without ordinal adds one to it, a lower "
+                 "one is refused."),
+        conf("oldestValidOrdinal", INTEGER, minimum=0, maximum=INT32_MAX, update=True,
+             doc="qdmesh: connections made with a lower ordinal are replaced (unset: 0; the router's own, "
+                 "make-before-break) or closed (clients', which reconnect)."),
+        status("certificateSha256",
+               doc="qdmesh: hex SHA-256 of the DER of the leaf certificate loaded now; empty if none."),
+        status("certificateNotAfter",
+               doc="qdmesh: expiry of the leaf certificate loaded now, ISO 8601 UTC."),
     ],
-    operations=("CREATE", "DELETE"),
+    operations=("CREATE", "UPDATE", "DELETE"),
     doc="A named set of TLS settings that listeners and connectors refer to.",
 )
 

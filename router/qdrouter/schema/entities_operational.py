@@ -130,6 +130,9 @@ CONNECTION = entity(
         status("sslProto", doc="TLS protocol version."),
         status("sslCipher", doc="TLS cipher."),
         status("sslSsf", INTEGER, doc="TLS security strength factor."),
+        status("sslProfileOrdinal", INTEGER,
+               doc="qdmesh: the ordinal of the sslProfile the connection's TLS was made with; "
+                   "none for plain connections."),
         status("tenant", doc="Tenant namespace, on multi-tenant listeners."),
         count("uptimeSeconds", "Seconds since the connection was made."),
         status("properties", MAP, doc="Connection properties the peer sent."),

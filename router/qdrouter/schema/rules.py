@@ -98,11 +98,21 @@ def _log_levels(attrs: Mapping[str, object], written: Written) -> list[Problem]:
                     f"each optionally followed by '+', or 'none')", _name(written, "enable"))]
 
 
+def _ordinals(attrs: Mapping[str, object], written: Written) -> list[Problem]:
+    """sslProfile (qdmesh): no connection could be valid above the profile's own ordinal."""
+    oldest, ordinal = attrs.get("oldestValidOrdinal"), attrs.get("ordinal")
+    if isinstance(oldest, int) and oldest > (ordinal if isinstance(ordinal, int) else 0):
+        return [Problem(f"attribute {_name(written, 'oldestValidOrdinal')!r}: {oldest} is above the "
+                        f"ordinal {ordinal or 0} (no connection could be valid)")]
+    return []
+
+
 _CHECKS: Dict[str, List[Check]] = {
     "router": [_router_id],
     "listener": [_host_and_port, _metrics_bound, listener_problems],
     "connector": [_host_and_port, connector_problems],
     "authServicePlugin": [_host_and_port],
+    "sslProfile": [_ordinals],
     "log": [_log_levels],
     "router.config.address": [_one_of("prefix", "pattern", required=True)],
     "router.config.linkRoute": [_one_of("prefix", "pattern", required=True),
