@@ -34,6 +34,7 @@ ONLY_IN_QDMESH = {("router", "internalErrorCount"), ("listener", "metricsMaxAddr
                   # Live TLS (docs/security.md): the sslProfile's revision and the certificate loaded.
                   ("sslProfile", "ordinal"), ("sslProfile", "oldestValidOrdinal"),
                   ("sslProfile", "certificateSha256"), ("sslProfile", "certificateNotAfter"),
+                  ("sslProfile", "caCertificateSha256"),
                   ("connection", "sslProfileOrdinal")}
 # Operations qdmesh adds (docs/security.md, "Live TLS"): qdrouterd 1.19 refuses them.
 OPERATIONS_ONLY_IN_QDMESH = {"sslProfile": ["UPDATE"]}

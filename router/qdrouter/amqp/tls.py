@@ -8,7 +8,7 @@ import os
 from typing import Any, Dict
 
 from .proton_ffi import NULL, c_string, ffi, lib
-from .tls_material import CertificateInfo, MaterialError, certificate_info, check_material
+from .tls_material import CertificateInfo, MaterialError, certificate_info, check_material, file_sha256
 
 
 class TlsError(ValueError):
@@ -85,6 +85,13 @@ class TlsProfile:
         except MaterialError as error:
             if strict:
                 raise TlsError(f"{where}: {error}") from None
+        # The CA file's bytes, as management reports them (caCertificateSha256).
+        try:
+            self.ca_sha256 = file_sha256("caCertFile", self.ca_file)
+        except MaterialError as error:
+            if strict:
+                raise TlsError(f"{where}: {error}") from None
+            self.ca_sha256 = ""
         if self.uid_format:
             bad = [ch for ch in self.uid_format.replace(",", "") if ch not in _SUBJECT_FIELDS
                    and ch not in _FINGERPRINTS]

@@ -39,6 +39,12 @@ def _read(attribute: str, path: str) -> bytes:
     return data
 
 
+def file_sha256(attribute: str, path: str | None) -> str:
+    """Hex SHA-256 of a file's bytes ("" without a file); raises MaterialError naming the
+    attribute.  For a CA file: what an operator compares with the Secret it mounted."""
+    return hashlib.sha256(_read(attribute, path)).hexdigest() if path else ""
+
+
 def certificate_info(cert_file: str | None) -> CertificateInfo:
     """The leaf (first) certificate of ``cert_file``; raises MaterialError naming certFile."""
     if not cert_file:

@@ -114,9 +114,11 @@ class TlsBindings:
             try:
                 profile = self.profiles.get(store, name)
             except TlsError:
-                return {**ordinals, "certificateSha256": "", "certificateNotAfter": None}
+                return {**ordinals, "certificateSha256": "", "certificateNotAfter": None,
+                        "caCertificateSha256": ""}
         return {**ordinals, "certificateSha256": profile.certificate.sha256,
-                "certificateNotAfter": profile.certificate.not_after or None}
+                "certificateNotAfter": profile.certificate.not_after or None,
+                "caCertificateSha256": profile.ca_sha256}
 
 
 def _ordinals(where: str, attrs: Dict[str, Any], changes: Dict[str, Any]) -> Tuple[int, int]:

@@ -150,6 +150,8 @@ SSL_PROFILE = entity(
                doc="qdmesh: hex SHA-256 of the DER of the leaf certificate loaded now; empty if none."),
         status("certificateNotAfter",
                doc="qdmesh: expiry of the leaf certificate loaded now, ISO 8601 UTC."),
+        status("caCertificateSha256",
+               doc="qdmesh: hex SHA-256 of the bytes of the CA file loaded now; empty if none."),
     ],
     operations=("CREATE", "UPDATE", "DELETE"),
     doc="A named set of TLS settings that listeners and connectors refer to.",
