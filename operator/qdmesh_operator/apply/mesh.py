@@ -26,7 +26,7 @@ from ..tls.resolve import Certificates
 from .converged import mesh_converged
 from .edges import EdgeRouter, apply_edge_objects, edge_routers, sync_edges
 from .management import ClientPool, RouterOutcome, sync_mesh
-from .tls_reload import TlsReload, reload_routers
+from .tls_reload import TlsReload, reload_routers, replace_old_connections
 
 
 @dataclass
@@ -81,6 +81,8 @@ def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state
         applied.outcomes = sync_mesh(state, urls, pool=pool, tls=certificates.management)
         applied.tls = reload_routers(applied.outcomes, certificates.profiles, pool=pool,
                                      tls=certificates.management)
+        replace_old_connections(applied.tls, applied.outcomes, certificates.profiles, mesh.size, pool=pool,
+                                tls=certificates.management)
     sts = rendered.stateful_set
     live = observed.stateful_set
     new_hash = sts["metadata"]["annotations"][TEMPLATE_HASH]

@@ -4,10 +4,12 @@ with the next ``ordinal``, a qdmesh extension of management).
 
 Kubernetes updates a mounted Secret's files some time after the Secret changed (a minute or
 so), so a router may load the same files again and still report the old material: it is then
-*waiting*, and asked again at the next reconciliation.  Once a router reports the new
-certificate, its router-to-router connections made with the old one are replaced, one at a
-time, each after its successor is up (``oldestValidOrdinal``).  A router that refuses the
-UPDATE (an image without run-time TLS) is reported: it loads the material when it restarts."""
+*waiting*, and asked again at the next reconciliation.  Once EVERY router runs the new
+material, each replaces its router-to-router connections made with older material, one at a
+time, each after its successor is up (``oldestValidOrdinal``): the routers accepting the new
+connections then run the new material too, so no connection is left made with the old.  A
+router that refuses the UPDATE (an image without run-time TLS) is reported: it loads the
+material when it restarts."""
 
 from __future__ import annotations
 
@@ -36,6 +38,10 @@ class TlsReload:
     waiting: List[str] = field(default_factory=list)
     #: Why a profile could not be loaded at run time, by profile.
     refused: Dict[str, str] = field(default_factory=dict)
+    #: The router's sslProfile rows after this time, by profile.
+    rows: Dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Profiles whose older connections the router was asked to replace this time.
+    replacing: List[str] = field(default_factory=list)
 
     @property
     def current(self) -> bool:
@@ -55,30 +61,20 @@ def _ordinal(row: Mapping[str, Any]) -> int:
 
 
 def _load(client: ManagementClient, row: Mapping[str, Any], profile: LiveProfile, done: TlsReload) -> None:
-    """One profile on one router: load again, read back, replace old connections."""
-    ordinal = _ordinal(row) + 1
+    """One profile on one router: load its files again and read back what it runs."""
     try:
-        client.update(PROFILE_TYPE, {"ordinal": ordinal}, name=profile.profile)
+        client.update(PROFILE_TYPE, {"ordinal": _ordinal(row) + 1}, name=profile.profile)
         now = client.read(PROFILE_TYPE, name=profile.profile)
     except ManagementConnectionError:
         raise
     except ManagementError as e:
         done.refused[profile.profile] = f"sslProfile {profile.profile!r}: {e}"
         return
-    if not profile.material.matches(now):
+    done.rows[profile.profile] = now
+    if profile.material.matches(now):
+        done.loaded.append(profile.profile)
+    else:
         done.waiting.append(profile.profile)
-        return
-    done.loaded.append(profile.profile)
-    leaf_changed = str(row.get("certificateSha256") or "") != profile.material.certificate_sha256
-    if profile.replace_connections and leaf_changed:
-        try:
-            client.update(PROFILE_TYPE, {"ordinal": _ordinal(now), "oldestValidOrdinal": _ordinal(now)},
-                          name=profile.profile)
-        except ManagementConnectionError:
-            raise
-        except ManagementError as e:
-            done.refused[profile.profile] = f"sslProfile {profile.profile!r} loaded, but its older " \
-                                           f"connections cannot be replaced: {e}"
 
 
 def reload_router(router_id: str, client_of: Any, rows: Sequence[Mapping[str, Any]],
@@ -89,6 +85,8 @@ def reload_router(router_id: str, client_of: Any, rows: Sequence[Mapping[str, An
     done = TlsReload(router_id)
     for profile in profiles:
         row = _row(rows, profile.profile)
+        if row is not None:
+            done.rows[profile.profile] = row
         if row is None or profile.material.matches(row):
             continue
         try:
@@ -117,6 +115,38 @@ def reload_routers(outcomes: Mapping[str, RouterOutcome], profiles: Sequence[Liv
     with ThreadPoolExecutor(max_workers=min(16, len(reachable)), thread_name_prefix="qdmesh-tls") as workers:
         futures = {rid: workers.submit(one, o) for rid, o in reachable.items()}
         return {rid: f.result() for rid, f in futures.items()}
+
+
+def replace_old_connections(reloads: Mapping[str, TlsReload], outcomes: Mapping[str, RouterOutcome],
+                            profiles: Sequence[LiveProfile], expected: int, *, pool: ClientPool,
+                            tls: TlsFiles | None, verify_name: bool = True) -> None:
+    """Once all ``expected`` routers run a router-to-router profile's material, each router
+    whose connections may still be older than what it runs (``oldestValidOrdinal`` below its
+    ``ordinal``) is asked to replace them.  Before that, a connection replaced early would be
+    accepted by a router still on the old material."""
+    for profile in profiles:
+        if not profile.replace_connections or len(reloads) < expected:
+            continue
+        rows = {rid: r.rows.get(profile.profile) for rid, r in reloads.items()}
+        if any(row is None or not profile.material.matches(row) for row in rows.values()):
+            continue
+        for rid, row in rows.items():
+            assert row is not None
+            ordinal = _ordinal(row)
+            if int(row.get("oldestValidOrdinal") or 0) >= ordinal:
+                continue
+            url = outcomes[rid].url
+            try:
+                client = pool.get(url, tls if url.startswith("amqps:") else None, verify_name=verify_name)
+                client.update(PROFILE_TYPE, {"ordinal": ordinal, "oldestValidOrdinal": ordinal},
+                              name=profile.profile)
+            except ManagementError as e:  # a lost connection included: tried again next time
+                if isinstance(e, ManagementConnectionError):
+                    pool.discard(url)
+                reloads[rid].refused[profile.profile] = (f"sslProfile {profile.profile!r} loaded, but its "
+                                                         f"older connections cannot be replaced: {e}")
+                continue
+            reloads[rid].replacing.append(profile.profile)
 
 
 def running_revision(reloads: Mapping[str, TlsReload], expected: int, revision: str | None) -> str | None:
