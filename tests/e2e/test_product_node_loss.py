@@ -11,10 +11,11 @@ two workers) with a per-node edge group, in this order:
    the lost routers.  After ``docker start`` the pods come back, a RoutersBack Event, and the
    mesh is Ready and converged.  The stopped worker is one the operator does not run on (its
    replacement elsewhere takes the Lease first; the chart's nodeLossTolerationSeconds);
-3. ``kubectl drain`` of a worker with traffic between routers on another node: the
-   PodDisruptionBudget (maxUnavailable 1) refuses the second router's eviction until the
-   first is back, never more than one router is down, every message is accepted; uncordoned,
-   the mesh is Ready and converged."""
+3. ``kubectl drain`` of a worker with traffic from a router on another node, balanced over a
+   consumer there and one on a router of the drained node: the PodDisruptionBudget
+   (maxUnavailable 1) refuses the second router's eviction until the first is back, never
+   more than one router is down, and every message is accepted (the evicted router drains:
+   it settles what it holds before it stops); uncordoned, the mesh is Ready and converged."""
 
 from __future__ import annotations
 
@@ -187,8 +188,10 @@ def test_drain_held_by_the_disruption_budget_with_traffic(nodal: Nodal, core: An
     staying = sorted(p for n, pods in placed.items() if n != drained for p in pods)
     assert len(going) >= 2 and len(staying) >= 2, f"routers per node: {placed}"
     down_at_once: List[int] = []
-    with port_forwards(e2e_kubeconfig, ns, staying[:2]) as urls:
-        traffic = Traffic(urls, staying[0], staying[1], stem="drain")
+    # Balanced over a consumer on a router that stays and one on a router the drain stops: that
+    # router drains (SIGTERM) while it holds deliveries for its consumer.
+    with port_forwards(e2e_kubeconfig, ns, [*staying[:2], going[0]]) as urls:
+        traffic = Traffic(urls, staying[0], [staying[1], going[0]], stem="drain")
         started = time.monotonic()
         drain = kubectl(e2e_kubeconfig, "drain", drained, "--ignore-daemonsets", "--delete-emptydir-data",
                         "--timeout=240s")
@@ -210,8 +213,11 @@ def test_drain_held_by_the_disruption_budget_with_traffic(nodal: Nodal, core: An
           f"traffic {len(traffic.sent)} messages, outcomes {counts}\n{output}")
     assert drain.returncode == 0, output
     timing(f"kubectl drain of a worker with {len(going)} routers (traffic flowing)", drained_in)
+    # Nothing released or modified for the producer on a router that stays, though its
+    # deliveries went to the drained router's consumer too.
     assert counts == {"accepted": len(traffic.sent)}, counts
     assert unreceived == []
+    assert traffic.received(going[0]), f"no message reached the consumer on {going[0]}"
     assert max(down_at_once) <= 1, f"more than one router down at once: {down_at_once}"
     # The budget is what kept the second router: drain retried its eviction.
     assert "disruption budget" in output, output
