@@ -281,3 +281,13 @@ if __name__ == "__main__":
         watch(int(sys.argv[2]), sys.argv[3])
     else:
         sys.exit("usage: python -m tests.reaper watch PYTEST_PID RUN_ID")
+
+
+def stop_process(proc: subprocess.Popen, grace_s: float = 20.0) -> None:
+    """One process a test started and owns: SIGTERM, then SIGKILL after ``grace_s``."""
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)

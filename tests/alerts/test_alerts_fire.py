@@ -25,6 +25,7 @@ import yaml
 from tests.kube.controlplane import ControlPlane
 from tests.operator.kube_operator import Cluster, eventually
 from tests.prerequisites import require
+from tests.reaper import stop_process
 from tests.router.routerproc import free_port
 
 pytestmark = pytest.mark.timeout(300)
@@ -45,15 +46,6 @@ def _metric(port: int, family: str) -> List[str]:
 
 def start(cmd: List[str], log: Path, env: Dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
 
 
 def test_an_unreachable_link_route_fires_its_alert(crds: ControlPlane, router_factory: Callable[..., Any],
@@ -107,5 +99,5 @@ def test_an_unreachable_link_route_fires_its_alert(crds: ControlPlane, router_fa
         names = {a["alertname"] for a in firing(web)}
         assert "QdmeshCertificateExpiresSoon" not in names, names
     finally:
-        stop(prometheus)
-        stop(operator)
+        stop_process(prometheus)
+        stop_process(operator)

@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from tests.prerequisites import require
+from tests.reaper import stop_process
 
 from .kube import eventually
 from .mesh_fixtures import MESH, MeshState, Timing, mesh_whole
@@ -95,11 +96,7 @@ def prometheus(operator_namespace: str, e2e_kubeconfig: Path, tmp_path: Path) ->
         try:
             yield f"http://127.0.0.1:{port}"
         finally:
-            proc.terminate()
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_process(proc)
             log.close()
 
 

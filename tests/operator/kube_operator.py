@@ -31,7 +31,10 @@ def api_namespace(crds: ControlPlane, prefix: str) -> Tuple[Any, str]:
     return api, namespace
 
 
-def eventually(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+def eventually(check: Callable[[], Any], timeout: float = 30.0,
+               what: str | Callable[[], str] = "condition") -> Any:
+    """``check()`` once it is truthy; fails after ``timeout`` s naming ``what`` (a callable:
+    what it says then, for a description of the state that did not come)."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
@@ -43,7 +46,8 @@ def eventually(check: Callable[[], Any], timeout: float = 30.0, what: str = "con
             if last:
                 return last
         time.sleep(0.25)
-    raise AssertionError(f"{what} did not happen within {timeout:g}s (last: {last!r})")
+    said = what if isinstance(what, str) else what()
+    raise AssertionError(f"{said} did not happen within {timeout:g}s (last: {last!r})")
 
 
 class Cluster:

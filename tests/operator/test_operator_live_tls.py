@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 from proton import Message
@@ -32,7 +32,7 @@ from qdmesh_operator.tls.material import leaf_sha256
 from qdmesh_operator.tls.rotation import ROTATE_BEFORE, CaSet
 from qdrouter.tools.management_client import ManagementClient
 from tests.kube.controlplane import ControlPlane
-from tests.operator.kube_operator import G, V, api_namespace
+from tests.operator.kube_operator import G, V, api_namespace, eventually
 from tests.operator.test_operator_managed_tls_mesh import Rendered, interior, nodes, routers, section
 from tests.router.routerproc import Router, free_port
 
@@ -193,19 +193,8 @@ def _mesh_of_three(tmp_path: Path, mounts: List[Mount], started: List[Router]) -
               rendered.profile_with(mounts[2].files()) + connector("to-0", ports[0])
               + connector("to-1", ports[1])]
     found = [interior(tmp_path, f"{MESH}-{i}", body, started) for i, body in enumerate(bodies)]
-    _wait(lambda: all(len(nodes(r)) == 2 for r in found), 30, "the three routers to mesh over TLS")
+    eventually(lambda: all(len(nodes(r)) == 2 for r in found), 30, "the three routers to mesh over TLS")
     return found
-
-
-def _wait(check: Callable[[], Any], timeout: float, what: str | Callable[[], str]) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what if isinstance(what, str) else what()}")
-        time.sleep(0.3)
 
 
 @pytest.fixture(scope="module")
@@ -271,7 +260,7 @@ def test_ca_rotation_reaches_running_routers_with_no_restart_and_no_lost_message
             time.sleep(0.5)
         else:
             raise AssertionError(f"the rotation did not complete: events {events}, status {status}")
-        _wait(lambda: traffic.accepted > 50, 30, "traffic after the rotation")
+        eventually(lambda: traffic.accepted > 50, 30, "traffic after the rotation")
     finally:
         traffic.stop()
     assert traffic.failures == [], traffic.failures[:5]
@@ -310,5 +299,5 @@ def test_ca_rotation_reaches_running_routers_with_no_restart_and_no_lost_message
             f"{_profile(r)['oldestValidOrdinal']}, first ran the new certificate at "
             f"{first_ran.get((r.router_id, leaf_sha256(final['tls.crt'])))})" for r in started)
 
-    _wait(connections_current, 90, describe)
-    _wait(lambda: all(len(nodes(r)) == 2 for r in started), 30, "the mesh whole after the rotation")
+    eventually(connections_current, 90, describe)
+    eventually(lambda: all(len(nodes(r)) == 2 for r in started), 30, "the mesh whole after the rotation")

@@ -21,6 +21,7 @@ import pytest
 from tests.kube.controlplane import ControlPlane
 from tests.operator.kube_operator import Cluster, eventually
 from tests.operator.localmesh import names_on
+from tests.reaper import stop_process
 from tests.router.routerproc import free_port
 
 pytestmark = pytest.mark.timeout(1800)
@@ -152,12 +153,7 @@ def test_memory_stays_flat_under_churn(crds: ControlPlane, router_factory: Calla
         after, rss_after = operator.snapshot(), rss_mib(proc.pid)
         assert proc.poll() is None
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc)
     grown = operator_growth(before, after)
     total = sum(s.size_diff for s in grown)
     top = "\n".join(f"{s.size_diff:+d} B {s.count_diff:+d}: {s.traceback.format()[-6:]}" for s in grown[:8])

@@ -20,6 +20,7 @@ import pytest
 from qdmesh_operator.operations import MANUAL_ROLL_ANNOTATION, PAUSE_ANNOTATION, RESTARTED_AT_ANNOTATION
 from tests.kube.controlplane import ControlPlane
 from tests.operator.kube_operator import Cluster, G, V, eventually
+from tests.reaper import stop_process
 from tests.router.routerproc import free_port
 
 pytestmark = pytest.mark.timeout(240)
@@ -46,12 +47,7 @@ def kube(crds: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     try:
         yield Cluster(crds, namespace)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc)
 
 
 def _annotate(kube: Cluster, name: str, annotations: Dict[str, Any]) -> None:
