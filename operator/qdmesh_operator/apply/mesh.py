@@ -23,6 +23,7 @@ from ..operations.reasons import roll_reasons
 from ..render.mesh import RenderedMesh
 from ..rolling import PENDING, PENDING_ANNOTATION, TEMPLATE_HASH, next_partition
 from ..tls.resolve import Certificates
+from .addresses import ConsumedAddresses, count_consumed
 from .converged import mesh_converged
 from .edges import EdgeRouter, apply_edge_objects, edge_routers, sync_edges
 from .management import ClientPool, RouterOutcome, sync_mesh
@@ -45,6 +46,8 @@ class Applied:
     #: What TLS material each router that answered runs after this time, interior and edge.
     tls: Dict[str, TlsReload] = field(default_factory=dict)
     edge_tls: Dict[str, TlsReload] = field(default_factory=dict)
+    #: How many addresses have a consumer in the mesh (None: no router answered).
+    consumed: ConsumedAddresses | None = None
     #: Why the pod template changed this time (operations/reasons.py); empty when it did not.
     roll_reasons: List[str] = field(default_factory=list)
 
@@ -83,6 +86,8 @@ def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state
                                      tls=certificates.management)
         replace_old_connections(applied.tls, applied.outcomes, certificates.profiles, mesh.size, pool=pool,
                                 tls=certificates.management)
+        if applied.outcomes:
+            applied.consumed = count_consumed(applied.outcomes, pool=pool, tls=certificates.management)
     sts = rendered.stateful_set
     live = observed.stateful_set
     new_hash = sts["metadata"]["annotations"][TEMPLATE_HASH]

@@ -71,6 +71,8 @@ def reconciled_report(body: Mapping[str, Any], *, parsed: ParsedMesh, observed: 
                      outcomes=applied.outcomes)
     _summarise_routes(report.statuses, parsed.mesh.name)
     mesh_body = report.statuses[(contract.MESH_PLURAL, parsed.mesh.name)]
+    if applied.consumed is not None:
+        mesh_body["addressesWithConsumers"] = applied.consumed.count
     if certificates.expiries:
         mesh_body["certificates"] = certificate_status.expiry_list(certificates.expiries)
     if certificates.profiles or certificates.edge_profiles:
