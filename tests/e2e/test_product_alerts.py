@@ -41,6 +41,15 @@ def _firing(web: str) -> List[Dict[str, str]]:
     return [a["labels"] for a in alerts if a["state"] == "firing"]
 
 
+def _ready(web: str, proc: subprocess.Popen) -> bool:
+    assert proc.poll() is None, "Prometheus exited"
+    try:
+        with urllib.request.urlopen(f"{web}/-/ready", timeout=5) as reply:
+            return bool(reply.status == 200)
+    except OSError:  # not listening yet
+        return False
+
+
 def _router_pid(namespace: str, pod: str) -> int | None:
     """The router process of ``pod``, found by the environment its container gives it."""
     wanted = {f"POD_NAME={pod}".encode(), f"POD_NAMESPACE={namespace}".encode()}
@@ -93,8 +102,11 @@ def prometheus(operator_namespace: str, e2e_kubeconfig: Path, tmp_path: Path) ->
                                  f"--storage.tsdb.path={tmp_path / 'tsdb'}",
                                  f"--web.listen-address=127.0.0.1:{port}"],
                                 stdout=subprocess.DEVNULL, stderr=log)
+        web = f"http://127.0.0.1:{port}"
         try:
-            yield f"http://127.0.0.1:{port}"
+            eventually(lambda: _ready(web, proc), 60, "Prometheus ready",
+                       describe=lambda: (tmp_path / "prometheus.log").read_text()[-2000:])
+            yield web
         finally:
             stop_process(proc)
             log.close()
