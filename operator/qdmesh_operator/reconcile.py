@@ -174,11 +174,15 @@ class MeshReconciler:
         if pool is not self.pool:  # routers that left the mesh, edge pods replaced: closed
             pool.retain([*urls.values(), *(r.url for r in applied.edge_routers)])
         tls_running = _tls_running(mesh, observed, applied, certificates)
-        # canary: probes between the routers through the mesh, on the drift schedule
-        results, round_no = canary.next_round(
-            pool, outcomes=applied.outcomes, urls=urls, tls=certificates.management,
-            previous=last[1].canary if last else {}, last_round=last[1].canary_round if last else -1,
-            probe=why == "drift")
+        # canary: probes between the routers through the mesh, on the drift schedule (or what
+        # the routers measured of their neighbours)
+        if mesh.canary_mode == "Routers":
+            results, round_no = canary.from_routers(applied.outcomes), -1
+        else:
+            results, round_no = canary.next_round(
+                pool, outcomes=applied.outcomes, urls=urls, tls=certificates.management,
+                previous=last[1].canary if last else {}, last_round=last[1].canary_round if last else -1,
+                probe=why == "drift")
         # status: every status to write and every Event to post
         report = status.reconciled_report(body, parsed=parsed, observed=observed, state=state,
                                           certificates=certificates, applied=applied, why=why,

@@ -114,3 +114,50 @@ def test_probes_go_through_the_mesh_and_a_partition_is_named(mesh_factory: MeshF
         assert status["canary"]["failing"][0].startswith("A -> C: ")
     finally:
         pool.close()
+
+
+def test_mode_routers_reads_what_the_routers_measured_of_their_neighbours(mesh_factory: MeshFactory) -> None:
+    """spec.canary.mode Routers: the operator probes nothing; the routers measure their
+    neighbours (canaryIntervalSeconds) and the operator reads it with the rest of their state
+    (the same management sync), a pair per inter-router link and direction.  A frozen router's
+    neighbours count it unreachable after three probes in a row go unanswered."""
+    import signal
+
+    from qdmesh_operator.apply.management import sync_mesh
+    from qdmesh_operator.canary import from_routers
+    from tests.mesh.test_canary import CanaryTimers
+    from tests.operator.localmesh import local_state, urls
+
+    spec = parse_mesh("demo", "messaging", {"size": 3, "image": "qdmesh/router:0.1.0",
+                                            "canary": {"mode": "Routers"}})
+    assert spec.canary_mode == "Routers"
+    local = mesh_factory(LINE3, timers=CanaryTimers())
+    state = local_state(spec, [])
+    pool = ClientPool()
+    links = {("demo-0", "demo-1"), ("demo-1", "demo-0"), ("demo-1", "demo-2"), ("demo-2", "demo-1")}
+    try:
+        def measured(check: Any) -> Dict[Tuple[str, str], PairResult]:
+            deadline = time.monotonic() + 60
+            while True:
+                # Here the routers' own ids are A, B, C (in a cluster, the pods' names): the
+                # neighbours are named by the operator's ids, as the outcomes are.
+                names = {r: f"demo-{i}" for i, r in enumerate("ABC")}
+                found = {(a, names.get(b, b)): v
+                         for (a, b), v in from_routers(sync_mesh(state, urls(local), pool=pool)).items()}
+                if check(found):
+                    return found
+                assert time.monotonic() < deadline, f"routers' measurements: {found}"
+                time.sleep(0.5)
+
+        found = measured(lambda r: set(r) == links and all(x.seconds for x in r.values()))
+        assert summarise(found).status()["pairs"] == "4/4 reachable"
+        local["C"].send_signal(signal.SIGSTOP)
+        try:
+            frozen = measured(lambda r: r.get(("demo-1", "demo-2")) is not None
+                              and r[("demo-1", "demo-2")].seconds is None)
+            assert "unanswered" in frozen[("demo-1", "demo-2")].error
+            assert frozen[("demo-0", "demo-1")].seconds is not None
+        finally:
+            local["C"].send_signal(signal.SIGCONT)
+    finally:
+        pool.close()

@@ -137,6 +137,9 @@ class RouterOutcome:
     direct_peers: List[str] = field(default_factory=list)
     #: Edge routers: the interior router their open edge connection goes to ("" if none).
     uplink: str = ""
+    #: What the router measured of each neighbour (``canaryIntervalSeconds``): the last round
+    #: trip in seconds (None: none answered yet) and the probes failed in a row, by router id.
+    neighbours: Dict[str, Tuple[float | None, int]] = field(default_factory=dict)
     seconds: float = 0.0
 
     @property
@@ -220,8 +223,18 @@ def _sync_once(client: ManagementClient, outcome: RouterOutcome, *, desired: Seq
     if edge:  # an edge router has no router.node rows: its uplink is an edge connection
         outcome.uplink = uplink_of(client.query(CONNECTION_TYPE))
         return
-    outcome.direct_peers = sorted(str(n.get("id")) for n in client.query(NODE_TYPE)
-                                  if n.get("id") and not n.get("nextHop"))
+    nodes = [n for n in client.query(NODE_TYPE) if n.get("id") and not n.get("nextHop")]
+    outcome.direct_peers = sorted(str(n.get("id")) for n in nodes)
+    outcome.neighbours = {str(n["id"]): (_seconds(n.get("roundTripSeconds")),
+                                         int(n.get("probeFailures") or 0))
+                          for n in nodes if "roundTripSeconds" in n or "probeFailures" in n}
+
+
+def _seconds(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def uplink_of(connections: Sequence[Mapping[str, Any]]) -> str:

@@ -126,6 +126,12 @@ class PodSettings:
         return [{"name": name} for name in self.image_pull_secrets]
 
 
+#: Operator: the operator probes pairs of routers through the mesh at each drift check.
+#: Routers: each router measures its neighbours (canaryIntervalSeconds) and the operator reads
+#: what they measured, probing nothing itself.
+CANARY_MODES = ("Operator", "Routers")
+
+
 @dataclass
 class ConsoleSettings:
     """spec.console: the mesh's web console (``qdmesh console``) in a pod of its own."""
@@ -161,6 +167,8 @@ class MeshSpec:
     policy: PolicySpec | None = None
     pod: PodSettings = field(default_factory=PodSettings)
     console: ConsoleSettings = field(default_factory=ConsoleSettings)
+    #: spec.canary.mode: who measures round trips between routers (docs/operator.md, The canary).
+    canary_mode: str = "Operator"
     edge_groups: List[EdgeGroupSpec] = field(default_factory=list)
     disruption_budget: DisruptionBudget = field(default_factory=DisruptionBudget)
     #: Cron expressions (operations/windows.py); empty: a due rolling restart starts at once.
@@ -223,6 +231,7 @@ def parse_mesh(name: str, namespace: str, spec: Mapping[str, Any],
         enabled=bool(console.boolean("enabled", False)),
         interval=console.need_integer("intervalSeconds", default=2, minimum=1, maximum=60),
         resources=check_resources(console.at("resources"), console.mapping("resources")))
+    mesh.canary_mode = f.sub("canary").choice("mode", CANARY_MODES, default="Operator") or "Operator"
     mesh.edge_groups = parse_edge_groups(f, name)
     mesh.disruption_budget = parse_disruption_budget(f.sub("disruptionBudget"))
     mesh.maintenance_windows = parse_maintenance_windows(f)
