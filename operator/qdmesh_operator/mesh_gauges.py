@@ -13,6 +13,7 @@ import threading
 from typing import Any, Dict, List, Mapping, Tuple
 
 from . import contract
+from .canary_histograms import PairHistograms
 
 Key = Tuple[str, str]
 Statuses = Mapping[Tuple[str, str], Mapping[str, Any]]
@@ -85,6 +86,7 @@ class MeshGauges:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._meshes: Dict[Key, List[Tuple[str, Dict[str, str], float]]] = {}
+        self.histograms = PairHistograms()
 
     def observe(self, namespace: str, mesh: str, statuses: Statuses,
                 canary: Mapping[Tuple[str, str], Any] | None = None) -> None:
@@ -95,10 +97,12 @@ class MeshGauges:
         found = samples(namespace, mesh, statuses, canary)
         with self._lock:
             self._meshes[(namespace, mesh)] = found
+        self.histograms.observe(namespace, mesh, canary or {})
 
     def forget(self, namespace: str, mesh: str) -> None:
         with self._lock:
             self._meshes.pop((namespace, mesh), None)
+        self.histograms.forget(namespace, mesh)
 
     def meshes(self) -> int:
         with self._lock:
@@ -116,6 +120,7 @@ class MeshGauges:
                     # Exact: a timestamp in %g would lose its seconds.
                     number = str(int(value)) if value.is_integer() else repr(value)
                     lines.append(f"{family}{{{text}}} {number}")
+        lines += self.histograms.render()
         return "\n".join(lines) + "\n"
 
 

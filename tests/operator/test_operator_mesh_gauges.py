@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from qdmesh_operator.mesh_gauges import MeshGauges
+from tests.prerequisites import require
 
 STATUSES: Dict[Any, Dict[str, Any]] = {
     ("routermeshes", "demo"): {
@@ -51,3 +52,39 @@ def test_a_reconciliation_without_statuses_keeps_the_last_and_a_mesh_gone_takes_
     gauges.forget("messaging", "demo")
     gauges.forget("messaging", 'odd"name')
     assert 'mesh="' not in gauges.render() and gauges.meshes() == 0
+
+
+def test_each_canary_pair_has_a_histogram_of_its_round_trips_counted_once() -> None:
+    import shutil
+    import subprocess
+
+    from qdmesh_operator.canary import PairResult
+
+    gauges = MeshGauges()
+    pair = 'namespace="messaging",mesh="demo",source="demo-0",destination="demo-1"'
+    first = {("demo-0", "demo-1"): PairResult(0.003, "", 100.0),
+             ("demo-1", "demo-0"): PairResult(None, "lost", 100.0)}
+    gauges.observe("messaging", "demo", STATUSES, first)
+    gauges.observe("messaging", "demo", STATUSES, first)  # the same probe again: not counted twice
+    gauges.observe("messaging", "demo", STATUSES, {**first, ("demo-0", "demo-1"): PairResult(0.2, "", 130.0)})
+    lines = gauges.render().splitlines()
+    for expected in [f'qdmesh_canary_pair_round_trip_seconds_bucket{{{pair},le="0.0025"}} 0',
+                     f'qdmesh_canary_pair_round_trip_seconds_bucket{{{pair},le="0.005"}} 1',
+                     f'qdmesh_canary_pair_round_trip_seconds_bucket{{{pair},le="0.25"}} 2',
+                     f'qdmesh_canary_pair_round_trip_seconds_bucket{{{pair},le="+Inf"}} 2',
+                     f"qdmesh_canary_pair_round_trip_seconds_count{{{pair}}} 2"]:
+        assert expected in lines, expected
+    # A pair whose probes all failed has no histogram (its reachability says so).
+    assert not [line for line in lines if 'source="demo-1"' in line and "round_trip_seconds_" in line]
+    # Prometheus's own parser and linter reads the exposition.
+    promtool = shutil.which("promtool")
+    require(promtool is not None, "promtool (.ci/setup.d/32-promtool.sh)")
+    checked = subprocess.run([str(promtool), "check", "metrics"], input=gauges.render(), text=True,
+                             capture_output=True, timeout=30)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # A pair that leaves the results goes, and the mesh's with the mesh.
+    gauges.observe("messaging", "demo", STATUSES, {})
+    assert "qdmesh_canary_pair_round_trip_seconds_bucket" not in gauges.render()
+    gauges.observe("messaging", "demo", STATUSES, first)
+    gauges.forget("messaging", "demo")
+    assert "qdmesh_canary_pair_round_trip_seconds_bucket" not in gauges.render()
