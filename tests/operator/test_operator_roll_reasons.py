@@ -65,10 +65,10 @@ def test_restart_only_settings_name_their_section() -> None:
 def test_what_the_operator_changes_is_named_too() -> None:
     assert _reasons({}, {}, restarted_at="2026-11-28T00:00:00Z") == [
         "manual rolling update requested (qdmesh.io/manual-rolling-update)"]
-    (renewed,) = _reasons({}, {}, cert_revision="abc")
-    assert renewed.startswith("the inter-router certificate was renewed")
-    (secret,) = _reasons({}, {}, secrets_digest="123")
-    assert secret.startswith("a Secret the routers read when they start changed")
+    (renewed,) = _reasons({}, {}, pod_annotations={"qdmesh.io/inter-router-cert": "abc"})
+    assert renewed.startswith("the inter-router certificate revision in the pod template changed")
+    (secret,) = _reasons({}, {}, pod_annotations={"qdmesh.io/mounted-secrets": "123"})
+    assert secret.startswith("a SASL password the routers read when they start changed")
 
 
 def test_a_change_nothing_names_still_says_the_template_changed() -> None:

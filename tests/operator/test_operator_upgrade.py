@@ -34,8 +34,8 @@ def _rendered(body: Dict[str, Any]) -> Dict[str, Any]:
     """(the StatefulSet, the ConfigMap) as the operator renders them for ``body``."""
     parsed = parse_inputs(body, [])
     confs = render_all(mesh_state(parsed.mesh, routing()))
-    made = manifests.mesh_objects(parsed.mesh, confs, owner=parsed.owner, cert_revision="c1",
-                                  secrets_digest="d1")
+    carried = {"qdmesh.io/inter-router-cert": "c1", "qdmesh.io/mounted-secrets": "d1"}
+    made = manifests.mesh_objects(parsed.mesh, confs, owner=parsed.owner, pod_annotations=carried)
     return {o["kind"]: o for o in made}
 
 

@@ -79,8 +79,9 @@ def test_reexec_keeps_the_command_line_with_interpreter_options(pypy_router: Rou
     monkeypatch.setenv("QDROUTER_TEST_CMD", f"{PYPY} -u -m qdrouter")
     router = pypy_router()
     command_line = Path(f"/proc/{router.pid}/cmdline").read_bytes().split(b"\0")[:-1]
+    # The tests' routers stop at once (--drain-timeout 0, tests/router/routerproc.py).
     assert [part.decode() for part in command_line] == [str(PYPY), "-u", "-m", "qdrouter", "-c",
-                                                        str(router.config_path)]
+                                                        str(router.config_path), "--drain-timeout", "0"]
     assert process_environment(router).get("PYPY_GC_NURSERY") == "32MB"
 
 

@@ -9,14 +9,19 @@ from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 from .annotations import RESTARTED_AT_ANNOTATION
 
+#: The router's drain timeout in its environment: it follows terminationGracePeriodSeconds,
+#: whose own reason says so (render/manifests.py sets it).
+DRAIN_TIMEOUT_ENV = "QDMESH_DRAIN_TIMEOUT"
+
 #: Annotations of the pod template the operator writes, with what a change of each means.
 #: (The restart hash is explained by the sections instead, when they are known.)
 ANNOTATION_REASONS: Dict[str, str] = {
     RESTARTED_AT_ANNOTATION: "manual rolling update requested (qdmesh.io/manual-rolling-update)",
-    "qdmesh.io/inter-router-cert": "the inter-router certificate was renewed or its CA rotated "
-                                   "(routers read it when they start)",
-    "qdmesh.io/mounted-secrets": "a Secret the routers read when they start changed (listener or "
-                                 "connector TLS, the inter-router certificate, a SASL password)",
+    # Written by earlier operators and carried unchanged since routers load certificates at
+    # run time; a change here is a template edited by hand.
+    "qdmesh.io/inter-router-cert": "the inter-router certificate revision in the pod template changed",
+    "qdmesh.io/mounted-secrets": "a SASL password the routers read when they start changed "
+                                 "(spec.connectors saslPasswordSecretRef)",
 }
 RESTART_HASH = "qdmesh.io/restart-hash"
 _OPERATOR_ANNOTATIONS = (*ANNOTATION_REASONS, RESTART_HASH)
@@ -74,9 +79,8 @@ FIELDS: List[Tuple[str, Callable[[Mapping[str, Any]], Any]]] = [
     ("spec.listeners changed: a listener's port is opened on the pod, which needs a restart", _ports),
     ("TLS Secrets mounted in the pods changed (spec.listeners or spec.connectors tlsSecretName, "
      "spec.interRouter.tls)", lambda t: _names(_pod(t).get("volumes"))),
-    ("the router's environment changed (spec.connectors SASL passwords, read from Secrets into it, "
-     "or the drain timeout that follows spec.pod.terminationGracePeriodSeconds)",
-     lambda t: _names(_container(t).get("env"))),
+    ("spec.connectors SASL passwords changed: the pods read them from Secrets into their environment",
+     lambda t: [n for n in _names(_container(t).get("env")) if n != DRAIN_TIMEOUT_ENV]),
     ("the router's command line changed (the operator's version)", lambda t: _container(t).get("command")),
 ]
 

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Mapping
 from .. import contract
 from ..desired.state import TLS_DIR
 from ..model.mesh import MeshSpec
-from ..operations import RESTARTED_AT_ANNOTATION
+from ..operations import RESTARTED_AT_ANNOTATION, reasons
 from ..tls.names import CERT_ANNOTATION, MOUNTED_SECRETS_ANNOTATION, inter_router_secret  # noqa: F401
 
 RESTART_HASH_ANNOTATION = "qdmesh.io/restart-hash"
@@ -19,7 +19,7 @@ RESTART_HASH_ANNOTATION = "qdmesh.io/restart-hash"
 DEFAULT_GRACE_SECONDS = 30
 #: How a router learns a drain timeout other than its default: an environment variable rather
 #: than ``--drain-timeout``, which a router image from before the option would refuse.
-DRAIN_TIMEOUT_ENV = "QDMESH_DRAIN_TIMEOUT"
+DRAIN_TIMEOUT_ENV = reasons.DRAIN_TIMEOUT_ENV
 INTER_ROUTER_TLS_DIR = "/etc/qdmesh/inter-router"
 
 
