@@ -6,7 +6,7 @@ connector never stops being operational (docs/security.md, "Live TLS")."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import pytest
 
@@ -92,7 +92,9 @@ def send_and_check(net: Net, sender: SenderLink, receiver: ReceiverLink, count: 
     assert sender.outcome_counts() == {"accepted": sender.sent}
 
 
-def test_route_container_connection_is_replaced(started: Callable[..., Router], net: Net, pki: Pki) -> None:
+def _through_a_container(started: Callable[..., Router], net: Net, pki: Pki) -> Tuple[Router, Any, Any]:
+    """A router whose auto-link reaches a route container over TLS: (router, sender into the
+    router, receiver at the container), once the auto-link gives credit."""
     container = started("RC", "standalone", profile("server", pki.first, None),
                         listeners={"tls": {"sslProfile": "server", "requireSsl": "true"}})
     autolink = "autoLink {\n    address: rc.q\n    direction: out\n    connection: to-container\n}\n"
@@ -101,6 +103,11 @@ def test_route_container_connection_is_replaced(started: Callable[..., Router], 
     receiver = net.connect(container.url).receiver("rc.q")
     sender = net.connect(router.url).sender("rc.q")
     net.wait(lambda: sender.credit > 0, 30, "the auto-link to the container")
+    return router, sender, receiver
+
+
+def test_route_container_connection_is_replaced(started: Callable[..., Router], net: Net, pki: Pki) -> None:
+    router, sender, receiver = _through_a_container(started, net, pki)
     send_and_check(net, sender, receiver, 10)
     rotate(net, router, "to-container", "route-container")
     send_and_check(net, sender, receiver, 10)
@@ -129,14 +136,7 @@ def test_a_replacement_that_cannot_open_leaves_the_connection_up(started: Callab
                                                                   pki: Pki, tmp_path: Path) -> None:
     """Material the peer's certificate does not pass (a CA that did not sign it): the
     replacement fails, the connection made before stays and keeps carrying messages."""
-    container = started("RC", "standalone", profile("server", pki.first, None),
-                        listeners={"tls": {"sslProfile": "server", "requireSsl": "true"}})
-    autolink = "autoLink {\n    address: rc.q\n    direction: out\n    connection: to-container\n}\n"
-    router = started("R", "standalone", profile("client", None, pki.ca.cert) + autolink
-                     + connector_section("to-container", container.ports["tls"], "route-container"))
-    receiver = net.connect(container.url).receiver("rc.q")
-    sender = net.connect(router.url).sender("rc.q")
-    net.wait(lambda: sender.credit > 0, 30, "the auto-link to the container")
+    router, sender, receiver = _through_a_container(started, net, pki)
     before = out_connections(router, "route-container")
     other_ca = CertAuthority(tmp_path / "other-ca", "Other CA")
     with ManagementClient(router.url, timeout=10) as client:
