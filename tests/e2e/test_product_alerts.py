@@ -50,20 +50,22 @@ def _ready(web: str, proc: subprocess.Popen) -> bool:
         return False
 
 
-def _router_pid(namespace: str, pod: str) -> int | None:
-    """The router process of ``pod``, found by the environment its container gives it."""
+def _router_pids(namespace: str, pod: str) -> List[int]:
+    """The processes of ``pod``'s router (a launcher and the router it starts, if so), found
+    by the environment its container gives them."""
     wanted = {f"POD_NAME={pod}".encode(), f"POD_NAMESPACE={namespace}".encode()}
+    found: List[int] = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if b"qdrouterd" not in (entry / "cmdline").read_bytes():
+            if b"qdrouter" not in (entry / "cmdline").read_bytes():
                 continue
             if wanted <= set((entry / "environ").read_bytes().split(b"\0")):
-                return int(entry.name)
+                found.append(int(entry.name))
         except OSError:
             continue
-    return None
+    return found
 
 
 def _first(find: Callable[[], List[Dict[str, str]]], timeout: float, what: str,
@@ -133,11 +135,11 @@ def test_unreachable_link_route_and_lost_router_fire_their_alerts(
     eventually(lambda: not unreachable(), 240, "QdmeshRouteUnreachable resolved once the LinkRoute went")
 
     victim = mesh.routers[-1]
-    pid = _router_pid(ns, victim)
-    require(pid is not None, f"the process of router pod {victim} on this machine (the local cluster)")
-    assert pid is not None
+    pids = _router_pids(ns, victim)
+    require(bool(pids), f"the process of router pod {victim} on this machine (the local cluster)")
     started = time.monotonic()
-    os.kill(pid, signal.SIGSTOP)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
     try:
         def lost() -> Any:
             return [a for a in _firing(prometheus) if a["alertname"] == "QdmeshRoutersLost"
@@ -148,7 +150,8 @@ def test_unreachable_link_route_and_lost_router_fire_their_alerts(
         assert alert.get("severity") == "critical", alert
         timing("router frozen -> QdmeshRoutersLost firing", time.monotonic() - started)
     finally:
-        os.kill(pid, signal.SIGCONT)
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
     eventually(lambda: mesh_whole(k8s, ns, mesh.size), 240, "the mesh whole again once the router answers",
                describe=lambda: status_summary(read_resource(k8s, ns, "routermeshes", MESH)))
     eventually(lambda: not lost(), 240, "QdmeshRoutersLost resolved")

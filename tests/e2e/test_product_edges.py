@@ -118,8 +118,10 @@ def test_interior_router_deleted_mid_traffic_edges_fail_over(edgy: str, k8s: Any
                 traffic.batch("before")
             core_api(k8s).delete_namespaced_pod(victim, edgy, grace_period_seconds=0)
             deleted = time.monotonic()
-            traffic.until(lambda: uplinks(k8s, edgy).get(source) not in ("", victim), 120,
-                          f"{source} connected to an interior router other than {victim}", "during")
+            # Both ends fail over: the sink's edge router may have been on the victim too.
+            traffic.until(lambda: all(uplinks(k8s, edgy).get(e) not in ("", victim) for e in (source, sink)),
+                          120, f"{source} and {sink} connected to interior routers other than {victim}",
+                          "during")
             timing(f"interior router deleted -> {source} failed over", time.monotonic() - deleted)
             for _ in range(10):
                 traffic.batch("after")
