@@ -1,0 +1,1 @@
+"""Linking meshes across clusters: the wire format both operators speak (wire.py)."""
