@@ -14,7 +14,7 @@ import uuid
 import weakref
 from typing import Any, Dict, Iterator, List, Tuple, cast
 
-from proton import ConnectionException, Delivery, Message, ProtonException, SSLDomain, Timeout, Url
+from proton import ConnectionException, Delivery, Endpoint, Message, ProtonException, SSLDomain, Timeout, Url
 from proton._reactor import GlobalOverrides
 from proton.handlers import IncomingMessageHandler
 from proton.reactor import Container
@@ -59,6 +59,25 @@ def _mtime(path: str | None) -> int:
         return os.stat(path).st_mtime_ns if path else 0
     except OSError:
         return -1
+
+
+def _stop_waiting_for_peer(conn: BlockingConnection) -> None:
+    """Send our close and give the peer ``conn.timeout`` to answer, then stop reading from it.
+    proton's own ``BlockingConnection.close()`` stops reading only once the peer has answered,
+    and otherwise runs its event loop until the socket closes: against a router that is
+    frozen (stopped, hung, its host unreachable) that was for as long as the router stayed
+    frozen, holding up every caller, such as an operator that discards a client that timed
+    out."""
+    raw = conn.conn
+    if raw is None:
+        return
+    try:
+        raw.close()
+        conn.wait(lambda: not (raw.state & Endpoint.REMOTE_ACTIVE), msg="Closing connection")
+    except Exception:  # no answer in time (or the peer is gone): stop reading anyway
+        pass
+    if raw.transport is not None:
+        raw.transport.close_tail()
 
 
 class _Container(Container):
@@ -181,6 +200,7 @@ class ManagementClient:
         if conn is not None:
             # A peer that ignored our requests may ignore our close too: don't wait long for it.
             conn.timeout = min(self.timeout, 1.0)
+            _stop_waiting_for_peer(conn)
             try:
                 conn.close()
             except Exception:  # the peer may already be gone; nothing to report
