@@ -71,13 +71,19 @@ def _stop_waiting_for_peer(conn: BlockingConnection) -> None:
     raw = conn.conn
     if raw is None:
         return
+    answered = False
     try:
         raw.close()
         conn.wait(lambda: not (raw.state & Endpoint.REMOTE_ACTIVE), msg="Closing connection")
+        answered = True
     except Exception:  # no answer in time (or the peer is gone): stop reading anyway
         pass
-    if raw.transport is not None:
-        raw.transport.close_tail()
+    transport = raw.transport
+    if transport is not None:
+        transport.close_tail()
+        if not answered:
+            # Over TLS the output side waits for the peer's half of the TLS shutdown too.
+            transport.close_head()
 
 
 class _Container(Container):
