@@ -1,13 +1,20 @@
 """The chart's alert rules fire on the cluster: a REAL Prometheus (Debian's, on the machine)
 scrapes the operator installed by the chart, with the chart's rule file, its ``for`` durations
 cut to seconds.  A LinkRoute whose broker nobody runs fires ``QdmeshRouteUnreachable``, naming
-the resource, and it clears when the LinkRoute goes."""
+the resource, and it clears when the LinkRoute goes.  A router that stops answering (its
+process frozen with SIGSTOP, as a hung router would be) fires ``QdmeshRoutersLost`` before
+Kubernetes' liveness probe restarts it (a minute), and it clears when the router answers again.
+
+The frozen router needs the local cluster, whose pods are processes of this machine (not kind,
+whose nodes are containers)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 import urllib.parse
@@ -22,8 +29,8 @@ from tests.prerequisites import require
 from tests.reaper import stop_process
 
 from .kube import eventually
-from .mesh_fixtures import MESH, MeshState, Timing
-from .product import create_resource, delete_resource, http_forward
+from .mesh_fixtures import MESH, MeshState, Timing, mesh_whole
+from .product import create_resource, delete_resource, http_forward, read_resource, status_summary
 
 RULES = Path(__file__).resolve().parents[2] / "charts" / "qdmesh" / "files" / "qdmesh-alerts.yaml"
 METRICS_PORT = 9090  # the chart's operator.metricsPort
@@ -33,6 +40,21 @@ def _firing(web: str) -> List[Dict[str, str]]:
     with urllib.request.urlopen(f"{web}/api/v1/alerts", timeout=5) as reply:
         alerts = json.loads(reply.read())["data"]["alerts"]
     return [a["labels"] for a in alerts if a["state"] == "firing"]
+
+
+def _router_pids(namespace: str, pod: str) -> List[int]:
+    """The processes of ``pod``'s router, found by the environment its container gives them."""
+    wanted = {f"POD_NAME={pod}".encode(), f"POD_NAMESPACE={namespace}".encode()}
+    found: List[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if wanted <= set((entry / "environ").read_bytes().split(b"\0")):
+                found.append(int(entry.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
 
 
 def _ready(web: str, proc: subprocess.Popen) -> bool:
@@ -109,3 +131,35 @@ def test_an_unreachable_link_route_fires_its_alert(
     finally:
         delete_resource(k8s, ns, "linkroutes", "alerted")
     eventually(lambda: not unreachable(), 240, "QdmeshRouteUnreachable resolved once the LinkRoute went")
+
+
+def test_a_frozen_router_fires_routers_lost(
+        mesh: MeshState, k8s: Any, prometheus: str, timing: Timing) -> None:
+    mesh.require_ready()
+    ns = mesh.namespace
+    victim = mesh.routers[-1]
+    pids = _router_pids(ns, victim)
+    require(bool(pids), f"the process of router pod {victim} on this machine (the local cluster)")
+
+    def lost() -> Any:
+        return [a for a in _firing(prometheus) if a["alertname"] == "QdmeshRoutersLost"
+                and a.get("mesh") == MESH and a.get("namespace") == ns]
+
+    started = time.monotonic()
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        # Its readiness probe fails after 6 s; the liveness probe would restart it after 60 s.
+        alert = _first(lost, 45, f"QdmeshRoutersLost firing for router {victim} frozen",
+                       describe=lambda: status_summary(read_resource(k8s, ns, "routermeshes", MESH)))
+        assert alert.get("severity") == "critical", alert
+        timing("router frozen -> QdmeshRoutersLost firing", time.monotonic() - started)
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:  # restarted meanwhile
+                pass
+    eventually(lambda: mesh_whole(k8s, ns, mesh.size), 240, "the mesh whole again once the router answers",
+               describe=lambda: status_summary(read_resource(k8s, ns, "routermeshes", MESH)))
+    eventually(lambda: not lost(), 240, "QdmeshRoutersLost resolved")
