@@ -195,11 +195,12 @@ class Router:
         self.edge.settings(settings)
         mesh = self.mesh if settings.role == "inter-router" else None
         on_up = mesh.connector_opened if mesh is not None else None
-        on_down = None
-        if settings.role == "edge" and self.edge.uplink is not None:
-            on_up, on_down = self.edge.uplink.connection_opened, self.edge.uplink.connection_lost
+        on_down = on_replace = None
+        uplink = self.edge.uplink
+        if settings.role == "edge" and uplink is not None:
+            on_up, on_down, on_replace = uplink.connection_opened, uplink.connection_lost, uplink.hand_over
         connector = Connector(self.server, str(entity.attributes.get("host") or "127.0.0.1"), port, settings,
-                              on_up=on_up, on_down=on_down)
+                              on_up=on_up, on_down=on_down, on_replace=on_replace)
         self.connectors[entity.identity] = connector
         connector.start()
 

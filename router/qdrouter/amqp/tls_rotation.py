@@ -193,6 +193,8 @@ class TlsRotation:
         old.on_closed = (lambda connection: on_down(connection)) if on_down is not None else None
         if connector.settings.role == "inter-router":
             self._stop_routing(old)
+        if connector.on_replace is not None:
+            connector.on_replace(old, new)  # an edge uplink moves its links to the new one
         self._drain(connector, old, time.monotonic())
 
     def _stop_routing(self, old: AmqpConnection) -> None:
@@ -210,7 +212,7 @@ class TlsRotation:
         if old.closed:
             self._finished(connector, old)
             return
-        left = unsettled(old)
+        left = unsettled(old) + _credit_out(old)
         if left and time.monotonic() - started < DRAIN_S:
             self._call_later(POLL_S, lambda: self._drain(connector, old, started))
             return
@@ -224,6 +226,15 @@ class TlsRotation:
         self.replaced += 1
         log.info("Connector %s: connection %d replaced", connector.settings.name, old.identity)
         self._done()
+
+
+def _credit_out(connection: AmqpConnection) -> int:
+    """A retiring connection's receiving links drain (edge/uplink.py): until the peer has
+    given their credit back it may still be sending, and closing then would lose that."""
+    if not connection.retiring:
+        return 0
+    return sum(max(0, lib.pn_link_credit(link.handle)) for link in connection.links.values()
+               if link.incoming and link.handle is not None)
 
 
 def _outdated(connection: AmqpConnection, name: str, oldest: int) -> bool:
