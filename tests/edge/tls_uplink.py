@@ -80,6 +80,10 @@ class Traffic:
     def each_received(self) -> List[int]:
         return [len(receiver.received) for receiver in self.receivers]
 
+    def grew(self, since: List[int], count: int) -> bool:
+        """Each consumer received ``count`` more since ``since`` (an each_received())."""
+        return all(now >= then + count for now, then in zip(self.each_received(), since))
+
 
 def tls_pair(routers: Routers, dirs: Dict[str, Path], edge_profile: str = "uplink") -> Tuple[Router, Router]:
     """Interior "I" and edge "E", each with the TLS files of ``dirs`` (keys "I", "E"), the

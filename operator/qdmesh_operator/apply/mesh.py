@@ -27,7 +27,7 @@ from .addresses import ConsumedAddresses, count_consumed
 from .converged import mesh_converged
 from .edges import EdgeRouter, apply_edge_objects, edge_routers, sync_edges
 from .management import ClientPool, RouterOutcome, sync_mesh
-from .tls_reload import TlsReload, reload_routers, replace_old_connections
+from .tls_reload import TlsReload, reload_routers, replace_edge_connections, replace_old_connections
 
 
 @dataclass
@@ -115,4 +115,8 @@ def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state
         applied.edge_outcomes = sync_edges(state, applied.edge_routers, pool, certificates.management)
         applied.edge_tls = reload_routers(applied.edge_outcomes, certificates.edge_profiles, pool=pool,
                                           tls=certificates.management, verify_name=False)
+        interior_current = len(applied.tls) >= mesh.size and all(r.current for r in applied.tls.values())
+        replace_edge_connections(applied.edge_tls, applied.edge_outcomes, certificates.edge_profiles,
+                                 interior_current=interior_current, pool=pool, tls=certificates.management,
+                                 verify_name=False)
     return applied
