@@ -227,6 +227,11 @@ class LinkRouter:
         self.dirty.add(routed.connection)
         return True
 
+    def unsettled_on(self, connection: AmqpConnection) -> int:
+        """Deliveries not yet settled on the routed links of ``connection``."""
+        return sum(len(routed.deliveries) for routed in self.routed.values()
+                   if routed.connection is connection)
+
     def connection_gone(self, connection: AmqpConnection) -> None:
         for routed in [r for r in self.routed.values() if r.connection is connection]:
             self._retire(routed.pn_link)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, List
 
+from ..amqp.connection_retire import retire
 from ..amqp.proton_ffi import lib
 from ..core.address_table import Address
 from ..core.links import CoreLink, InFlight
@@ -82,29 +83,17 @@ class EdgeUplink:
 
     def hand_over(self, old: AmqpConnection, new: AmqpConnection) -> None:
         """qdmesh: ``new`` (open, made with newer TLS material) replaces ``old``
-        make-before-break (amqp/tls_rotation.py). If ``old`` is the active connection, its
-        links stay attached for what is in flight but carry nothing new: its sending links
-        leave their addresses (the new connection's take their place), and its receiving
-        links get no more credit and are drained, so the interior sends only on the new
-        connection. The caller closes ``old`` once nothing on it is unsettled."""
+        make-before-break (amqp/tls_rotation.py): the links of the active connection are
+        attached on the new one; the old one's stay for what is in flight but carry nothing
+        new (amqp/connection_retire.py). The caller closes ``old`` once nothing on it is
+        unsettled."""
         if new not in self.open:
             self.open.append(new)
         if old in self.open:
             self.open.remove(old)
-        old.retiring = True
+        retire(old, self.endpoints.adaptor.dirty)
         if self.active is not old:
-            return  # a fallback: nothing is routed over it
-        for link in list(old.links.values()):
-            handle = link.handle
-            if handle is None:
-                continue
-            if link.incoming:
-                lib.pn_link_set_drain(handle, True)  # the interior gives back the credit it has
-            else:
-                link.credit = 0
-                if link.address is not None and link in link.address.consumers:
-                    link.address.consumers.remove(link)
-        self.endpoints.adaptor.dirty.add(old)
+            return  # a fallback: nothing was routed over it
         self.active = None
         self.uplink = None
         self.proxy.deactivate()
