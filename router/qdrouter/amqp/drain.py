@@ -54,12 +54,18 @@ class ServerDrain(EndpointListener):
             server.close_listener(fd)
         self._refusing = True
         server.adaptor.stop_client_credit()
+        link_router = server.endpoints.link_router
+        if link_router is not None:
+            link_router.stop_credit()  # link-routed producers too: what they hold may still come
         return sum(1 for link in self._client_links() if link.incoming)
 
     def hold_attach(self, connection: AmqpConnection, pn_link: Any) -> bool:
         return self._refuse(connection, pn_link)
 
     def edge_link_opened(self, connection: AmqpConnection, pn_link: Any) -> bool:
+        return self._refuse(connection, pn_link)
+
+    def routed_attach(self, connection: AmqpConnection, pn_link: Any) -> bool:
         return self._refuse(connection, pn_link)
 
     def _refuse(self, connection: AmqpConnection, pn_link: Any) -> bool:
@@ -75,9 +81,12 @@ class ServerDrain(EndpointListener):
 
     # ---- phase 3: what is in flight ------------------------------------------------------
     def unsettled(self) -> int:
-        """Deliveries the router holds unsettled: each came in on one of its links and has
-        not had its outcome given back to its sender yet."""
-        return sum(len(link.unsettled) for link in self._server.adaptor.links.values() if link.incoming)
+        """Deliveries the router holds unsettled: each came in on one of its links (a
+        link-routed one included) and has not had its outcome given back to its sender yet."""
+        server = self._server
+        held = sum(len(link.unsettled) for link in server.adaptor.links.values() if link.incoming)
+        link_router = server.endpoints.link_router
+        return held + (link_router.unsettled() if link_router is not None else 0)
 
     def outcomes(self) -> int:
         """Outcomes consumers and other routers have given this router's deliveries so far
