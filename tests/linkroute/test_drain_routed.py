@@ -59,4 +59,6 @@ def test_drain_waits_for_routed_deliveries_and_refuses_new_routed_attaches(
     # It left once they were settled, not at the drain timeout.
     assert time.monotonic() - started < DRAIN_TIMEOUT_S
     log = router.stderr_text()
-    assert "5 delivery(ies) in flight" in log and "0 given up at the drain timeout" in log, log[-2000:]
+    assert "5 delivery(ies) in flight" in log, log[-2000:]
+    assert "0 given up at the drain timeout" in log, log[-2000:]
+    assert "0 link-routed one(s) still unsettled" in log, log[-2000:]
