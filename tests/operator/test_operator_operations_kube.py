@@ -1,8 +1,9 @@
 """Day-2 operations against a REAL API server (no kubelet: router pods never run), with
 ``qdmesh-operator`` running as a process (kopf registers its handlers once per process, and
 test_operator_kube.py runs it in-process): a paused mesh changes nothing until the annotation
-goes, then applies what changed meanwhile; a manual rolling update starts a roll once and the
-annotation goes; a due roll waits for a maintenance window."""
+goes, then applies what changed meanwhile; a manual rolling update starts a roll once (of the
+edge groups too) and the annotation goes; a due roll waits for a maintenance window, and so does
+an edge group's rollout."""
 
 from __future__ import annotations
 
