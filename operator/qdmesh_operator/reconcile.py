@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 from . import apply, canary, contract, desired, model, observe, render, status, tls
 from .keyed import KeyedLocks
 from .kube import KubeApi, KubeRefused
+from .operations import restarted_at
 
 __all__ = ["ROUTING_PLURALS", "Event", "MeshReconciler", "Report", "mesh_converged", "reconcile_all"]
 
@@ -158,9 +159,10 @@ class MeshReconciler:
         state = desired.mesh_state(mesh, parsed.routing, manage_inter_router=in_cluster)
         # render: configs and Kubernetes objects
         try:
-            rendered = render.render_mesh(state, owner, certificates, restarted_at=(
-                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) if parsed.manual_roll
-                else observed.restarted_at))
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) if parsed.manual_roll else None
+            rendered = render.render_mesh(
+                state, owner, certificates, restarted_at=stamp or observed.restarted_at,
+                edge_restarted_at=_edge_restarts(mesh, observed, stamp))
         except render.RenderError as e:
             return status.stalled_report(body, str(e), event=None)
         # apply: Kubernetes objects, then live entities on each router, then the StatefulSet
@@ -216,6 +218,17 @@ class MeshReconciler:
 
 def reconcile_all(reconciler: MeshReconciler, namespace: str, mesh_name: str | None) -> Report | None:
     return None if mesh_name is None else reconciler.reconcile(namespace, mesh_name)
+
+
+def _edge_restarts(mesh: model.MeshSpec, observed: observe.Observed, stamp: str | None) -> Dict[str, str]:
+    """Each edge group's manual-roll stamp: ``stamp`` when a manual roll is asked for now,
+    else what its live workload carries."""
+    stamps = {}
+    for group in mesh.edge_groups:
+        value = stamp or restarted_at(observed.edge_workloads.get(group.name))
+        if value:
+            stamps[group.name] = value
+    return stamps
 
 
 def _tls_running(mesh: model.MeshSpec, observed: observe.Observed, applied: apply.Applied,

@@ -97,6 +97,16 @@ class AutoLinks(EndpointListener):
             if auto.link is None and auto.matches(connection):
                 self._attach(auto, connection)
 
+    def move(self, old: Any, new: Any) -> None:
+        """``new`` replaces ``old`` (made with newer TLS material, amqp/tls_rotation.py): each
+        auto-link on ``old`` is attached on ``new`` now; its link on ``old`` stays for what is
+        in flight (amqp/connection_retire.py) and no longer counts as the auto-link's."""
+        for auto in self.links.values():
+            if auto.connection is old:
+                auto.link = None
+                auto.session = None  # ends with the old connection
+                self._attach(auto, new)
+
     def _attach(self, auto: AutoLink, connection: Any) -> None:
         if auto.retry is not None:
             auto.retry.cancel()

@@ -120,7 +120,8 @@ class Drain:
         settled = self._steps.outcomes() - self._outcomes_before
         handed = self._steps.hand_back()
         log.info("Draining: %d delivery(ies) settled in %.1fs, %d given up at the drain timeout "
-                 "(released or modified to their senders); %d attach(es) refused",
-                 settled, now - self._started, handed.given_up, self._steps.refused)
+                 "(released or modified to their senders), %d link-routed one(s) still unsettled "
+                 "(they end with their links); %d attach(es) refused",
+                 settled, now - self._started, handed.given_up, handed.routed, self._steps.refused)
         log.info("Draining: handed back %d link(s) on %d client connection(s) (amqp:connection:forced)",
                  handed.links, handed.connections)

@@ -7,7 +7,8 @@ import time
 from typing import Any, Dict, List, Sequence
 
 from .amqp import proton_shim
-from .amqp.connection import ListenerSettings, configure_sasl
+from .amqp.connection import AmqpConnection, ListenerSettings, configure_sasl
+from .amqp.connection_retire import retire
 from .amqp.connector import Connector
 from .amqp.link_routing import LinkRouter
 from .amqp.open_properties import OpenPropertiesError, encode_open_properties
@@ -195,13 +196,23 @@ class Router:
         self.edge.settings(settings)
         mesh = self.mesh if settings.role == "inter-router" else None
         on_up = mesh.connector_opened if mesh is not None else None
-        on_down = None
-        if settings.role == "edge" and self.edge.uplink is not None:
-            on_up, on_down = self.edge.uplink.connection_opened, self.edge.uplink.connection_lost
+        on_down = on_replace = None
+        uplink = self.edge.uplink
+        if settings.role == "edge" and uplink is not None:
+            on_up, on_down, on_replace = uplink.connection_opened, uplink.connection_lost, uplink.hand_over
+        elif settings.role == "route-container":
+            on_replace = self._container_replaced
         connector = Connector(self.server, str(entity.attributes.get("host") or "127.0.0.1"), port, settings,
-                              on_up=on_up, on_down=on_down)
+                              on_up=on_up, on_down=on_down, on_replace=on_replace)
         self.connectors[entity.identity] = connector
         connector.start()
+
+    def _container_replaced(self, old: AmqpConnection, new: AmqpConnection) -> None:
+        """A route container's connection replaced (amqp/tls_rotation.py): auto-links move to
+        the new one, new link-routed attaches go there (route_container), the old one only
+        finishes what it carries."""
+        self.auto_links.move(old, new)
+        retire(old, self.server.adaptor.dirty)
 
     def _check_role(self, entity: ManagedEntity, role: str) -> None:
         """Refuse a role the router's mode cannot use, opening with qdrouterd's words (scripts
@@ -250,7 +261,7 @@ class Router:
     def route_container(self, route: LinkRoute) -> Any:
         """The open connection a link route leads to (by connector name or container id)."""
         for connection in self.server.by_fd.values():
-            if connection.closed or connection.settings.role == "inter-router":
+            if connection.closed or connection.retiring or connection.settings.role == "inter-router":
                 continue
             state = lib.pn_connection_state(connection.pn_connection)
             if not (state & lib.PN_LOCAL_ACTIVE and state & lib.PN_REMOTE_ACTIVE):

@@ -4,7 +4,7 @@ listener for edges, edge routers with edge connectors to one or more interiors."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
 from tests.router.routerproc import Router, free_port
 
@@ -19,23 +19,30 @@ def _set_mode(router: Router, mode: str) -> None:
     router.config_path.write_text(text)
 
 
-def interior(workdir: Path, router_id: str, connect_to: Sequence[int] = (), extra: str = "") -> Router:
-    """An interior router: a client listener (default), an edge listener (``ports['edge']``),
-    an inter-router listener (``ports['mesh']``), connectors to other interiors' mesh ports."""
+def interior(workdir: Path, router_id: str, connect_to: Sequence[int] = (), extra: str = "",
+             edge_listener: Dict[str, str] | None = None) -> Router:
+    """An interior router: a client listener (default), an edge listener (``ports['edge']``,
+    ``edge_listener`` its further attributes), an inter-router listener (``ports['mesh']``),
+    connectors to other interiors' mesh ports."""
     sections = "".join(
         "connector {\n    host: 127.0.0.1\n" f"    port: {port}\n    role: inter-router\n" "}\n"
         for port in connect_to)
     router = Router(workdir, router_id,
-                    extra_listeners={"edge": {"role": "edge"}, "mesh": {"role": "inter-router"}},
+                    extra_listeners={"edge": {"role": "edge", **(edge_listener or {})},
+                                     "mesh": {"role": "inter-router"}},
                     extra_config=sections + extra)
     _set_mode(router, "interior")
     return router
 
 
-def edge(workdir: Path, router_id: str, uplinks: Sequence[int], extra: str = "") -> Router:
-    """An edge router with a client listener and one edge connector per interior port."""
+def edge(workdir: Path, router_id: str, uplinks: Sequence[int], extra: str = "",
+         connector: Dict[str, str] | None = None) -> Router:
+    """An edge router with a client listener and one edge connector per interior port
+    (``connector``: further attributes of each, or other values for its host or role)."""
     sections = "".join(
-        "connector {\n" f"    name: uplink{i}\n    host: 127.0.0.1\n    port: {port}\n    role: edge\n" "}\n"
+        "connector {\n" + "".join(f"    {key}: {value}\n" for key, value in
+                                  {"name": f"uplink{i}", "host": "127.0.0.1", "port": port, "role": "edge",
+                                   **(connector or {})}.items()) + "}\n"
         for i, port in enumerate(uplinks))
     router = Router(workdir, router_id, extra_config=sections + extra)
     _set_mode(router, "edge")

@@ -1,8 +1,9 @@
 """Day-2 operations against a REAL API server (no kubelet: router pods never run), with
 ``qdmesh-operator`` running as a process (kopf registers its handlers once per process, and
 test_operator_kube.py runs it in-process): a paused mesh changes nothing until the annotation
-goes, then applies what changed meanwhile; a manual rolling update starts a roll once and the
-annotation goes; a due roll waits for a maintenance window."""
+goes, then applies what changed meanwhile; a manual rolling update starts a roll once (of the
+edge groups too) and the annotation goes; a due roll waits for a maintenance window, and so does
+an edge group's rollout."""
 
 from __future__ import annotations
 
@@ -178,3 +179,80 @@ def test_admission_refuses_a_window_that_is_not_cron_naming_the_field(kube: Clus
     stalled = eventually(lambda: kube.condition("routermeshes", "badhour", "Stalled").get("status") == "True"
                          and kube.condition("routermeshes", "badhour", "Stalled"), 30, "Stalled")
     assert stalled["message"].startswith("spec.maintenanceTimeWindows[0]: '* 25 * * *': hour: 25")
+
+
+EDGE_GROUPS = [{"name": "apps", "size": 2}, {"name": "nodes", "perNode": True}]
+
+
+def test_edge_group_rollouts_wait_for_a_maintenance_window(kube: Cluster) -> None:
+    later = (datetime.datetime.now(datetime.timezone.utc).hour + 12) % 24  # not within the test
+    kube.create("routermeshes", "RouterMesh", "ewin", {"size": 1, "image": IMAGE, "edgeGroups": EDGE_GROUPS,
+                                                       "maintenanceTimeWindows": [f"* {later} * * *"]})
+    eventually(lambda: kube.get("routermeshes", "ewin").get("status", {}).get("observedGeneration") == 1,
+               60, "first status")
+    eventually(lambda: kube.apps.read_namespaced_deployment("ewin-edge-apps", kube.ns), 30, "the Deployment")
+    assert not kube.apps.read_namespaced_deployment("ewin-edge-apps", kube.ns).spec.paused
+    kube.patch_spec("routermeshes", "ewin", {"image": NEW_IMAGE})
+
+    def pending() -> Any:
+        condition = kube.condition("routermeshes", "ewin", "RollingRestartPending")
+        return condition.get("status") == "True" and "edge group nodes" in condition["message"] and condition
+
+    condition = eventually(pending, 30, "RollingRestartPending naming the edge groups")
+    assert "edge group apps: pod template changed" in condition["message"]
+    # The new template is stored, but no edge router may take it.
+    deployment = kube.apps.read_namespaced_deployment("ewin-edge-apps", kube.ns)
+    assert deployment.spec.template.spec.containers[0].image == NEW_IMAGE and deployment.spec.paused is True
+    assert deployment.metadata.annotations["qdmesh.io/rolling-restart-pending"] == "true"
+    daemon_set = kube.apps.read_namespaced_daemon_set("ewin-edge-nodes", kube.ns)
+    assert daemon_set.spec.template.spec.containers[0].image == NEW_IMAGE
+    assert daemon_set.spec.update_strategy.type == "OnDelete"
+    status = kube.get("routermeshes", "ewin")["status"]
+    assert status["rollingRestart"]["state"] == "Pending"
+    assert status["rollingRestart"]["reasons"] == ["spec.image changed",
+                                                   "edge group apps: pod template changed",
+                                                   "edge group nodes: pod template changed"]
+    time.sleep(3)  # drift checks meanwhile: still held
+    assert kube.apps.read_namespaced_deployment("ewin-edge-apps", kube.ns).spec.paused is True
+
+    kube.patch_spec("routermeshes", "ewin", {"maintenanceTimeWindows": ["* * * * *"]})  # always open
+
+    def rolling_out() -> bool:
+        deployment = kube.apps.read_namespaced_deployment("ewin-edge-apps", kube.ns)
+        daemon_set = kube.apps.read_namespaced_daemon_set("ewin-edge-nodes", kube.ns)
+        strategy = daemon_set.spec.update_strategy
+        return (not deployment.spec.paused and strategy.type == "RollingUpdate"
+                and strategy.rolling_update.max_unavailable == 0
+                and "qdmesh.io/rolling-restart-pending" not in (deployment.metadata.annotations or {}))
+
+    eventually(rolling_out, 30, "the edge rollouts released in the window, one router at a time")
+    eventually(lambda: kube.condition("routermeshes", "ewin", "RollingRestartPending") == {}, 30,
+               "no longer pending")
+    deployment = kube.apps.read_namespaced_deployment("ewin-edge-apps", kube.ns)
+    assert deployment.spec.strategy.rolling_update.max_unavailable == 0
+    assert deployment.spec.strategy.rolling_update.max_surge == 1
+
+
+def test_manual_rolling_update_rolls_the_edge_groups_too(kube: Cluster) -> None:
+    kube.create("routermeshes", "RouterMesh", "eroll", {"size": 1, "image": IMAGE, "edgeGroups": EDGE_GROUPS})
+    eventually(lambda: kube.get("routermeshes", "eroll").get("status", {}).get("observedGeneration") == 1,
+               60, "first status")
+    eventually(lambda: kube.apps.read_namespaced_daemon_set("eroll-edge-nodes", kube.ns), 30, "the DaemonSet")
+
+    def stamps() -> Dict[str, Any]:
+        templates = {"routers": kube.apps.read_namespaced_stateful_set("eroll", kube.ns).spec.template,
+                     "apps": kube.apps.read_namespaced_deployment("eroll-edge-apps", kube.ns).spec.template,
+                     "nodes": kube.apps.read_namespaced_daemon_set("eroll-edge-nodes", kube.ns).spec.template}
+        return {name: (template.metadata.annotations or {}).get(RESTARTED_AT_ANNOTATION)
+                for name, template in templates.items()}
+
+    assert stamps() == {"routers": None, "apps": None, "nodes": None}
+    _annotate(kube, "eroll", {MANUAL_ROLL_ANNOTATION: "true"})
+    stamped = eventually(lambda: None not in stamps().values() and stamps(), 30,
+                         "every pod template restamped")
+    assert len(set(stamped.values())) == 1, stamped  # one roll asked for, one stamp
+    eventually(lambda: MANUAL_ROLL_ANNOTATION not in (kube.get("routermeshes", "eroll")["metadata"]
+                                                      .get("annotations") or {}), 30, "annotation removed")
+    time.sleep(3)  # drift checks: the stamps are kept, nothing rolls again
+    assert stamps() == stamped
+    assert not kube.apps.read_namespaced_deployment("eroll-edge-apps", kube.ns).spec.paused

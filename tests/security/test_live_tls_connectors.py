@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 import pytest
 
 from qdrouter.tools.management_client import ManagementClient
-from tests.router.amqpclient import Net, ReceiverLink, SenderLink, msg
+from tests.router.amqpclient import ACCEPTED, Net, ReceiverLink, SenderLink, msg
 from tests.router.fixtures import stop_checked
 from tests.router.routerproc import Router
 from tests.security.certs import CertAuthority
@@ -92,15 +92,17 @@ def send_and_check(net: Net, sender: SenderLink, receiver: ReceiverLink, count: 
     assert sender.outcome_counts() == {"accepted": sender.sent}
 
 
-def _through_a_container(started: Callable[..., Router], net: Net, pki: Pki) -> Tuple[Router, Any, Any]:
+def _through_a_container(started: Callable[..., Router], net: Net, pki: Pki,
+                         settle: int | None = ACCEPTED) -> Tuple[Router, Any, Any]:
     """A router whose auto-link reaches a route container over TLS: (router, sender into the
-    router, receiver at the container), once the auto-link gives credit."""
+    router, receiver at the container settling with ``settle``), once the auto-link gives
+    credit."""
     container = started("RC", "standalone", profile("server", pki.first, None),
                         listeners={"tls": {"sslProfile": "server", "requireSsl": "true"}})
     autolink = "autoLink {\n    address: rc.q\n    direction: out\n    connection: to-container\n}\n"
     router = started("R", "standalone", profile("client", None, pki.ca.cert) + autolink
                      + connector_section("to-container", container.ports["tls"], "route-container"))
-    receiver = net.connect(container.url).receiver("rc.q")
+    receiver = net.connect(container.url).receiver("rc.q", settle=settle)
     sender = net.connect(router.url).sender("rc.q")
     net.wait(lambda: sender.credit > 0, 30, "the auto-link to the container")
     return router, sender, receiver
@@ -111,6 +113,87 @@ def test_route_container_connection_is_replaced(started: Callable[..., Router], 
     send_and_check(net, sender, receiver, 10)
     rotate(net, router, "to-container", "route-container")
     send_and_check(net, sender, receiver, 10)
+
+
+def auto_link_rows(router: Router) -> Dict[str, Dict[str, Any]]:
+    """The auto-link's links (to the container, address rc.q) by connection identity."""
+    with ManagementClient(router.url, timeout=10) as client:
+        return {str(row["connectionId"]): dict(row) for row in client.query("router.link")
+                if row["linkDir"] == "out" and str(row.get("owningAddr") or "").endswith("rc.q")}
+
+
+def test_route_container_replacement_takes_over_while_deliveries_are_unsettled(
+        started: Callable[..., Router], net: Net, pki: Pki) -> None:
+    """The container holds what it received unsettled: the replacement connection takes the
+    auto-link over at once and carries what is sent next; the old one stays until what it
+    carried is settled, then closes. Every message accepted."""
+    router, sender, receiver = _through_a_container(started, net, pki, settle=None)
+    for index in range(10):
+        sender.send(msg(f"m{index}"))
+    net.wait(lambda: len(receiver.unsettled) == 10, 30, "ten deliveries held unsettled at the container")
+    old = str(out_connections(router, "route-container")[0]["identity"])
+    with ManagementClient(router.url, timeout=10) as client:
+        client.update(PROFILE, {"oldestValidOrdinal": 1}, name="client")
+
+    def taken_over() -> bool:
+        rows = auto_link_rows(router)
+        return len(rows) == 2 and old in rows and rows[old]["creditAvailable"] == 0 and sender.credit > 0
+    net.wait(taken_over, 30, "the auto-link attached on the replacement connection")
+    for index in range(10, 20):
+        sender.send(msg(f"m{index}"))
+    net.wait(lambda: len(receiver.unsettled) == 20, 30, "ten more through the replacement")
+    rows = auto_link_rows(router)
+    assert (rows[old]["unsettledCount"], rows[old]["deliveryCount"]) == (10, 10)
+    (new_id,) = [cid for cid in rows if cid != old]
+    assert rows[new_id]["deliveryCount"] == 10
+    assert len(out_connections(router, "route-container")) == 2  # the old one waits for its deliveries
+    receiver.settle_unsettled(ACCEPTED)
+    net.wait(lambda: [str(row["identity"]) for row in out_connections(router, "route-container")] == [new_id],
+             30, "the old connection closed once what it carried was settled")
+    net.wait(sender.all_settled, 30, "every outcome")
+    assert sender.outcome_counts() == {"accepted": 20}
+    assert sorted(int(body[1:]) for body in receiver.bodies()) == list(range(20))
+
+
+def routed_out_rows(router: Router) -> List[Dict[str, Any]]:
+    """The container ends of link-routed links toward the container (lr.*)."""
+    with ManagementClient(router.url, timeout=10) as client:
+        return [dict(row) for row in client.query("router.link")
+                if row["linkDir"] == "out" and str(row.get("owningAddr") or "").startswith("Clr.")]
+
+
+def test_link_routed_attaches_go_to_the_replacement_and_the_old_one_waits_for_its_deliveries(
+        started: Callable[..., Router], net: Net, pki: Pki) -> None:
+    container = started("RC", "standalone", profile("server", pki.first, None),
+                        listeners={"tls": {"sslProfile": "server", "requireSsl": "true"}})
+    route = "linkRoute {\n    prefix: lr.\n    direction: in\n    connection: to-container\n}\n"
+    router = started("R", "standalone", profile("client", None, pki.ca.cert) + route
+                     + connector_section("to-container", container.ports["tls"], "route-container"))
+    net.wait(lambda: len(out_connections(router, "route-container")) == 1, 30, "the container's connection")
+    receiver = net.connect(container.url).receiver("lr.q", settle=None)
+    first = net.connect(router.url).sender("lr.q")
+    net.wait(lambda: first.credit > 0, 30, "credit through the link route")
+    for index in range(5):
+        first.send(msg(f"a{index}"))
+    net.wait(lambda: len(receiver.unsettled) == 5, 30, "five routed deliveries held unsettled")
+    old = str(out_connections(router, "route-container")[0]["identity"])
+    with ManagementClient(router.url, timeout=10) as client:
+        client.update(PROFILE, {"oldestValidOrdinal": 1}, name="client")
+    net.wait(lambda: len(out_connections(router, "route-container")) == 2, 30, "the replacement connection")
+    net.pump(1.0)
+    second = net.connect(router.url).sender("lr.q")  # a new attach: routed over the replacement
+    net.wait(lambda: second.credit > 0, 30, "credit through the replacement")
+    by_connection = {str(row["connectionId"]): row for row in routed_out_rows(router)}
+    assert len(by_connection) == 2 and by_connection[old]["unsettledCount"] == 5, by_connection
+    for index in range(5):
+        second.send(msg(f"b{index}"))
+    net.wait(lambda: len(receiver.unsettled) == 10, 30, "five more through the replacement")
+    assert len(out_connections(router, "route-container")) == 2  # the old one waits for its deliveries
+    receiver.settle_unsettled(ACCEPTED)
+    net.wait(lambda: len(out_connections(router, "route-container")) == 1, 30,
+             "the old connection closed once its routed deliveries were settled")
+    net.wait(lambda: first.all_settled() and second.all_settled(), 30, "every outcome")
+    assert first.outcome_counts() == {"accepted": 5} and second.outcome_counts() == {"accepted": 5}
 
 
 def test_edge_uplink_is_replaced(started: Callable[..., Router], net: Net, pki: Pki) -> None:

@@ -12,6 +12,7 @@ from kubernetes.client.rest import ApiException
 
 from .. import contract
 from ..desired.state import MeshState
+from ..edge_rollout import gate
 from ..kube.api import EdgePod, KubeApi, KubeRefused
 from ..tls.credentials import TlsFiles
 from .management import ClientPool, RouterOutcome, sync_router
@@ -52,18 +53,29 @@ def _host(ip: str) -> str:
     return f"[{ip}]" if ":" in ip else ip
 
 
-def apply_edge_objects(kube: KubeApi, state: MeshState, objects: Sequence[Mapping[str, Any]],
-                       live_workloads: Mapping[str, Mapping[str, Any]]) -> List[Tuple[str, str, str]]:
+def apply_edge_objects(kube: KubeApi, state: MeshState, objects: Sequence[Dict[str, Any]],
+                       live_workloads: Mapping[str, Mapping[str, Any]], window_open: bool = True
+                       ) -> Tuple[List[Tuple[str, str, str]], List[str]]:
     """Apply every group's objects, remove groups no longer in the spec (and a workload whose
-    group changed between size and perNode); Events to post."""
+    group changed between size and perNode); Events to post, and the groups whose pod
+    template change waits for a maintenance window (``window_open`` False: edge_rollout.py)."""
     events: List[Tuple[str, str, str]] = []
+    pending: List[str] = []
     kinds = {g.name: "DaemonSet" if g.per_node else "Deployment" for g in state.mesh.edge_groups}
     for group, workload in sorted(live_workloads.items()):
         if group in kinds and workload.get("kind") != kinds[group]:
             _delete(kube, state.mesh.namespace, workload, workload_only=True)
             events.append(("Normal", "EdgeGroupReplaced", f"edge group {group} is now a {kinds[group]}: "
                            f"its {workload.get('kind')} {workload['metadata']['name']} removed"))
+    groups = {contract.edge_group(state.mesh.name, g.name): g.name for g in state.mesh.edge_groups}
     for obj in objects:
+        name = groups.get(obj["metadata"]["name"])
+        if obj["kind"] in ("Deployment", "DaemonSet") and name is not None:
+            live = live_workloads.get(name)
+            if live is not None and live.get("kind") != obj["kind"]:
+                live = None  # removed above: the new kind starts afresh
+            if gate(obj, live, window_open):
+                pending.append(name)
         try:
             kube.apply(obj)
         except ApiException as e:
@@ -76,7 +88,7 @@ def apply_edge_objects(kube: KubeApi, state: MeshState, objects: Sequence[Mappin
         events.append(("Normal", "EdgeGroupRemoved", f"edge group {group} removed "
                        f"({workload.get('kind')} {workload['metadata']['name']}, its Service and "
                        "PodDisruptionBudget)"))
-    return events
+    return events, pending
 
 
 def _delete(kube: KubeApi, namespace: str, workload: Mapping[str, Any], workload_only: bool = False) -> None:

@@ -27,7 +27,7 @@ from .addresses import ConsumedAddresses, count_consumed
 from .converged import mesh_converged
 from .edges import EdgeRouter, apply_edge_objects, edge_routers, sync_edges
 from .management import ClientPool, RouterOutcome, sync_mesh
-from .tls_reload import TlsReload, reload_routers, replace_old_connections
+from .tls_reload import TlsReload, reload_routers, replace_edge_connections, replace_old_connections
 
 
 @dataclass
@@ -50,6 +50,8 @@ class Applied:
     consumed: ConsumedAddresses | None = None
     #: Why the pod template changed this time (operations/reasons.py); empty when it did not.
     roll_reasons: List[str] = field(default_factory=list)
+    #: Edge groups whose pod template change waits for a maintenance window (edge_rollout.py).
+    edge_pending: List[str] = field(default_factory=list)
 
 
 def _apply(kube: KubeApi, obj: Mapping[str, Any]) -> None:
@@ -96,10 +98,10 @@ def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state
         last = ((observed.body or {}).get("status") or {}).get("restartSections")
         applied.roll_reasons = roll_reasons((live.get("spec") or {}).get("template"), sts["spec"]["template"],
                                             previous_sections=last, sections=restart_sections(mesh))
+    window_open = in_any_window(mesh.maintenance_windows, dt.datetime.now(dt.timezone.utc))
     partition, applied.rolling = next_partition(
         mesh.size, new_hash, live=live, pods=list(observed.pods.values()),
-        converged=mesh_converged(mesh, applied.outcomes),
-        window_open=in_any_window(mesh.maintenance_windows, dt.datetime.now(dt.timezone.utc)))
+        converged=mesh_converged(mesh, applied.outcomes), window_open=window_open)
     sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = partition
     if applied.rolling == PENDING:  # applied without it once the roll starts: removed then
         sts["metadata"]["annotations"][PENDING_ANNOTATION] = "true"
@@ -110,9 +112,15 @@ def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state
         except ApiException as e:
             raise KubeRefused("RouterMesh", e) from None
     # Edge groups after the interior routers they connect to.
-    applied.events.extend(apply_edge_objects(kube, state, rendered.edge_objects, observed.edge_workloads))
+    edge_events, applied.edge_pending = apply_edge_objects(kube, state, rendered.edge_objects,
+                                                           observed.edge_workloads, window_open)
+    applied.events.extend(edge_events)
     if certificates.management_error is None and applied.edge_routers:
         applied.edge_outcomes = sync_edges(state, applied.edge_routers, pool, certificates.management)
         applied.edge_tls = reload_routers(applied.edge_outcomes, certificates.edge_profiles, pool=pool,
                                           tls=certificates.management, verify_name=False)
+        interior_current = len(applied.tls) >= mesh.size and all(r.current for r in applied.tls.values())
+        replace_edge_connections(applied.edge_tls, applied.edge_outcomes, certificates.edge_profiles,
+                                 interior_current=interior_current, pool=pool, tls=certificates.management,
+                                 verify_name=False)
     return applied

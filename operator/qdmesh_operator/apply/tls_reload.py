@@ -7,7 +7,8 @@ so), so a router may load the same files again and still report the old material
 *waiting*, and asked again at the next reconciliation.  Once EVERY router runs the new
 material, each replaces its router-to-router connections made with older material, one at a
 time, each after its successor is up (``oldestValidOrdinal``): the routers accepting the new
-connections then run the new material too, so no connection is left made with the old.  A
+connections then run the new material too, so no connection is left made with the old.  Edge
+routers replace their uplinks the same way once every interior router runs its new material.  A
 router that refuses the UPDATE (an image without run-time TLS) is reported: it loads the
 material when it restarts."""
 
@@ -147,6 +148,23 @@ def replace_old_connections(reloads: Mapping[str, TlsReload], outcomes: Mapping[
                                                          f"older connections cannot be replaced: {e}")
                 continue
             reloads[rid].replacing.append(profile.profile)
+
+
+def replace_edge_connections(reloads: Mapping[str, TlsReload], outcomes: Mapping[str, RouterOutcome],
+                             profiles: Sequence[LiveProfile], *, interior_current: bool, pool: ClientPool,
+                             tls: TlsFiles | None, verify_name: bool = True) -> None:
+    """Edge routers' connections to the interior: each edge router that runs its profile's
+    new material replaces its connections made with older material (the router moves its
+    uplink to the replacement once it is open, then closes the old one when nothing on it is
+    unsettled), but only once ``interior_current``: every interior router runs its new
+    material, so it accepts the certificate the edge now presents and presents one the edge
+    now trusts.  Edge routers accept no router connections, so each goes on its own."""
+    if not interior_current:
+        return
+    for rid, reload in reloads.items():
+        if rid in outcomes:
+            replace_old_connections({rid: reload}, {rid: outcomes[rid]}, profiles, 1, pool=pool, tls=tls,
+                                    verify_name=verify_name)
 
 
 def running_revision(reloads: Mapping[str, TlsReload], expected: int, revision: str | None) -> str | None:

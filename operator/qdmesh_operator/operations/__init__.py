@@ -8,8 +8,9 @@ from .annotations import (
                           RESTARTED_AT_ANNOTATION,
                           manual_roll_requested,
                           paused,
+                          restarted_at,
 )
 from .windows import CronError, in_any_window, parse_window
 
 __all__ = ["MANUAL_ROLL_ANNOTATION", "PAUSE_ANNOTATION", "RESTARTED_AT_ANNOTATION", "CronError",
-           "in_any_window", "manual_roll_requested", "parse_window", "paused"]
+           "in_any_window", "manual_roll_requested", "parse_window", "paused", "restarted_at"]

@@ -29,3 +29,11 @@ def paused(body: Mapping[str, Any]) -> bool:
 def manual_roll_requested(body: Mapping[str, Any]) -> bool:
     """Whether the RouterMesh ``body`` asks for a manual rolling update."""
     return _annotation(body, MANUAL_ROLL_ANNOTATION) == "true"
+
+
+def restarted_at(workload: Mapping[str, Any] | None) -> str | None:
+    """The manual-roll stamp on a live workload's pod template (kept unless a new roll is
+    asked for: a workload without one is not given one, so nothing rolls)."""
+    template = ((workload or {}).get("spec") or {}).get("template") or {}
+    value = ((template.get("metadata") or {}).get("annotations") or {}).get(RESTARTED_AT_ANNOTATION)
+    return str(value) if value else None

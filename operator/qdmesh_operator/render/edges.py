@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Mapping
 from .. import contract
 from ..desired.state import EDGE_TLS_DIR
 from ..model.mesh import EdgeGroupSpec, MeshSpec
+from ..operations import RESTARTED_AT_ANNOTATION
 from ..tls.names import CERT_ANNOTATION, edge_secret
 from .manifests import RESTART_HASH_ANNOTATION, drain_env, router_command
 
@@ -39,7 +40,8 @@ def edge_service(mesh: MeshSpec, group: EdgeGroupSpec, owner: Dict[str, Any] | N
     return {"apiVersion": "v1", "kind": "Service", "metadata": _metadata(mesh, group, owner), "spec": spec}
 
 
-def _pod_template(mesh: MeshSpec, group: EdgeGroupSpec, pod_annotations: Mapping[str, str]) -> Dict[str, Any]:
+def _pod_template(mesh: MeshSpec, group: EdgeGroupSpec, pod_annotations: Mapping[str, str],
+                  restarted_at: str | None = None) -> Dict[str, Any]:
     mounts: List[Dict[str, Any]] = [{"name": "config", "mountPath": contract.CONFIG_DIR, "readOnly": True}]
     volumes: List[Dict[str, Any]] = [{"name": "config",
                                       "configMap": {"name": contract.config_map(mesh.name)}}]
@@ -81,17 +83,21 @@ def _pod_template(mesh: MeshSpec, group: EdgeGroupSpec, pod_annotations: Mapping
             pod_spec[key] = value
     annotations = {**pod.annotations, RESTART_HASH_ANNOTATION: mesh.restart_hash()}
     annotations.update(pod_annotations)
+    if restarted_at:
+        annotations[RESTARTED_AT_ANNOTATION] = restarted_at
     return {"metadata": {"labels": {**pod.labels, **contract.edge_labels(mesh.name, group.name)},
                          "annotations": annotations},
             "spec": pod_spec}
 
 
 def edge_workload(mesh: MeshSpec, group: EdgeGroupSpec, *, owner: Dict[str, Any] | None,
-                  pod_annotations: Mapping[str, str] | None = None) -> Dict[str, Any]:
+                  pod_annotations: Mapping[str, str] | None = None,
+                  restarted_at: str | None = None) -> Dict[str, Any]:
     """A Deployment (``size``) or DaemonSet (``perNode``).  Both replace pods one at a time
     and never go below their count: edge clients reconnect to the group's Service, so a
-    rollout must always leave them a router to reconnect to."""
-    template = _pod_template(mesh, group, pod_annotations or {})
+    rollout must always leave them a router to reconnect to.  ``restarted_at``: when the
+    group's routers were last asked to restart by hand (a new value rolls them)."""
+    template = _pod_template(mesh, group, pod_annotations or {}, restarted_at)
     selector = {"matchLabels": contract.edge_selector(mesh.name, group.name)}
     if group.per_node:
         return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": _metadata(mesh, group, owner),
@@ -115,13 +121,15 @@ def edge_disruption_budget(mesh: MeshSpec, group: EdgeGroupSpec, owner: Dict[str
 
 
 def edge_objects(mesh: MeshSpec, owner: Dict[str, Any] | None,
-                 pod_annotations: Mapping[str, Mapping[str, str]] | None = None) -> List[Dict[str, Any]]:
+                 pod_annotations: Mapping[str, Mapping[str, str]] | None = None,
+                 restarted_at: Mapping[str, str] | None = None) -> List[Dict[str, Any]]:
     """Every edge group's Service, PodDisruptionBudget and workload, group by group;
-    ``pod_annotations``: the certificate stage's, by group."""
+    ``pod_annotations``: the certificate stage's, by group; ``restarted_at``: by group."""
     objects: List[Dict[str, Any]] = []
     for group in mesh.edge_groups:
         objects.append(edge_service(mesh, group, owner))
         objects.append(edge_disruption_budget(mesh, group, owner))
         objects.append(edge_workload(mesh, group, owner=owner,
-                                     pod_annotations=(pod_annotations or {}).get(group.name)))
+                                     pod_annotations=(pod_annotations or {}).get(group.name),
+                                     restarted_at=(restarted_at or {}).get(group.name)))
     return objects

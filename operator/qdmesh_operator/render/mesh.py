@@ -4,7 +4,7 @@ desired state and the certificate stage's pod annotations.  Pure."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Mapping
 
 from ..desired.state import MeshState
 from ..tls.resolve import Certificates
@@ -27,12 +27,13 @@ class RenderedMesh:
 
 
 def render_mesh(state: MeshState, owner: Dict[str, Any], certificates: Certificates,
-                restarted_at: str | None = None) -> RenderedMesh:
+                restarted_at: str | None = None,
+                edge_restarted_at: Mapping[str, str] | None = None) -> RenderedMesh:
     """Raises RenderError when a rendered config would not load in the router.
     ``restarted_at``: when the routers were last asked to restart by hand (in their pod
-    template: a new value rolls them)."""
+    template: a new value rolls them); ``edge_restarted_at``: the same for each edge group."""
     confs = render_all(state)
     objects = mesh_objects(state.mesh, confs, owner=owner, pod_annotations=certificates.pod_annotations,
                            restarted_at=restarted_at)
-    edges = edge_objects(state.mesh, owner, certificates.edge_pod_annotations)
+    edges = edge_objects(state.mesh, owner, certificates.edge_pod_annotations, restarted_at=edge_restarted_at)
     return RenderedMesh(confs, objects[:-1], objects[-1], edges)

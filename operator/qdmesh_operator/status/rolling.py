@@ -28,19 +28,31 @@ def roll_reasons(previous: Mapping[str, Any], applied: Applied) -> List[str]:
     return said + [r for r in applied.roll_reasons if r not in said]
 
 
+def _edge_reasons(applied: Applied) -> List[str]:
+    """Edge groups whose pod template change waits for a window (edge_rollout.py)."""
+    return [f"edge group {group}: pod template changed" for group in applied.edge_pending]
+
+
 def rolling_status(previous: Mapping[str, Any], applied: Applied) -> Dict[str, Any] | None:
     """status.rollingRestart, or None (the field removed) when nothing rolls."""
     if not applied.rolling:
+        if applied.edge_pending:  # only edge groups wait
+            return {"state": "Pending", "reasons": _edge_reasons(applied), "message": PENDING}
         return None
+    reasons = roll_reasons(previous, applied)
     return {"state": "Pending" if pending(applied) else "Rolling",
-            "reasons": roll_reasons(previous, applied), "message": applied.rolling}
+            "reasons": reasons + [r for r in _edge_reasons(applied) if r not in reasons],
+            "message": applied.rolling}
 
 
 def pending_condition(previous: Mapping[str, Any], applied: Applied, windows: List[str],
                       generation: int) -> Dict[str, Any] | None:
-    if not pending(applied):
+    """RollingRestartPending: the interior routers' roll, or edge groups' rollouts, or both,
+    wait for a maintenance window."""
+    if not pending(applied) and not applied.edge_pending:
         return None
-    reasons = "; ".join(roll_reasons(previous, applied)) or "the pod template changed"
+    interior = (roll_reasons(previous, applied) or ["the pod template changed"]) if pending(applied) else []
+    reasons = "; ".join(interior + _edge_reasons(applied))
     return kstatus.condition(
         ROLLING_RESTART_PENDING, True, reason="OutsideMaintenanceWindow",
         message=f"{PENDING} ({', '.join(repr(w) for w in windows)}, UTC): {reasons}",

@@ -67,6 +67,7 @@ class AmqpConnection:
         "policy",
         "remote_container",
         "remote_cost",
+        "retiring",
         "settings",
         "sock",
         "socket_open",
@@ -134,6 +135,9 @@ class AmqpConnection:
         self.last_error: str | None = None
         self.on_opened: Callable[[AmqpConnection], None] | None = None
         self.on_closed: Callable[[AmqpConnection], None] | None = None
+        # Replaced by a connection made with newer TLS material (amqp/tls_rotation.py): it only
+        # finishes what is in flight, so its producers get no more credit.
+        self.retiring = False
         transport = self.transport
         if not client:
             # Before pn_sasl: proton fixes the SASL layer's side when it is created.

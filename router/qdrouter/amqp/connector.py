@@ -35,7 +35,8 @@ RESOLVE_POLL_S = 0.05
 class Connector:
     def __init__(self, server: object, host: str, port: int, settings: ListenerSettings,
                  on_up: Callable[[AmqpConnection], None] | None = None,
-                 on_down: Callable[[AmqpConnection], None] | None = None) -> None:
+                 on_down: Callable[[AmqpConnection], None] | None = None,
+                 on_replace: Callable[[AmqpConnection, AmqpConnection], None] | None = None) -> None:
         self.server = server
         self.host = host
         self.port = port
@@ -44,6 +45,8 @@ class Connector:
         self.settings = settings
         self.on_up = on_up
         self.on_down = on_down
+        # (old, new): a replacement made with newer TLS material takes over (amqp/tls_rotation.py).
+        self.on_replace = on_replace
         self.status = WAITING
         self.message = ""
         self.connection: AmqpConnection | None = None

@@ -28,8 +28,8 @@ class ConsumerFlow:
         raise NotImplementedError
 
     def on_flow(self, link: CoreLink) -> None:
-        if link.incoming:
-            return
+        if link.incoming or link.connection.retiring:
+            return  # a retiring connection's consumers take nothing new (amqp/tls_rotation.py)
         handle = link.handle
         if self.streams.busy(link):
             return  # it carries a streamed message: its credit is read when that ends
@@ -56,6 +56,8 @@ class ConsumerFlow:
         again, and what waited for it moves."""
         if self.streams.resumed(link):
             return  # the rest of a streamed message goes first
+        if link.connection.retiring:
+            return  # it finishes what it carries, nothing new (amqp/tls_rotation.py)
         self.forwarder.consumer_credit(link, lib.pn_link_credit(link.handle))
         if link.credit > 0 and link.address is not None and self.waiting.by_address:
             self.waiting.resume(link.address)

@@ -23,7 +23,7 @@ class CreditReturn:
         self.clients_credit_stopped = True
 
     def _withheld(self, link: CoreLink) -> bool:
-        if self.clients_credit_stopped and link.kind == ENDPOINT:
+        if (self.clients_credit_stopped and link.kind == ENDPOINT) or link.connection.retiring:
             link.owed_credit = 0
             return True
         return False

@@ -33,6 +33,7 @@ class HandBack:
     connections: int
     links: int
     given_up: int  # deliveries still unsettled, given their outcome (released or modified)
+    routed: int = 0  # link-routed deliveries still unsettled: they go with their links' connections
 
 
 class ServerDrain(EndpointListener):
@@ -54,12 +55,18 @@ class ServerDrain(EndpointListener):
             server.close_listener(fd)
         self._refusing = True
         server.adaptor.stop_client_credit()
+        link_router = server.endpoints.link_router
+        if link_router is not None:
+            link_router.stop_credit()  # link-routed producers too: what they hold may still come
         return sum(1 for link in self._client_links() if link.incoming)
 
     def hold_attach(self, connection: AmqpConnection, pn_link: Any) -> bool:
         return self._refuse(connection, pn_link)
 
     def edge_link_opened(self, connection: AmqpConnection, pn_link: Any) -> bool:
+        return self._refuse(connection, pn_link)
+
+    def routed_attach(self, connection: AmqpConnection, pn_link: Any) -> bool:
         return self._refuse(connection, pn_link)
 
     def _refuse(self, connection: AmqpConnection, pn_link: Any) -> bool:
@@ -75,9 +82,16 @@ class ServerDrain(EndpointListener):
 
     # ---- phase 3: what is in flight ------------------------------------------------------
     def unsettled(self) -> int:
-        """Deliveries the router holds unsettled: each came in on one of its links and has
-        not had its outcome given back to its sender yet."""
+        """Deliveries the router holds unsettled: each came in on one of its links (a
+        link-routed one included) and has not had its outcome given back to its sender yet."""
+        return self._held() + self._routed()
+
+    def _held(self) -> int:
         return sum(len(link.unsettled) for link in self._server.adaptor.links.values() if link.incoming)
+
+    def _routed(self) -> int:
+        link_router = self._server.endpoints.link_router
+        return int(link_router.unsettled()) if link_router is not None else 0
 
     def outcomes(self) -> int:
         """Outcomes consumers and other routers have given this router's deliveries so far
@@ -97,7 +111,7 @@ class ServerDrain(EndpointListener):
         another router was given it, released if not), then clients' connections close with
         amqp:connection:forced. Inter-router connections stay up (closed by the stop after)."""
         server = self._server
-        given_up = self.unsettled()
+        given_up = self._held()
         clients = self.client_connections()
         links = sum(len(connection.links) for connection in clients)
         everyone = list(server.by_fd.values()) if given_up else clients
@@ -108,7 +122,7 @@ class ServerDrain(EndpointListener):
         server.adaptor.flush_pending()
         for connection in clients:
             server.close_connection(connection, FORCED_CONDITION, self._description)
-        return HandBack(len(clients), links, given_up)
+        return HandBack(len(clients), links, given_up, self._routed())
 
     def client_connections(self) -> List[AmqpConnection]:
         """Open connections other than inter-router ones (clients, edges, brokers)."""

@@ -39,5 +39,10 @@ class EndpointListener:
         answers it later); then no one else looks at it now."""
         return False
 
+    def routed_attach(self, connection: AmqpConnection, pn_link: Any) -> bool:
+        """Another router passed on a link-routed attach over an inter-router connection:
+        True when the listener answered it (then it is not routed on)."""
+        return False
+
     def link_gone(self, pn_link: Any) -> None:
         """The peer detached or closed ``pn_link``."""

@@ -255,6 +255,8 @@ class EndpointHandler:
 
     def _inter_router_link(self, connection: AmqpConnection, pn_link: Any, name: str) -> None:
         kind = link_kind(pn_link)
+        if kind is None and any(listener.routed_attach(connection, pn_link) for listener in self._listeners):
+            return  # refused (a draining router: amqp/drain.py)
         if kind is None and self.link_router is not None and self.link_router.try_route(connection, pn_link):
             return  # a link-routed attach on its way to a destination across the mesh
         if kind is None:

@@ -73,6 +73,8 @@ class LinkRouter:
         self._link_names: Dict[int, Dict[str, int]] = {}
         self._buffer = bytearray(64 * 1024)
         self._pointer = ffi.from_buffer(self._buffer)
+        # The router drains (amqp/drain.py): no more credit to routed producers.
+        self.credit_stopped = False
         # Large deliveries passed on as they arrive (amqp/routed_streams.py).
         self.streams = RoutedStreams(dirty, self._paired, outbound)
 
@@ -227,6 +229,20 @@ class LinkRouter:
         self.dirty.add(routed.connection)
         return True
 
+    def stop_credit(self) -> None:
+        """A draining router (amqp/drain.py): producers on routed links get no more credit,
+        so what is in flight can settle while nothing new arrives."""
+        self.credit_stopped = True
+
+    def unsettled(self) -> int:
+        """Routed deliveries not yet settled, each counted once (on the end it came in on)."""
+        return sum(len(routed.deliveries) for routed in self.routed.values() if routed.incoming)
+
+    def unsettled_on(self, connection: AmqpConnection) -> int:
+        """Deliveries not yet settled on the routed links of ``connection``."""
+        return sum(len(routed.deliveries) for routed in self.routed.values()
+                   if routed.connection is connection)
+
     def connection_gone(self, connection: AmqpConnection) -> None:
         for routed in [r for r in self.routed.values() if r.connection is connection]:
             self._retire(routed.pn_link)
@@ -344,7 +360,7 @@ class LinkRouter:
             drain = bool(lib.pn_link_get_drain(sender))
             if drain:
                 lib.pn_link_drain(receiver, max(0, want - have))
-            elif want > have:
+            elif want > have and not self.credit_stopped:
                 lib.pn_link_flow(receiver, want - have)
             if drain and lib.pn_link_queued(sender) == 0 and lib.pn_link_credit(receiver) <= 0:
                 lib.pn_link_drained(sender)

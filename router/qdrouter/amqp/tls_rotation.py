@@ -8,11 +8,14 @@ connections a listener accepted are left to the peer's connector, which replaces
 The router's own connections (connectors: inter-router, edge uplink, route-container) are
 replaced make-before-break, one at a time: a second connection is dialled with the new
 material; once it is open (for an inter-router connection, once the peer router is a two-way
-neighbour through it) it takes the connector's place. The old one is then drained: an
-inter-router one stops carrying new deliveries (its qd.router links are detached at both ends,
-so both routers route over the new connection), and it is closed once nothing on it is
-unsettled, or after DRAIN_S; what is still unsettled then gets the outcome any lost
-connection gives (the sender hears, nothing is dropped silently)."""
+neighbour through it) it takes the connector's place. The old one then stops carrying new
+deliveries: an inter-router one has its qd.router links detached at both ends, so both
+routers route over the new connection; an edge uplink's links and a route container's
+auto-links are attached on the new one, new link-routed attaches go there, and the old one's
+links take nothing new (amqp/connection_retire.py). It is closed once nothing on it is
+unsettled (link-routed deliveries included) and its peer gave back the credit it held, or
+after DRAIN_S; what is still unsettled then gets the outcome any lost connection gives (the
+sender hears, nothing is dropped silently)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from typing import Any, Callable, Deque, Dict
 
 from ..core.links import CONTROL
 from .connection import AmqpConnection
+from .connection_retire import credit_out
 from .connector import OPERATIONAL, Connector
 from .proton_ffi import LOCAL_CLOSED, lib
 from .resolver import Resolution, resolve
@@ -193,6 +197,8 @@ class TlsRotation:
         old.on_closed = (lambda connection: on_down(connection)) if on_down is not None else None
         if connector.settings.role == "inter-router":
             self._stop_routing(old)
+        if connector.on_replace is not None:
+            connector.on_replace(old, new)  # an edge uplink moves its links to the new one
         self._drain(connector, old, time.monotonic())
 
     def _stop_routing(self, old: AmqpConnection) -> None:
@@ -210,7 +216,7 @@ class TlsRotation:
         if old.closed:
             self._finished(connector, old)
             return
-        left = unsettled(old)
+        left = unsettled(old) + credit_out(old) + self._routed_unsettled(old)
         if left and time.monotonic() - started < DRAIN_S:
             self._call_later(POLL_S, lambda: self._drain(connector, old, started))
             return
@@ -219,6 +225,10 @@ class TlsRotation:
                         "(their senders get the outcome of a lost connection)", old.identity, left, DRAIN_S)
         self.server.close_connection(old, FORCED, "replaced by a connection made with newer TLS material")
         self._finished(connector, old)
+
+    def _routed_unsettled(self, connection: AmqpConnection) -> int:
+        link_router = self.server.endpoints.link_router
+        return 0 if link_router is None else int(link_router.unsettled_on(connection))
 
     def _finished(self, connector: Connector, old: AmqpConnection) -> None:
         self.replaced += 1

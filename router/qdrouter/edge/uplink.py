@@ -14,14 +14,17 @@ then the address proxy's links (address_proxy.py).
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, List
 
+from ..amqp.connection_retire import credit_out, retire
 from ..amqp.proton_ffi import lib
 from ..core.address_table import Address
 from ..core.links import CoreLink, InFlight
 from .address_proxy import AddressProxy
 from .attach import open_link
 from .lookup_client import LookupClient
+from .seams import PnObject
 from .terms import DOWNLINK_CAPABILITY, EDGE_PREFIX, TRACKING_ADDRESS, UPLINK_KEY
 
 if TYPE_CHECKING:
@@ -33,6 +36,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("qdrouter.ROUTER_CORE")
 
 TRACKING_KEY = "_local/_edge_tracking"
+# A replaced uplink: how long the address proxy waits for the old connection's credit back
+# (hand_over), and how often it looks.
+PROXY_WAIT_S = 5.0
+PROXY_POLL_S = 0.02
 
 
 class EdgeUplink:
@@ -45,6 +52,7 @@ class EdgeUplink:
         # Edge connections open now, oldest first: the fallbacks.
         self.open: List[AmqpConnection] = []
         self.uplink: CoreLink | None = None
+        self.timers = timers
         self.proxy = AddressProxy(endpoints, forwarder)
         self.lookup = LookupClient(endpoints, forwarder, timers)
         self.uplink_address = forwarder.table.get(UPLINK_KEY)
@@ -80,7 +88,46 @@ class EdgeUplink:
             log.info("Edge connection (id=%d) to interior lost, no alternate connection available",
                      connection.identity)
 
-    def _activate(self, connection: AmqpConnection) -> None:
+    def hand_over(self, old: AmqpConnection, new: AmqpConnection) -> None:
+        """qdmesh: ``new`` (open, made with newer TLS material) replaces ``old``
+        make-before-break (amqp/tls_rotation.py): the links of the active connection are
+        attached on the new one (the address proxy's once the old ones' credit is back); the
+        old one's stay for what is in flight but carry nothing new
+        (amqp/connection_retire.py). The caller closes ``old`` once nothing on it is
+        unsettled."""
+        if new not in self.open:
+            self.open.append(new)
+        if old in self.open:
+            self.open.remove(old)
+        retire(old, self.endpoints.adaptor.dirty)
+        if self.active is not old:
+            return  # a fallback: nothing was routed over it
+        self.active = None
+        self.uplink = None
+        self.proxy.deactivate()
+        self.lookup.deactivate()
+        log.info("Edge connection (id=%d) to interior replaced by id=%d", old.identity, new.identity)
+        session = self._activate(new, proxy=False)
+        self._proxy_after_drain(old, new, session, time.monotonic())
+
+    def _proxy_after_drain(self, old: AmqpConnection, new: AmqpConnection, session: PnObject,
+                           started: float) -> None:
+        """The address proxy's links go to ``new`` once the interior has given back the credit
+        of ``old``'s receiving links: until then it may still send on them, and a multicast
+        message would reach this router twice, once on each connection's proxy link."""
+        if self.active is not new:
+            return  # lost meanwhile: the next active connection has the proxy
+        waited = time.monotonic() - started
+        if old.closed or credit_out(old) == 0 or waited > PROXY_WAIT_S:
+            if waited > PROXY_WAIT_S:
+                log.warning("Edge connection (id=%d): the interior kept its credit on id=%d for %g s; "
+                            "address proxy links attached all the same", new.identity, old.identity,
+                            PROXY_WAIT_S)
+            self.proxy.activate(new, session)
+            return
+        self.timers.call_later(PROXY_POLL_S, lambda: self._proxy_after_drain(old, new, session, started))
+
+    def _activate(self, connection: AmqpConnection, proxy: bool = True) -> PnObject:
         log.info("Edge connection (id=%d) to interior established", connection.identity)
         self.active = connection
         endpoints = self.endpoints
@@ -98,7 +145,9 @@ class EdgeUplink:
                              True, TRACKING_ADDRESS, None, TRACKING_KEY)
         self.forwarder.producer_attached(tracking)
         self.lookup.activate(connection, session)
-        self.proxy.activate(connection, session)
+        if proxy:
+            self.proxy.activate(connection, session)
+        return session
 
     # ---- routing ---------------------------------------------------------------------------
     def unknown_address(self, key: str | None, message: InFlight) -> Address | None:
