@@ -123,6 +123,13 @@ def router_id(mesh: str, ordinal: int) -> str:
     return f"{mesh}-{ordinal}"
 
 
+def is_router_of(mesh: str, router_id: str) -> bool:
+    """Whether ``router_id`` names a router of ``mesh`` (this size or another): the routers of a
+    mesh linked to another cluster's (MeshLink) see that mesh's routers in ``router.node`` too."""
+    prefix = f"{mesh}-"
+    return router_id.startswith(prefix) and router_id[len(prefix):].isdigit()
+
+
 def router_host(mesh: str, namespace: str, ordinal: int) -> str:
     """The DNS name of router ``ordinal`` through the headless Service."""
     return f"{router_id(mesh, ordinal)}.{headless_service(mesh)}.{namespace}.svc"

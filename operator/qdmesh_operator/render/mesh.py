@@ -33,6 +33,6 @@ def render_mesh(state: MeshState, owner: Dict[str, Any], certificates: Certifica
     template: a new value rolls them)."""
     confs = render_all(state)
     objects = mesh_objects(state.mesh, confs, owner=owner, pod_annotations=certificates.pod_annotations,
-                           restarted_at=restarted_at)
+                           restarted_at=restarted_at, links_volume=state.links_volume)
     edges = edge_objects(state.mesh, owner, certificates.edge_pod_annotations)
     return RenderedMesh(confs, objects[:-1], objects[-1], edges)

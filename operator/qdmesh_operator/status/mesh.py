@@ -86,7 +86,8 @@ def router_entry(rid: str, outcome: RouterOutcome | None, *, node: str = "",
     elif not outcome.reachable:
         entry["message"] = str(outcome.error)
     else:
-        entry.update(peers=int(outcome.router.get("nodeCount") or 0),
+        # Its own mesh's routers only: a linked mesh's routers are in router.node too.
+        entry.update(peers=sum(1 for n in outcome.nodes if contract.is_router_of(rid.rsplit("-", 1)[0], n)),
                      connections=int(outcome.router.get("connectionCount") or 0),
                      addresses=int(outcome.router.get("addrCount") or 0))
         if outcome.failures:

@@ -1,0 +1,162 @@
+"""Redeeming a MeshLink's token: the operator's redeemer against a REAL API server (its token
+and credentials Secrets) and a REAL HTTPS redemption server (tests/operator/linkparts.py).
+What the user sees is the MeshLink's Redeemed condition and the credentials Secret."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any, Iterator, Tuple
+
+import pytest
+from kubernetes import client
+
+from qdmesh_operator.kube.api import KubeApi
+from qdmesh_operator.links.credentials import parse_credentials
+from qdmesh_operator.links.redeemer import LinkRedeemer
+from qdmesh_operator.tls import certs
+from tests.kube.controlplane import ControlPlane
+from tests.operator.kube_operator import G, V, api_namespace
+from tests.operator.linkparts import RedemptionServer, token_secret
+from tests.router.routerproc import free_port
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def cluster(crds: ControlPlane) -> Tuple[Any, str]:
+    api, ns = api_namespace(crds, "links")
+    client.CustomObjectsApi(api).create_namespaced_custom_object(G, V, ns, "routermeshes", {
+        "apiVersion": f"{G}/{V}", "kind": "RouterMesh", "metadata": {"name": "near"},
+        "spec": {"size": 2, "image": "qdmesh/router:0.1.0"}})
+    return api, ns
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RedemptionServer]:
+    found = RedemptionServer(tmp_path, remote_mesh="far", endpoints=[("localhost", 45999)],
+                             link_ca=certs.new_ca("far link CA"))
+    yield found
+    found.stop()
+
+
+def _link(api: Any, ns: str, name: str, token: str) -> None:
+    client.CustomObjectsApi(api).create_namespaced_custom_object(G, V, ns, "meshlinks", {
+        "apiVersion": f"{G}/{V}", "kind": "MeshLink", "metadata": {"name": name},
+        "spec": {"meshName": "near", "tokenSecretRef": {"name": token}}})
+
+
+def _condition(status: Any, type_: str) -> Any:
+    return next(c for c in status["conditions"] if c["type"] == type_)
+
+
+def test_a_token_redeems_once_and_its_credentials_are_kept(cluster: Tuple[Any, str],
+                                                           server: RedemptionServer) -> None:
+    api, ns = cluster
+    core = client.CoreV1Api(api)
+    core.create_namespaced_secret(ns, token_secret("tok-ok", server.token().data()))
+    _link(api, ns, "ok", "tok-ok")
+    redeemer = LinkRedeemer(KubeApi(api))
+    first = redeemer.run(ns, "ok")
+    assert first.redeemed and first.mesh == "near" and first.status is None and first.retry_in is None
+    assert len(server.requests) == 1
+    sent = server.requests[0]
+    assert (sent["linkName"], sent["namespace"], sent["meshName"]) == ("ok", ns, "near")
+    assert sent["routerIds"] == ["near-0", "near-1"] and sent["code"] == server.code
+    secret = core.read_namespaced_secret("ok-credentials", ns)
+    assert [o.kind for o in secret.metadata.owner_references] == ["MeshLink"]
+    kept = parse_credentials(secret.data)
+    assert kept.remote_mesh == "far" and [(e.host, e.port) for e in kept.endpoints] == [("localhost", 45999)]
+    assert f"{ns}/ok@near" in str(certs.load_cert(kept.cert_pem.encode(), "client").subject.rfc4514_string())
+    # Again (a resume, an update, another replica): never a second redemption.
+    again = LinkRedeemer(KubeApi(api)).run(ns, "ok")
+    assert again.mesh == "near" and not again.redeemed and len(server.requests) == 1
+
+
+def test_a_wrong_code_is_refused_with_the_servers_message(cluster: Tuple[Any, str],
+                                                          server: RedemptionServer) -> None:
+    api, ns = cluster
+    client.CoreV1Api(api).create_namespaced_secret(ns, token_secret("tok-bad", server.token("guess").data()))
+    _link(api, ns, "bad", "tok-bad")
+    done = LinkRedeemer(KubeApi(api)).run(ns, "bad")
+    redeemed = _condition(done.status, "Redeemed")
+    assert (redeemed["status"], redeemed["reason"]) == ("False", "Refused")
+    assert "code: does not match the grant's (403)" in redeemed["message"]
+    assert _condition(done.status, "Ready")["status"] == "False"
+    assert done.mesh is None and done.retry_in is not None
+    assert not _exists(api, ns, "bad-credentials")
+
+
+def test_an_unreachable_url_is_retried_with_back_off(cluster: Tuple[Any, str],
+                                                     server: RedemptionServer) -> None:
+    api, ns = cluster
+    nobody = server.token()
+    data = {**nobody.data(), "url": f"https://localhost:{free_port()}/grants/remote/g1"}
+    client.CoreV1Api(api).create_namespaced_secret(ns, token_secret("tok-away", data))
+    _link(api, ns, "away", "tok-away")
+    redeemer = LinkRedeemer(KubeApi(api))
+    delays = []
+    for _ in range(3):
+        done = redeemer.run(ns, "away")
+        redeemed = _condition(done.status, "Redeemed")
+        assert (redeemed["status"], redeemed["reason"]) == ("False", "Unreachable"), redeemed
+        delays.append(done.retry_in)
+    assert delays == [5.0, 10.0, 20.0]
+    assert server.requests == []
+
+
+def test_a_server_certificate_not_of_the_tokens_ca_is_not_trusted(cluster: Tuple[Any, str],
+                                                                  server: RedemptionServer) -> None:
+    api, ns = cluster
+    data = {**server.token().data(), "ca.crt": certs.new_ca("someone else").cert_pem.decode()}
+    client.CoreV1Api(api).create_namespaced_secret(ns, token_secret("tok-mitm", data))
+    _link(api, ns, "mitm", "tok-mitm")
+    done = LinkRedeemer(KubeApi(api)).run(ns, "mitm")
+    redeemed = _condition(done.status, "Redeemed")
+    assert redeemed["reason"] == "Unreachable" and "not the token's CA" in redeemed["message"]
+    assert server.requests == []  # the code never left
+
+
+@pytest.mark.parametrize("missing", ["url", "code", "ca.crt"])
+def test_a_token_secret_missing_a_field_is_an_invalid_token_naming_it(
+        cluster: Tuple[Any, str], server: RedemptionServer, missing: str) -> None:
+    api, ns = cluster
+    name = f"partial-{missing.replace('.', '-')}"
+    data = {k: v for k, v in server.token().data().items() if k != missing}
+    client.CoreV1Api(api).create_namespaced_secret(ns, token_secret(f"tok-{name}", data))
+    _link(api, ns, name, f"tok-{name}")
+    done = LinkRedeemer(KubeApi(api)).run(ns, name)
+    redeemed = _condition(done.status, "Redeemed")
+    assert (redeemed["status"], redeemed["reason"]) == ("False", "InvalidToken")
+    assert f"{missing}: must be a non-empty string" in redeemed["message"]
+    assert f"tok-{name}" in redeemed["message"] and server.requests == []
+
+
+def test_a_token_secret_that_does_not_exist_is_named(cluster: Tuple[Any, str]) -> None:
+    api, ns = cluster
+    _link(api, ns, "orphan", "no-such-token")
+    done = LinkRedeemer(KubeApi(api)).run(ns, "orphan")
+    redeemed = _condition(done.status, "Redeemed")
+    assert redeemed["reason"] == "InvalidToken"
+    assert redeemed["message"] == "spec.tokenSecretRef.name: Secret 'no-such-token' not found"
+
+
+def _exists(api: Any, ns: str, name: str) -> bool:
+    try:
+        client.CoreV1Api(api).read_namespaced_secret(name, ns)
+    except client.ApiException as e:
+        assert e.status == 404
+        return False
+    return True
+
+
+def test_credentials_secret_data_is_base64_of_pem() -> None:
+    """The Secret's own format (what a user reading it sees)."""
+    pem = certs.new_ca("x").cert_pem.decode()
+    data = {"tls.crt": pem, "tls.key": "-----BEGIN PRIVATE KEY-----", "ca.crt": pem,
+            "endpoints": '["a.example:443"]', "remoteMesh": "far", "remoteNamespace": "r"}
+    encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+    assert parse_credentials(encoded).endpoints[0].host == "a.example"
+    broken = {**encoded, "endpoints": base64.b64encode(b'["no-port"]').decode()}
+    with pytest.raises(ValueError, match="endpoints"):
+        parse_credentials(broken)
