@@ -130,6 +130,13 @@ def is_router_of(mesh: str, router_id: str) -> bool:
     return router_id.startswith(prefix) and router_id[len(prefix):].isdigit()
 
 
+def is_foreign(mesh: str, router_id: str) -> bool:
+    """Whether ``router_id`` names a router of another mesh (``<other>-<ordinal>``), as a
+    linked mesh's routers are; ids of no mesh's form (routers started by hand) are not."""
+    name, _, ordinal = router_id.rpartition("-")
+    return bool(name) and ordinal.isdigit() and name != mesh
+
+
 def router_host(mesh: str, namespace: str, ordinal: int) -> str:
     """The DNS name of router ``ordinal`` through the headless Service."""
     return f"{router_id(mesh, ordinal)}.{headless_service(mesh)}.{namespace}.svc"

@@ -13,8 +13,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-from qdmesh_operator.linking.wire import (MAX_BODY_BYTES, Endpoint, RedeemRequest, RedeemResponse, Token,
-                                          WireError, error_body)
+from qdmesh_operator.linking.wire import (
+    MAX_BODY_BYTES,
+    Endpoint,
+    RedeemRequest,
+    RedeemResponse,
+    Token,
+    WireError,
+    error_body,
+)
 from qdmesh_operator.tls import certs
 from tests.router.routerproc import free_port
 
@@ -45,7 +52,7 @@ class RedemptionServer:
             def log_message(self, *_: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 status, body = owner.answer(self.path, self.rfile.read(
                     min(int(self.headers.get("Content-Length") or 0), MAX_BODY_BYTES)))
                 data = json.dumps(body).encode()

@@ -60,8 +60,9 @@ def _connection(rid: str, outcome: RouterOutcome | None, name: str) -> Dict[str,
         entry["operStatus"] = "missing"
         return entry
     entry["endpoint"] = f"{row.get('host')}:{row.get('port')}"
-    entry["operStatus"] = "up" if str(row.get("connectionStatus") or "") == "SUCCESS" else \
-        str(row.get("connectionStatus") or "down").lower()
+    state = str(row.get("connectionStatus") or "down")
+    # qdrouterd says SUCCESS of a connector whose connection is open; qdmesh says Operational.
+    entry["operStatus"] = "up" if state.upper() in ("SUCCESS", "OPERATIONAL") else state.lower()
     return entry
 
 

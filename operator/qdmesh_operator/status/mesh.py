@@ -87,7 +87,7 @@ def router_entry(rid: str, outcome: RouterOutcome | None, *, node: str = "",
         entry["message"] = str(outcome.error)
     else:
         # Its own mesh's routers only: a linked mesh's routers are in router.node too.
-        entry.update(peers=sum(1 for n in outcome.nodes if contract.is_router_of(rid.rsplit("-", 1)[0], n)),
+        entry.update(peers=sum(1 for n in outcome.nodes if not contract.is_foreign(rid.rsplit("-", 1)[0], n)),
                      connections=int(outcome.router.get("connectionCount") or 0),
                      addresses=int(outcome.router.get("addrCount") or 0))
         if outcome.failures:
