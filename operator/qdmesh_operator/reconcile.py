@@ -158,10 +158,11 @@ class MeshReconciler:
         except KubeRefused as e:
             return status.refused_report(body, e)
         # desired: every router's entities (with the connectors of the mesh's MeshLinks)
-        linked = links.mesh_links(observed.links)
+        linking = links.plan_links(observed.links, mesh, observed.stateful_set)
+        linked = linking.links
         state = desired.mesh_state(mesh, parsed.routing, manage_inter_router=in_cluster,
-                                   links=links.link_entities(mesh, linked.ready))
-        state.links_volume = links.links_volume(linked, observed.stateful_set)
+                                   links=linking.entities)
+        state.links_volume = linking.volume
         # render: configs and Kubernetes objects
         try:
             rendered = render.render_mesh(state, owner, certificates, restarted_at=(

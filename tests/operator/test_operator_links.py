@@ -160,3 +160,70 @@ def test_credentials_secret_data_is_base64_of_pem() -> None:
     broken = {**encoded, "endpoints": base64.b64encode(b'["no-port"]').decode()}
     with pytest.raises(ValueError, match="endpoints"):
         parse_credentials(broken)
+
+
+# -- pure: what the routers get -------------------------------------------------------------------
+
+def _credentials(*endpoints: Tuple[str, int]) -> Any:
+    from qdmesh_operator.linking.wire import Endpoint
+    from qdmesh_operator.links.credentials import Credentials
+
+    return Credentials(remote_mesh="far", remote_namespace="r",
+                       endpoints=tuple(Endpoint(h, p) for h, p in endpoints),
+                       ca_pem="CA", cert_pem="CERT", key_pem="KEY")
+
+
+def test_connectors_go_to_the_first_routers_and_the_endpoints_in_turn() -> None:
+    from qdmesh_operator.desired.state import mesh_state
+    from qdmesh_operator.links.entities import LINKS_DIR, link_entities
+    from qdmesh_operator.links.spec import parse_link
+    from qdmesh_operator.model.mesh import parse_mesh
+    from qdmesh_operator.render.conf import render_all
+
+    mesh = parse_mesh("near", "ns", {"size": 4, "image": "r:1"})
+    spec = parse_link("to-far", "ns", {"meshName": "near", "tokenSecretRef": {"name": "t"}, "connections": 3,
+                                       "cost": 25})
+    made = link_entities(mesh, [(spec, _credentials(("a.example", 443), ("b.example", 8443)))])
+    connectors = {rid: [e.attributes for e in found if e.type == "connector"] for rid, found in made.items()}
+    assert [(c[0]["host"], c[0]["port"]) for c in (connectors[f"near-{i}"] for i in range(3))] == [
+        ("a.example", "443"), ("b.example", "8443"), ("a.example", "443")]
+    assert connectors["near-3"] == []
+    first = connectors["near-0"][0]
+    assert [first[k] for k in ("role", "cost", "sslProfile", "saslMechanisms", "verifyHostname")] == \
+        ["inter-router", 25, "qdmesh/linkTls/to-far", "EXTERNAL", True]
+    profile = next(e for e in made["near-0"] if e.type == "sslProfile")
+    assert profile.attributes["certFile"] == f"{LINKS_DIR}/to-far-tls.crt" and not profile.restart_only
+    # In the config files too, so a restarted router keeps its link.
+    confs = render_all(mesh_state(mesh, [], links=made))
+    assert "qdmesh/link/to-far" in confs["near-2.conf"] and "qdmesh/link/to-far" not in confs["near-3.conf"]
+
+
+def test_two_connections_by_default_one_on_a_mesh_of_one() -> None:
+    from qdmesh_operator.links.spec import parse_link
+
+    spec = parse_link("l", "ns", {"meshName": "m", "tokenSecretRef": {"name": "t"}})
+    assert (spec.routers(3), spec.routers(1), spec.cost, spec.verify_hostname) == (2, 1, 10, True)
+    with pytest.raises(ValueError, match=r"spec\.connections"):
+        parse_link("l", "ns", {"meshName": "m", "tokenSecretRef": {"name": "t"}, "connections": 0})
+    with pytest.raises(ValueError, match=r"spec\.tokenSecretRef\.name"):
+        parse_link("l", "ns", {"meshName": "m"})
+
+
+def test_the_links_secret_is_mounted_by_new_meshes_and_not_added_by_an_upgrade() -> None:
+    from qdmesh_operator.links.observe import MeshLinks, links_volume
+    from qdmesh_operator.links.spec import parse_link
+
+    old = {"spec": {"template": {"spec": {"volumes": [{"name": "config"}]}}}}
+    mounted = {"spec": {"template": {"spec": {"volumes": [{"name": "config"}, {"name": "links"}]}}}}
+    assert links_volume(MeshLinks(), None)  # a new mesh
+    assert not links_volume(MeshLinks(), old)  # a mesh from before: no roll for an upgrade
+    assert links_volume(MeshLinks(), mounted)  # kept once there: links come and go live
+    spec = parse_link("l", "ns", {"meshName": "m", "tokenSecretRef": {"name": "t"}})
+    assert links_volume(MeshLinks(ready=[(spec, _credentials(("a", 1)))]), old)  # its first link
+
+
+def test_routers_of_a_linked_mesh_are_told_from_the_meshs_own() -> None:
+    from qdmesh_operator.contract import is_foreign
+
+    assert is_foreign("near", "far-0") and is_foreign("near", "near-east-2")
+    assert not is_foreign("near", "near-3") and not is_foreign("near", "A")

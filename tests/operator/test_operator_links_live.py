@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 import threading
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
@@ -34,17 +35,33 @@ from qdmesh_operator.status.mesh import router_entry
 from qdmesh_operator.tls import certs
 from qdrouter.tools.management_client import ManagementClient
 from tests.kube.controlplane import ControlPlane
+from tests.mesh.drain_traffic import settle_all, stream, tally
+from tests.mesh.traffic import trace_of
 from tests.operator.kube_operator import G, V, api_namespace, eventually
 from tests.operator.linkparts import RedemptionServer, remote_link_listener, token_secret
 from tests.operator.test_operator_live_tls import Mount
 from tests.operator.test_operator_managed_tls_mesh import interior, nodes, routers
+from tests.router.amqpclient import Net
+from tests.router.fixtures import net
 from tests.router.routerproc import Router, free_port
 
-__all__ = ["routers"]  # the fixture
+__all__ = ["net", "routers"]  # the fixtures
 
 pytestmark = pytest.mark.timeout(300)
 
 MULTICAST = "address {\n    prefix: mc\n    distribution: multicast\n}\n"
+
+
+def _router(tmp: Path, router_id: str, body: str, started: List[Router]) -> Router:
+    workdir = tmp / router_id
+    workdir.mkdir()
+    router = Router(workdir, router_id=router_id, args=["--drain-timeout", "15"])
+    router.config_path.write_text(
+        f"router {{\n    mode: interior\n    id: {router_id}\n}}\n"
+        f"listener {{\n    host: 127.0.0.1\n    port: {router.port}\n    saslMechanisms: ANONYMOUS\n}}\n"
+        + body)
+    started.append(router.start())
+    return router
 
 
 def _secret(api: Any, ns: str, name: str) -> Dict[str, bytes]:
@@ -64,13 +81,16 @@ class Linked:
                                        link_ca=link_ca)
         remote = remote_link_listener(tmp / "far-tls", link_ca, self.server.client_ca, far_port)
         self.far = interior(tmp, "far-0", remote + MULTICAST, started)
-        mesh_port = free_port()
-        listener = (f"listener {{\n    host: 127.0.0.1\n    port: {mesh_port}\n    role: inter-router\n"
+        # A full mesh of ``size`` local routers, each connecting to the ones before it; each
+        # drains for up to 15 s when stopped, as a router pod does.
+        ports = [free_port() for _ in range(size)]
+        self.near = []
+        for i in range(size):
+            body = (f"listener {{\n    host: 127.0.0.1\n    port: {ports[i]}\n    role: inter-router\n"
                     f"    saslMechanisms: ANONYMOUS\n}}\n")
-        connector = (f"connector {{\n    name: to-near-0\n    host: 127.0.0.1\n    port: {mesh_port}\n"
-                     f"    role: inter-router\n}}\n")
-        self.near = [interior(tmp, "near-0", listener + MULTICAST, started)]
-        self.near += [interior(tmp, f"near-{i}", connector + MULTICAST, started) for i in range(1, size)]
+            body += "".join(f"connector {{\n    name: to-near-{j}\n    host: 127.0.0.1\n"
+                            f"    port: {ports[j]}\n    role: inter-router\n}}\n" for j in range(i))
+            self.near.append(_router(tmp, f"near-{i}", body + MULTICAST, started))
         eventually(lambda: all(len(nodes(r)) == size - 1 for r in self.near), 30, "the local mesh")
         self.mount = Mount(tmp / "links-mount")
         monkeypatch.setattr(entities, "LINKS_DIR", str(self.mount.directory))
@@ -116,11 +136,6 @@ class Linked:
 
     def stop(self) -> None:
         self.server.stop()
-
-
-@pytest.fixture(scope="module")
-def cluster(crds: ControlPlane) -> Tuple[Any, str]:
-    return api_namespace(crds, "linked")
 
 
 @pytest.fixture
@@ -252,3 +267,45 @@ def test_a_linked_mesh_carries_messages_both_ways_and_says_so(linked: Linked) ->
                      for r in mgmt.query(f"org.apache.qpid.dispatch.{t}")]
         assert not [n for n in names if "link" in n.lower()], names
     assert _secret(linked.api, linked.ns, "near-links") == {}
+
+
+def test_a_router_holding_a_link_connection_drains_and_no_message_is_lost(
+        crds: ControlPlane, tmp_path: Path, routers: List[Router], monkeypatch: pytest.MonkeyPatch,
+        net: Net) -> None:
+    """near-0 and near-1 each hold a link connection; a producer on near-2 streams unsettled
+    messages to a consumer on far-0 while the link router its messages pass stops (SIGTERM,
+    draining, as its pod is deleted): every message is accepted, the consumer gets each once,
+    and the traffic carries on through the other link connection."""
+    api, ns = api_namespace(crds, "failover")
+    linked = Linked(api, ns, tmp_path, routers, monkeypatch, size=3)
+    try:
+        linked.link()
+        eventually(linked.connected, 90, lambda: f"Connected: {linked.status('meshlinks', 'to-far')}")
+        address = "failover/orders"
+        rcv = net.connect(linked.far.url).receiver(address, credit=250)
+        net.wait(lambda: _consumers_seen(linked.near[2], address, 1), 30, "far-0's consumer seen at near-2")
+        snd = net.connect(linked.near[2].url).sender(address)
+        stream(net, snd, lambda: len(rcv.received) >= 100, 60)
+        path = trace_of(rcv.received[-1])
+        via = next(r for r in linked.near[:2] if f"0/{r.router_id}" in path)
+        other = next(r for r in linked.near[:2] if r is not via)
+
+        via.exit_expected = True
+        via.send_signal(signal.SIGTERM)
+        stream(net, snd, lambda: not via.is_running(), 30)
+        before = len(rcv.received)
+        stream(net, snd, lambda: len(rcv.received) >= before + 100, 60)
+        settle_all(net, snd, 15)
+        assert via.wait_exit(1) == 0, via.describe()
+        result = tally(snd, [rcv])
+        assert result.outcomes == {"accepted": result.sent}, result.row()
+        assert result.received == result.sent and result.duplicates == 0, result.row()
+        assert f"0/{other.router_id}" in trace_of(rcv.received[-1]), trace_of(rcv.received[-1])
+
+        # The link's status names the router that no longer answers.
+        linked.reconcile()
+        conditions = linked.status("meshlinks", "to-far")["conditions"]
+        connected = next(c for c in conditions if c["type"] == "Connected")
+        assert connected["status"] == "Unknown" and via.router_id in connected["message"], connected
+    finally:
+        linked.stop()

@@ -15,9 +15,24 @@ inter-router connectors to the first routers of the local mesh, without restarti
 
 from .credentials import Credentials, credentials_secret, parse_credentials
 from .entities import link_entities, links_secret, links_secret_name
-from .observe import MeshLinks, ObservedLinks, links_volume, mesh_links, read_links
+from .observe import LinkPlan, MeshLinks, ObservedLinks, links_volume, mesh_links, plan_links, read_links
 from .spec import PLURAL, LinkSpec, parse_link
 
-__all__ = ["PLURAL", "Credentials", "LinkSpec", "MeshLinks", "ObservedLinks", "credentials_secret",
-           "link_entities", "links_secret", "links_secret_name", "links_volume",
-           "mesh_links", "parse_credentials", "parse_link", "read_links"]
+__all__ = [
+           "PLURAL",
+           "Credentials",
+           "LinkPlan",
+           "LinkSpec",
+           "MeshLinks",
+           "ObservedLinks",
+           "credentials_secret",
+           "link_entities",
+           "links_secret",
+           "links_secret_name",
+           "links_volume",
+           "mesh_links",
+           "parse_credentials",
+           "parse_link",
+           "plan_links",
+           "read_links",
+]

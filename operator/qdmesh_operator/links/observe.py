@@ -10,9 +10,11 @@ from typing import Any, Dict, List, Mapping, Tuple
 from kubernetes.client.rest import ApiException
 
 from ..linking.wire import WireError
+from ..model.entities import Entity
 from ..model.errors import SpecError
+from ..model.mesh import MeshSpec
 from .credentials import Credentials, credentials_name, parse_credentials
-from .entities import VOLUME, links_secret_name
+from .entities import VOLUME, link_entities, links_secret_name
 from .spec import PLURAL, LinkSpec, parse_link
 
 
@@ -83,6 +85,23 @@ def mesh_links(observed: ObservedLinks | None) -> MeshLinks:
         except (SpecError, WireError) as e:
             out.broken[name] = str(e)
     return out
+
+
+@dataclass
+class LinkPlan:
+    """What the mesh's MeshLinks add to its desired state."""
+
+    links: MeshLinks
+    #: Each router's link entities, by router id.
+    entities: Dict[str, List[Entity]]
+    #: Whether the routers mount the links' Secret.
+    volume: bool
+
+
+def plan_links(observed: ObservedLinks | None, mesh: MeshSpec, stateful_set: Mapping[str, Any] | None
+               ) -> LinkPlan:
+    links = mesh_links(observed)
+    return LinkPlan(links, link_entities(mesh, links.ready), links_volume(links, stateful_set))
 
 
 def links_volume(links: MeshLinks, stateful_set: Mapping[str, Any] | None) -> bool:
