@@ -40,7 +40,7 @@ from tests.mesh.traffic import trace_of
 from tests.operator.kube_operator import G, V, api_namespace, eventually
 from tests.operator.linkparts import RedemptionServer, remote_link_listener, token_secret
 from tests.operator.test_operator_live_tls import Mount
-from tests.operator.test_operator_managed_tls_mesh import interior, nodes, routers
+from tests.operator.test_operator_managed_tls_mesh import nodes, routers
 from tests.router.amqpclient import Net
 from tests.router.fixtures import net
 from tests.router.routerproc import Router, free_port
@@ -58,8 +58,8 @@ def _router(tmp: Path, router_id: str, body: str, started: List[Router]) -> Rout
     router = Router(workdir, router_id=router_id, args=["--drain-timeout", "15"])
     router.config_path.write_text(
         f"router {{\n    mode: interior\n    id: {router_id}\n}}\n"
-        f"listener {{\n    host: 127.0.0.1\n    port: {router.port}\n    saslMechanisms: ANONYMOUS\n}}\n"
-        + body)
+        f"listener {{\n    host: 127.0.0.1\n    port: {router.port}\n    saslMechanisms: ANONYMOUS\n"
+        f"    stripAnnotations: no\n}}\n" + body)  # the trace annotation shows the path taken
     started.append(router.start())
     return router
 
@@ -80,7 +80,7 @@ class Linked:
         self.server = RedemptionServer(tmp, remote_mesh="far", endpoints=[("localhost", far_port)],
                                        link_ca=link_ca)
         remote = remote_link_listener(tmp / "far-tls", link_ca, self.server.client_ca, far_port)
-        self.far = interior(tmp, "far-0", remote + MULTICAST, started)
+        self.far = _router(tmp, "far-0", remote + MULTICAST, started)
         # A full mesh of ``size`` local routers, each connecting to the ones before it; each
         # drains for up to 15 s when stopped, as a router pod does.
         ports = [free_port() for _ in range(size)]
@@ -287,7 +287,8 @@ def test_a_router_holding_a_link_connection_drains_and_no_message_is_lost(
         snd = net.connect(linked.near[2].url).sender(address)
         stream(net, snd, lambda: len(rcv.received) >= 100, 60)
         path = trace_of(rcv.received[-1])
-        via = next(r for r in linked.near[:2] if f"0/{r.router_id}" in path)
+        via = next((r for r in linked.near[:2] if f"0/{r.router_id}" in path), None)
+        assert via is not None, path
         other = next(r for r in linked.near[:2] if r is not via)
 
         via.exit_expected = True
