@@ -32,6 +32,11 @@ def connector_name(link: str) -> str:
     return managed_name("link", link)
 
 
+def is_link_entity(name: str) -> bool:
+    """Whether an entity of a router is a MeshLink's (its failures are the link's to report)."""
+    return name.startswith((profile_name(""), connector_name("")))
+
+
 def _key(link: str, file: str) -> str:
     return f"{link}-{file}"
 

@@ -11,7 +11,7 @@ from .. import contract
 from ..apply.management import RouterOutcome
 from ..status import kstatus
 from .credentials import Credentials
-from .entities import connector_name
+from .entities import connector_name, profile_name
 from .spec import LinkSpec
 
 REDEEMED = "Redeemed"
@@ -50,11 +50,14 @@ def broken_status(body: Mapping[str, Any], problem: str) -> Dict[str, Any]:
     return not_redeemed_status(body, INVALID_CREDENTIALS, f"the credentials Secret: {problem}")
 
 
-def _connection(rid: str, outcome: RouterOutcome | None, name: str) -> Dict[str, Any]:
+def _connection(rid: str, outcome: RouterOutcome | None, name: str, profile: str) -> Dict[str, Any]:
     entry: Dict[str, Any] = {"router": rid}
     if outcome is None or not outcome.reachable:
         entry["operStatus"] = "unknown"
         return entry
+    refused = [str(r.error) for r in outcome.failures if r.op.name in (name, profile)]
+    if refused:
+        entry["message"] = "; ".join(refused)[:1000]
     row = next((r for r in outcome.live.get("connector", []) if r.get("name") == name), None)
     if row is None:
         entry["operStatus"] = "missing"
@@ -72,7 +75,7 @@ def linked_status(body: Mapping[str, Any], spec: LinkSpec, found: Credentials, m
     generation, previous = _generation(body), _previous(body)
     holders = [contract.router_id(spec.mesh_name, i) for i in range(spec.routers(mesh_size))]
     name = connector_name(spec.name)
-    connections = [_connection(rid, outcomes.get(rid), name) for rid in holders]
+    connections = [_connection(rid, outcomes.get(rid), name, profile_name(spec.name)) for rid in holders]
     remote: set = set()
     seen_by: List[str] = []
     for rid in holders:
@@ -90,6 +93,9 @@ def linked_status(body: Mapping[str, Any], spec: LinkSpec, found: Credentials, m
         verdict, reason, message = False, MESH_NOT_FOUND, f"RouterMesh {spec.mesh_name!r} has no routers"
     elif down:
         verdict, reason, message = False, CONNECTING, f"link connectors not up on {', '.join(down)}"
+        refused = [f"{c['router']}: {c['message']}" for c in connections if c.get("message")]
+        if refused:  # most often: the routers wait for the links Secret's files to be mounted
+            message += "; " + "; ".join(refused)
     elif unknown:
         verdict, reason, message = None, ROUTERS_NOT_ANSWERING, f"routers {', '.join(unknown)} do not answer"
     elif len(seen_by) < len(holders):

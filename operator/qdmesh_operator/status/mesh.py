@@ -16,6 +16,7 @@ from ..apply.plan import CREATE
 from ..canary.summary import CanarySummary
 from ..desired.state import MeshState
 from ..kube.api import KubeRefused
+from ..links.entities import is_link_entity
 from ..model.restart import restart_sections
 from ..pod_problems import PodProblem
 from . import kstatus as status
@@ -112,8 +113,10 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, *, applied: Applied,
     # The StatefulSet counts a pod ready until the node lifecycle controller marks it otherwise
     # (~40 s after its node stopped): a lost router is never counted.
     ready_replicas = max(0, min(int(sts.get("readyReplicas") or 0), mesh.size - len(lost)))
+    # Routing resources and MeshLinks report their own entities' failures (a link's sslProfile
+    # waits for its files to be mounted).
     routing_names = {e.name for rid in state.entities for e in state.entities[rid]
-                     if e.type in ("linkRoute", "autoLink", "vhost")}
+                     if e.type in ("linkRoute", "autoLink", "vhost") or is_link_entity(e.name)}
     mesh_failures = [r.error for o in outcomes.values() for r in o.failures
                      if r.op.name not in routing_names]
     unreachable = [o.error for o in outcomes.values() if not o.reachable]
