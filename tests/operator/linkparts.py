@@ -35,6 +35,8 @@ class RedemptionServer:
         self.code = code
         self.left = redemptions
         self.requests: List[Dict[str, Any]] = []
+        #: When set, every request gets this (status, body) instead (a misbehaving server).
+        self.forced: Tuple[int, Any] | None = None
         self.remote_mesh = remote_mesh
         self.endpoints = endpoints
         self.link_ca = link_ca
@@ -71,7 +73,10 @@ class RedemptionServer:
         return Token(url=f"https://localhost:{self.port}/grants/remote/g1", code=code or self.code,
                      ca_pem=self.server_ca.cert_pem.decode())
 
-    def answer(self, path: str, raw: bytes) -> Tuple[int, Dict[str, Any]]:
+    def answer(self, path: str, raw: bytes) -> Tuple[int, Any]:
+        if self.forced is not None:
+            self.requests.append({"forced": True})
+            return self.forced
         try:
             request = RedeemRequest.from_json(json.loads(raw))
         except (ValueError, WireError) as e:

@@ -117,6 +117,25 @@ def test_a_server_certificate_not_of_the_tokens_ca_is_not_trusted(cluster: Tuple
     assert server.requests == []  # the code never left
 
 
+@pytest.mark.parametrize("forced, reason, said", [
+    ((503, {"error": "not the leader"}), "Unreachable", "not the leader (503); trying again later"),
+    ((200, {"padding": "x" * (300 * 1024)}), "Refused", "the answer is longer than 262144 bytes"),
+    ((200, {"meshName": "far"}), "Refused", "the answer does not parse: role: must be a non-empty string"),
+])
+def test_a_misbehaving_server_is_said_so_and_nothing_is_kept(cluster: Tuple[Any, str],
+                                                             server: RedemptionServer, forced: Any,
+                                                             reason: str, said: str) -> None:
+    api, ns = cluster
+    name = f"odd-{forced[0]}-{len(str(forced[1])) % 997}"
+    client.CoreV1Api(api).create_namespaced_secret(ns, token_secret(f"tok-{name}", server.token().data()))
+    _link(api, ns, name, f"tok-{name}")
+    server.forced = forced
+    done = LinkRedeemer(KubeApi(api)).run(ns, name)
+    redeemed = _condition(done.status, "Redeemed")
+    assert redeemed["reason"] == reason and redeemed["message"].endswith(said), redeemed
+    assert done.retry_in is not None and not _exists(api, ns, f"{name}-credentials")
+
+
 @pytest.mark.parametrize("missing", ["url", "code", "ca.crt"])
 def test_a_token_secret_missing_a_field_is_an_invalid_token_naming_it(
         cluster: Tuple[Any, str], server: RedemptionServer, missing: str) -> None:
