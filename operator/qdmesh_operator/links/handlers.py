@@ -12,7 +12,7 @@ from typing import Any, Awaitable, Callable
 import kopf
 from kubernetes.client.rest import ApiException
 
-from .. import contract
+from .. import contract, leader
 from .credentials import credentials_name
 from .redeemer import LinkRedeemer
 from .spec import PLURAL
@@ -36,6 +36,8 @@ def register(run: Run, kube: Callable[[], Any]) -> None:
     @kopf.on.update(contract.GROUP, contract.VERSION, PLURAL, field="spec", id="meshlinks-update")
     @kopf.on.resume(contract.GROUP, contract.VERSION, PLURAL, id="meshlinks-resume")
     async def link_changed(name: str, namespace: Any, **_: Any) -> None:
+        if not leader.may_reconcile():  # a token is redeemed by the replica holding the Lease only
+            raise kopf.TemporaryError("not holding the Lease", delay=60)
         loop = asyncio.get_running_loop()
         done = await loop.run_in_executor(None, redeemer().run, namespace, name)
         if done.status is not None:
