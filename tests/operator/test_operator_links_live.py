@@ -161,22 +161,28 @@ def _exchange(url: str, address: str, receivers: List[Any], bodies: List[str]) -
     """Send ``bodies`` (each accepted before the next) while ``receivers`` take and accept
     them; what each receiver got."""
     got: List[List[str]] = [[] for _ in receivers]
+    sent = threading.Event()
 
     def take(i: int) -> None:
         while True:
             try:
-                message = receivers[i].receive(timeout=3)
-            except Exception:  # nothing more within 3 s
-                return
+                message = receivers[i].receive(timeout=1)
+            except Exception:  # nothing within 1 s: done once every message was accepted
+                if sent.is_set():
+                    return
+                continue
             receivers[i].accept()
             got[i].append(str(message.body))
 
     threads = [threading.Thread(target=take, args=(i,), daemon=True) for i in range(len(receivers))]
     for t in threads:
         t.start()
-    _send(url, address, bodies)
-    for t in threads:
-        t.join(timeout=60)
+    try:
+        _send(url, address, bodies)
+    finally:
+        sent.set()
+        for t in threads:
+            t.join(timeout=60)
     return got
 
 
