@@ -123,6 +123,20 @@ def router_id(mesh: str, ordinal: int) -> str:
     return f"{mesh}-{ordinal}"
 
 
+def is_router_of(mesh: str, router_id: str) -> bool:
+    """Whether ``router_id`` names a router of ``mesh`` (this size or another): the routers of a
+    mesh linked to another cluster's (MeshLink) see that mesh's routers in ``router.node`` too."""
+    prefix = f"{mesh}-"
+    return router_id.startswith(prefix) and router_id[len(prefix):].isdigit()
+
+
+def is_foreign(mesh: str, router_id: str) -> bool:
+    """Whether ``router_id`` names a router of another mesh (``<other>-<ordinal>``), as a
+    linked mesh's routers are; ids of no mesh's form (routers started by hand) are not."""
+    name, _, ordinal = router_id.rpartition("-")
+    return bool(name) and ordinal.isdigit() and name != mesh
+
+
 def router_host(mesh: str, namespace: str, ordinal: int) -> str:
     """The DNS name of router ``ordinal`` through the headless Service."""
     return f"{router_id(mesh, ordinal)}.{headless_service(mesh)}.{namespace}.svc"

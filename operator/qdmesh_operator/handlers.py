@@ -15,6 +15,7 @@ from . import contract, leader
 from .config import SETTINGS, load_kube_credentials
 from .drift import DriftSchedule
 from .kube.api import KubeApi
+from .links import handlers as links_handlers
 from .mesh_gauges import MESH_GAUGES
 from .metrics import METRICS, serve
 from .operations import MANUAL_ROLL_ANNOTATION, PAUSE_ANNOTATION
@@ -304,3 +305,6 @@ def _register(plural: str) -> None:
 
 for _plural in ROUTING_PLURALS.values():
     _register(_plural)
+
+# -- MeshLink -----------------------------------------------------------------------------------
+links_handlers.register(run, lambda: reconciler().kube)

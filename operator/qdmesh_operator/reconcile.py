@@ -15,9 +15,10 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
-from . import apply, canary, contract, desired, model, observe, render, status, tls
+from . import apply, canary, contract, desired, links, model, observe, render, status, tls
 from .keyed import KeyedLocks
 from .kube import KubeApi, KubeRefused
+from .links.status import mesh_link_statuses
 from .operations import restarted_at
 
 __all__ = ["ROUTING_PLURALS", "Event", "MeshReconciler", "Report", "mesh_converged", "reconcile_all"]
@@ -111,6 +112,8 @@ class MeshReconciler:
         observed = observe.observe(self.kube, namespace, mesh_name)
         stored = [((ROUTING_PLURALS[kind], str(item["metadata"]["name"])), item)
                   for kind, item in observed.routing]
+        stored += [((links.PLURAL, str(item["metadata"]["name"])), item)
+                   for item in (observed.links.bodies if observed.links else [])]
         if observed.body is not None:
             stored.append(((contract.MESH_PLURAL, mesh_name), observed.body))
         report = self._decide(observed, namespace, mesh_name, why)
@@ -155,8 +158,12 @@ class MeshReconciler:
             return status.stalled_report(body, f"spec.interRouter.tls: {e}", event=str(e))
         except KubeRefused as e:
             return status.refused_report(body, e)
-        # desired: every router's entities
-        state = desired.mesh_state(mesh, parsed.routing, manage_inter_router=in_cluster)
+        # desired: every router's entities (with the connectors of the mesh's MeshLinks)
+        linking = links.plan_links(observed.links, mesh, observed.stateful_set)
+        linked = linking.links
+        state = desired.mesh_state(mesh, parsed.routing, manage_inter_router=in_cluster,
+                                   links=linking.entities)
+        state.links_volume = linking.volume
         # render: configs and Kubernetes objects
         try:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) if parsed.manual_roll else None
@@ -165,6 +172,8 @@ class MeshReconciler:
                 edge_restarted_at=_edge_restarts(mesh, observed, stamp))
         except render.RenderError as e:
             return status.stalled_report(body, str(e), event=None)
+        if linked.ready or linked.mounted_data:  # before the routers are asked to load the files
+            rendered.objects.append(links.links_secret(mesh, owner, linked.ready))
         # apply: Kubernetes objects, then live entities on each router, then the StatefulSet
         pool = self._pool((namespace, mesh_name))
         try:
@@ -191,6 +200,8 @@ class MeshReconciler:
                                           last_in_sync=last[1].in_sync if last else {},
                                           canary=canary.summarise(results))
         report.recheck_in = recheck
+        for name, link_status in mesh_link_statuses(linked, mesh.size, applied.outcomes).items():
+            report.statuses[(links.PLURAL, name)] = link_status
         report.canary, report.canary_round = results, round_no
         report.tls_running, report.tls_running_edges = tls_running
         return report

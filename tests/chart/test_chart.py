@@ -73,7 +73,8 @@ def test_defaults_install_one_operator_of_the_package_version() -> None:
     assert chart["version"] == version and chart["appVersion"] == version
     docs = render()
     assert sorted(d["metadata"]["name"] for d in by_kind(docs, "CustomResourceDefinition")) == [
-        "autolinks.qdmesh.io", "linkroutes.qdmesh.io", "routermeshes.qdmesh.io", "vhostpolicies.qdmesh.io"]
+        "autolinks.qdmesh.io", "linkroutes.qdmesh.io", "meshlinks.qdmesh.io", "routermeshes.qdmesh.io",
+        "vhostpolicies.qdmesh.io"]
     [deployment] = by_kind(docs, "Deployment")
     spec = deployment["spec"]
     # One replica, leader election on: upgrades roll, the new pod waiting for the old one's Lease.
@@ -265,7 +266,7 @@ def test_a_pinned_router_image_on_a_registry_with_a_port_is_accepted() -> None:
 
 def test_crd_copies_match_the_sources() -> None:
     sources = sorted(p.name for p in (REPO / "crds").glob("qdmesh.io_*.yaml"))
-    assert sources == ["qdmesh.io_autolinks.yaml", "qdmesh.io_linkroutes.yaml",
+    assert sources == ["qdmesh.io_autolinks.yaml", "qdmesh.io_linkroutes.yaml", "qdmesh.io_meshlinks.yaml",
                        "qdmesh.io_routermeshes.yaml", "qdmesh.io_vhostpolicies.yaml"]
     result = subprocess.run(["bash", str(REPO / "charts" / "sync-crds.sh"), "--check"],
                             capture_output=True, text=True)

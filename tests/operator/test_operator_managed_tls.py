@@ -156,7 +156,9 @@ def test_default_mesh_gets_owned_secrets_reused_and_only_the_routers_certificate
 
     sts = client.AppsV1Api(api).read_namespaced_stateful_set("alpha", ns)
     secrets = [v.secret.secret_name for v in sts.spec.template.spec.volumes if v.secret]
-    assert secrets == ["alpha-inter-router-tls"]  # never the CA's key
+    # Never the CA's key; the MeshLinks' Secret (optional: there is none yet) so that links
+    # come and go without a restart.
+    assert secrets == ["alpha-inter-router-tls", "alpha-links"]
     (mount,) = [m for m in sts.spec.template.spec.containers[0].volume_mounts if m.name == "inter-router-tls"]
     assert mount.mount_path == "/etc/qdmesh/inter-router" and mount.read_only
     # Routers load their certificate at run time: nothing of it is in the pod template.

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.timeout(120)
 # pods and the last status (was the control plane away, so routers on not-ready nodes may still
 # answer); the status stage proper (status/compose.py) comes last.
 STAGES = ["observe/cluster.py", "model/inputs.py", "apply/router_urls.py", "status/lost.py", "tls/resolve.py",
-          "desired/state.py", "render/mesh.py",
+          # the mesh's MeshLinks (none here): their connectors for the desired state
+          "links/observe.py", "desired/state.py", "render/mesh.py",
           # apply: the mesh's management connections (taken, then trimmed to the routers reached)
           "apply/management.py", "apply/mesh.py", "apply/management.py",
           # which certificate revision every router runs (a CA rotation's next step waits for it)
@@ -30,7 +31,7 @@ STAGES = ["observe/cluster.py", "model/inputs.py", "apply/router_urls.py", "stat
           # canary: the next round of probes between the routers (on the drift schedule), summarised
           "canary/probe.py", "canary/summary.py",
           # status: composed, then what the API server already holds left unwritten
-          "status/compose.py", "status/unchanged.py"]
+          "status/compose.py", "links/status.py", "status/unchanged.py"]
 
 
 def _module(frame: Any) -> str:

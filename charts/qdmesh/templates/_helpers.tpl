@@ -58,6 +58,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   resources: ["routermeshes/finalizers", "linkroutes/finalizers", "autolinks/finalizers",
               "vhostpolicies/finalizers"]
   verbs: ["update"]
+# MeshLinks: read and watched, finalizers and status as the others; the Secrets they name
+# (their token) are read, and the Secrets of what they redeemed are written (see secrets below).
+- apiGroups: ["qdmesh.io"]
+  resources: ["meshlinks"]
+  verbs: ["get", "list", "watch", "patch", "update"]
+- apiGroups: ["qdmesh.io"]
+  resources: ["meshlinks/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: ["qdmesh.io"]
+  resources: ["meshlinks/finalizers"]
+  verbs: ["update"]
 # What a RouterMesh becomes.
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
@@ -78,7 +89,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   resources: ["pods"]
   verbs: ["get", "list", "watch"]
 # TLS and SASL material named by RouterMeshes (and, with manageSecrets, the inter-router
-# certificates the operator issues itself).
+# certificates the operator issues itself, and what MeshLinks redeem: <link>-credentials and
+# each linked mesh's <mesh>-links; without manageSecrets a MeshLink cannot be redeemed).
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: {{ if .Values.rbac.manageSecrets }}["get", "list", "watch", "create", "update", "patch", "delete"]{{ else }}["get", "list", "watch"]{{ end }}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from .. import contract
 from ..model import topology
 from ..model.mesh import MeshSpec
 from .management import RouterOutcome
@@ -14,7 +15,8 @@ def mesh_converged(mesh: MeshSpec, outcomes: Mapping[str, RouterOutcome]) -> boo
     """Every router answers, reaches every other router, and has every inter-router link the
     topology gives it.  Reaching all routers is not enough: a replaced router's links come
     back one connector retry at a time, and until they do its peers may be reached only
-    through the next router to restart, which would cut the mesh when that one goes."""
+    through the next router to restart, which would cut the mesh when that one goes.  Routers
+    of a linked mesh (MeshLink) that the routers also reach are not counted."""
     if len(outcomes) != mesh.size:
         return False
     ids = mesh.router_ids()
@@ -23,7 +25,7 @@ def mesh_converged(mesh: MeshSpec, outcomes: Mapping[str, RouterOutcome]) -> boo
         outcome = outcomes.get(rid)
         if outcome is None or not outcome.reachable:
             return False
-        if int(outcome.router.get("nodeCount") or 0) != mesh.size - 1:
+        if sum(1 for n in outcome.nodes if not contract.is_foreign(mesh.name, n)) != mesh.size - 1:
             return False
         if not {ids[n] for n in topology.neighbours(pairs, ordinal)} <= set(outcome.direct_peers):
             return False

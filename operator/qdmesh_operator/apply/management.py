@@ -135,6 +135,9 @@ class RouterOutcome:
     #: Routers this one reaches over its own inter-router link (router.node rows with no next
     #: hop: qdrouterd's way of saying "a neighbour").
     direct_peers: List[str] = field(default_factory=list)
+    #: Every router this one has a route to (its router.node rows but its own), neighbours or
+    #: not, of its mesh or of a linked one.
+    nodes: List[str] = field(default_factory=list)
     #: Edge routers: the interior router their open edge connection goes to ("" if none).
     uplink: str = ""
     #: What the router measured of each neighbour (``canaryIntervalSeconds``): the last round
@@ -223,7 +226,9 @@ def _sync_once(client: ManagementClient, outcome: RouterOutcome, *, desired: Seq
     if edge:  # an edge router has no router.node rows: its uplink is an edge connection
         outcome.uplink = uplink_of(client.query(CONNECTION_TYPE))
         return
-    nodes = [n for n in client.query(NODE_TYPE) if n.get("id") and not n.get("nextHop")]
+    rows = [n for n in client.query(NODE_TYPE) if n.get("id") and n.get("nextHop") != "(self)"]
+    outcome.nodes = sorted(str(n.get("id")) for n in rows if str(n.get("id")) != outcome.router_id)
+    nodes = [n for n in rows if not n.get("nextHop")]
     outcome.direct_peers = sorted(str(n.get("id")) for n in nodes)
     outcome.neighbours = {str(n["id"]): (_seconds(n.get("roundTripSeconds")),
                                          int(n.get("probeFailures") or 0))

@@ -10,6 +10,7 @@ import time
 from typing import Mapping
 
 from ..apply.management import RouterOutcome
+from ..contract import is_foreign
 from .probe import PairResult, Results
 
 #: Probes failed in a row after which a neighbour counts as unreachable (a lost hello or two
@@ -25,7 +26,10 @@ def from_routers(outcomes: Mapping[str, RouterOutcome]) -> Results:
     for rid, outcome in sorted(outcomes.items()):
         if not outcome.reachable:
             continue
+        mesh = rid.rsplit("-", 1)[0]
         for peer, (seconds, failures) in sorted(outcome.neighbours.items()):
+            if is_foreign(mesh, peer):  # a linked mesh's router: not this mesh's pair
+                continue
             if failures >= FAILURES:
                 results[(rid, peer)] = PairResult(None, f"{failures} probes in a row unanswered", now)
             elif seconds is not None:

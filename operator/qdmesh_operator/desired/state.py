@@ -4,7 +4,7 @@ that name it.  Pure: the same inputs always give the same entities, in the same 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Mapping, Sequence
 
 from .. import contract
 from ..model import topology
@@ -45,6 +45,8 @@ class MeshState:
     #: Whether the live routers' inter-router connectors are the operator's to manage (not
     #: when the routers run outside the cluster and are wired by whoever started them).
     manage_inter_router: bool = True
+    #: Whether the routers mount the Secret of the mesh's MeshLinks (links/entities.py).
+    links_volume: bool = False
 
     def live_entities(self, router_id: str) -> List[Entity]:
         return [e for e in self.entities[router_id] if not e.restart_only
@@ -177,9 +179,11 @@ def address_entities(mesh: MeshSpec) -> List[Entity]:
     return [e for e in mesh_entities(mesh) if e.type == "address"]
 
 
-def mesh_state(mesh: MeshSpec, routing: Sequence[RoutingSpec], manage_inter_router: bool = True) -> MeshState:
+def mesh_state(mesh: MeshSpec, routing: Sequence[RoutingSpec], manage_inter_router: bool = True,
+               links: Mapping[str, Sequence[Entity]] | None = None) -> MeshState:
     """Every router's entities; routing resources that do not fit the mesh become problems
-    and contribute nothing (never half of their entities)."""
+    and contribute nothing (never half of their entities).  ``links``: each router's MeshLink
+    entities (links/entities.py)."""
     state = MeshState(mesh, manage_inter_router=manage_inter_router)
     shared = mesh_entities(mesh)
     routed: List[Entity] = []
@@ -196,7 +200,7 @@ def mesh_state(mesh: MeshSpec, routing: Sequence[RoutingSpec], manage_inter_rout
     if mesh.edge_groups:
         shared.extend((edge_listener(mesh), edge_vhost()))
     for ordinal, rid in enumerate(mesh.router_ids()):
-        entities = [*shared, *inter_router_connectors(mesh, ordinal), *routed]
+        entities = [*shared, *inter_router_connectors(mesh, ordinal), *routed, *(links or {}).get(rid, ())]
         entities.sort(key=lambda e: order[e.type])  # stable: same-type entities keep their order
         state.entities[rid] = entities
     # Edge routers: their uplinks, the mesh's address settings and vhost policies (clients

@@ -105,6 +105,8 @@ class KubeApi:
             _drain(self.apps.patch_namespaced_deployment(name, namespace, body, **options))
         elif kind == "DaemonSet":
             _drain(self.apps.patch_namespaced_daemon_set(name, namespace, body, **options))
+        elif kind == "Secret":
+            _drain(self.core.patch_namespaced_secret(name, namespace, body, **options))
         elif kind == "PodDisruptionBudget":
             _drain(self.policy.patch_namespaced_pod_disruption_budget(name, namespace, body, **options))
         elif kind == "Certificate":

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Set, Tuple
 
 from .. import contract
 from ..kube.api import EdgePod, KubeApi, NodeHealth
+from ..links.observe import ObservedLinks, read_links
 from ..operations import RESTARTED_AT_ANNOTATION, paused
 from ..rolling import PodState
 
@@ -50,6 +51,8 @@ class Observed:
     #: When the routers were last asked to restart by hand (their pod template's
     #: qdmesh.io/restarted-at), kept so that the template changes only on a new request.
     restarted_at: str | None = None
+    #: The MeshLinks naming the mesh and what they redeemed (links/observe.py).
+    links: ObservedLinks | None = None
 
 
 def routing_bodies(kube: KubeApi, namespace: str, mesh_name: str) -> List[Tuple[str, Dict[str, Any]]]:
@@ -71,6 +74,7 @@ def observe(kube: KubeApi, namespace: str, mesh_name: str) -> Observed:
     observed.paused = paused(body)
     if observed.paused:  # what runs for it is not looked at: nothing will be decided from it
         return observed
+    observed.links = read_links(kube, namespace, mesh_name)
     observed.stateful_set = kube.stateful_set(namespace, mesh_name)
     observed.pods = kube.pods(namespace, mesh_name)
     template = ((observed.stateful_set or {}).get("spec") or {}).get("template") or {}

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Mapping
 
 from .. import contract
 from ..desired.state import TLS_DIR
+from ..links.entities import volume as link_volume
 from ..model.mesh import MeshSpec
 from ..operations import RESTARTED_AT_ANNOTATION, reasons
 from ..tls.names import CERT_ANNOTATION, MOUNTED_SECRETS_ANNOTATION, inter_router_secret  # noqa: F401
@@ -118,8 +119,9 @@ def certificate(mesh: MeshSpec, owner: Dict[str, Any] | None) -> Dict[str, Any] 
 
 def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int = 0,
                  pod_annotations: Mapping[str, str] | None = None,
-                 restarted_at: str | None = None) -> Dict[str, Any]:
-    """``pod_annotations``: the certificate stage's (tls/resolve.py), in the pod template."""
+                 restarted_at: str | None = None, links_volume: bool = False) -> Dict[str, Any]:
+    """``pod_annotations``: the certificate stage's (tls/resolve.py), in the pod template.
+    ``links_volume``: mount the Secret of the mesh's MeshLinks (links/entities.py)."""
     env: List[Dict[str, Any]] = [{"name": "POD_NAME",
                                   "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                                  {"name": "POD_NAMESPACE",
@@ -139,6 +141,10 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int
     if ir_secret:
         mounts.append({"name": "inter-router-tls", "mountPath": INTER_ROUTER_TLS_DIR, "readOnly": True})
         volumes.append({"name": "inter-router-tls", "secret": {"secretName": ir_secret}})
+    if links_volume:
+        volume, mount = link_volume(mesh.name)
+        volumes.append(volume)
+        mounts.append(mount)
     ports = [{"name": "amqp", "containerPort": contract.AMQP_PORT},
              {"name": "inter-router", "containerPort": contract.INTER_ROUTER_PORT},
              {"name": "management", "containerPort": contract.MANAGEMENT_PORT},
@@ -236,7 +242,7 @@ def with_template_hash(sts: Dict[str, Any]) -> Dict[str, Any]:
 
 def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], *, owner: Dict[str, Any] | None,
                  pod_annotations: Mapping[str, str] | None = None,
-                 restarted_at: str | None = None) -> List[Dict[str, Any]]:
+                 restarted_at: str | None = None, links_volume: bool = False) -> List[Dict[str, Any]]:
     """Every object of the mesh, in the order to apply them (config before the pods using it).
     The Secrets of mode Managed are not among them: tls.secrets makes those, once."""
     objects = [config_map(mesh, confs, owner), headless_service(mesh, owner), *client_services(mesh, owner),
@@ -247,5 +253,5 @@ def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], *, owner: Dict[str, Any]
     if mesh.console.enabled:
         objects.extend(console_objects(mesh, owner))
     objects.append(with_template_hash(stateful_set(mesh, owner, pod_annotations=pod_annotations,
-                                                   restarted_at=restarted_at)))
+                                                   restarted_at=restarted_at, links_volume=links_volume)))
     return objects

@@ -34,6 +34,6 @@ def render_mesh(state: MeshState, owner: Dict[str, Any], certificates: Certifica
     template: a new value rolls them); ``edge_restarted_at``: the same for each edge group."""
     confs = render_all(state)
     objects = mesh_objects(state.mesh, confs, owner=owner, pod_annotations=certificates.pod_annotations,
-                           restarted_at=restarted_at)
+                           restarted_at=restarted_at, links_volume=state.links_volume)
     edges = edge_objects(state.mesh, owner, certificates.edge_pod_annotations, restarted_at=edge_restarted_at)
     return RenderedMesh(confs, objects[:-1], objects[-1], edges)

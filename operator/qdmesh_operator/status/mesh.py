@@ -16,6 +16,7 @@ from ..apply.plan import CREATE
 from ..canary.summary import CanarySummary
 from ..desired.state import MeshState
 from ..kube.api import KubeRefused
+from ..links.entities import is_link_entity
 from ..model.restart import restart_sections
 from ..pod_problems import PodProblem
 from . import kstatus as status
@@ -86,7 +87,8 @@ def router_entry(rid: str, outcome: RouterOutcome | None, *, node: str = "",
     elif not outcome.reachable:
         entry["message"] = str(outcome.error)
     else:
-        entry.update(peers=int(outcome.router.get("nodeCount") or 0),
+        # Its own mesh's routers only: a linked mesh's routers are in router.node too.
+        entry.update(peers=sum(1 for n in outcome.nodes if not contract.is_foreign(rid.rsplit("-", 1)[0], n)),
                      connections=int(outcome.router.get("connectionCount") or 0),
                      addresses=int(outcome.router.get("addrCount") or 0))
         if outcome.failures:
@@ -111,8 +113,10 @@ def mesh_status(body: Mapping[str, Any], state: MeshState, *, applied: Applied,
     # The StatefulSet counts a pod ready until the node lifecycle controller marks it otherwise
     # (~40 s after its node stopped): a lost router is never counted.
     ready_replicas = max(0, min(int(sts.get("readyReplicas") or 0), mesh.size - len(lost)))
+    # Routing resources and MeshLinks report their own entities' failures (a link's sslProfile
+    # waits for its files to be mounted).
     routing_names = {e.name for rid in state.entities for e in state.entities[rid]
-                     if e.type in ("linkRoute", "autoLink", "vhost")}
+                     if e.type in ("linkRoute", "autoLink", "vhost") or is_link_entity(e.name)}
     mesh_failures = [r.error for o in outcomes.values() for r in o.failures
                      if r.op.name not in routing_names]
     unreachable = [o.error for o in outcomes.values() if not o.reachable]
