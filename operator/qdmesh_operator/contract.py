@@ -13,6 +13,7 @@ MESH_PLURAL = "routermeshes"
 LINK_ROUTE_PLURAL = "linkroutes"
 AUTO_LINK_PLURAL = "autolinks"
 VHOST_PLURAL = "vhostpolicies"
+MESH_LINK_PLURAL = "meshlinks"
 
 AMQP_PORT = 5672
 INTER_ROUTER_PORT = 55672
@@ -116,6 +117,16 @@ def inter_router_tls_secret(mesh: str) -> str:
 def inter_router_ca_secret(mesh: str) -> str:
     """Mode Managed: the mesh CA's certificate and key (never mounted in a pod)."""
     return f"{mesh}-inter-router-ca"
+
+
+def link_credentials_secret(link: str) -> str:
+    """The Secret holding what MeshLink ``link`` redeemed (its certificate, key and endpoints)."""
+    return f"{link}-credentials"
+
+
+def mesh_links_secret(mesh: str) -> str:
+    """The Secret of every link's files, mounted on the routers of ``mesh``."""
+    return f"{mesh}-links"
 
 
 def router_id(mesh: str, ordinal: int) -> str:

@@ -23,7 +23,9 @@ pytestmark = pytest.mark.timeout(120)
 # answer); the status stage proper (status/compose.py) comes last.
 STAGES = ["observe/cluster.py", "model/inputs.py", "apply/router_urls.py", "status/lost.py", "tls/resolve.py",
           # the mesh's MeshLinks (none here): their connectors for the desired state
-          "links/observe.py", "desired/state.py", "render/mesh.py",
+          "links/observe.py", "desired/state.py",
+          # each edge group's last manual-restart stamp (kept unless a new roll is asked for)
+          "operations/annotations.py", "render/mesh.py",
           # apply: the mesh's management connections (taken, then trimmed to the routers reached)
           "apply/management.py", "apply/mesh.py", "apply/management.py",
           # which certificate revision every router runs (a CA rotation's next step waits for it)

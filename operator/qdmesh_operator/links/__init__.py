@@ -13,9 +13,10 @@ inter-router connectors to the first routers of the local mesh, without restarti
 - redeemer.py: one pass over a MeshLink (redeem if it never was);
 - handlers.py: the kopf handlers."""
 
+from ..observe.links import ObservedLinks, read_links
 from .credentials import Credentials, credentials_secret, parse_credentials
 from .entities import link_entities, links_secret, links_secret_name
-from .observe import LinkPlan, MeshLinks, ObservedLinks, links_volume, mesh_links, plan_links, read_links
+from .observe import LinkPlan, MeshLinks, links_volume, mesh_links, plan_links
 from .spec import PLURAL, LinkSpec, parse_link
 
 __all__ = [

@@ -20,7 +20,7 @@ LINK_LABEL = "qdmesh.io/mesh-link"
 
 
 def credentials_name(link: str) -> str:
-    return f"{link}-credentials"
+    return contract.link_credentials_secret(link)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ Linked = Tuple[LinkSpec, Credentials]
 
 
 def links_secret_name(mesh: str) -> str:
-    return f"{mesh}-links"
+    return contract.mesh_links_secret(mesh)
 
 
 def profile_name(link: str) -> str:

@@ -7,25 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Tuple
 
-from kubernetes.client.rest import ApiException
-
 from ..linking.wire import WireError
 from ..model.entities import Entity
 from ..model.errors import SpecError
 from ..model.mesh import MeshSpec
-from .credentials import Credentials, credentials_name, parse_credentials
-from .entities import VOLUME, link_entities, links_secret_name
-from .spec import PLURAL, LinkSpec, parse_link
-
-
-@dataclass
-class ObservedLinks:
-    #: MeshLinks naming the mesh (not being deleted).
-    bodies: List[Dict[str, Any]] = field(default_factory=list)
-    #: Each link's credentials Secret data, by link name (None: not redeemed yet).
-    credentials: Dict[str, Dict[str, Any] | None] = field(default_factory=dict)
-    #: The data of the Secret mounted on the routers (None: there is none).
-    mounted: Dict[str, Any] | None = None
+from ..observe.links import ObservedLinks
+from .credentials import Credentials, parse_credentials
+from .entities import VOLUME, link_entities
+from .spec import LinkSpec, parse_link
 
 
 @dataclass
@@ -38,33 +27,6 @@ class MeshLinks:
     broken: Dict[str, str] = field(default_factory=dict)
     #: The mounted Secret holds something: it is applied (emptied) even with no link left.
     mounted_data: bool = False
-
-
-def _secret(core: Any, namespace: str, name: str) -> Dict[str, Any] | None:
-    try:
-        return dict(core.read_namespaced_secret(name, namespace).data or {})
-    except ApiException as e:
-        if e.status in (403, 404):
-            return None
-        raise
-
-
-def read_links(kube: Any, namespace: str, mesh: str) -> ObservedLinks:
-    found = ObservedLinks()
-    try:
-        items = kube.list(PLURAL, namespace)
-    except ApiException as e:
-        if e.status in (403, 404):  # MeshLinks not installed, or not the operator's to read
-            return found
-        raise
-    for item in items:
-        meta = item.get("metadata") or {}
-        if (item.get("spec") or {}).get("meshName") != mesh or meta.get("deletionTimestamp"):
-            continue
-        found.bodies.append(item)
-        found.credentials[meta["name"]] = _secret(kube.core, namespace, credentials_name(meta["name"]))
-    found.mounted = _secret(kube.core, namespace, links_secret_name(mesh))
-    return found
 
 
 def mesh_links(observed: ObservedLinks | None) -> MeshLinks:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .. import contract
 from ..model.errors import SpecError
 
-PLURAL = "meshlinks"
+PLURAL = contract.MESH_LINK_PLURAL
 KIND = "MeshLink"
 DEFAULT_COST = 10
 MAX_CONNECTIONS = 64

@@ -9,9 +9,9 @@ from typing import Any, Dict, List, Set, Tuple
 
 from .. import contract
 from ..kube.api import EdgePod, KubeApi, NodeHealth
-from ..links.observe import ObservedLinks, read_links
 from ..operations import RESTARTED_AT_ANNOTATION, paused
 from ..rolling import PodState
+from .links import ObservedLinks, read_links
 
 ROUTING_PLURALS = {"LinkRoute": contract.LINK_ROUTE_PLURAL, "AutoLink": contract.AUTO_LINK_PLURAL,
                    "VhostPolicy": contract.VHOST_PLURAL}
