@@ -304,3 +304,7 @@ def _register(plural: str) -> None:
 
 for _plural in ROUTING_PLURALS.values():
     _register(_plural)
+
+
+# -- MeshAccessGrant and the redemption server (grants/handlers.py) --------------------------------
+from .grants import handlers as _grants  # noqa: E402,F401  (registers them)
