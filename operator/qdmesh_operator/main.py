@@ -197,6 +197,9 @@ def main(argv: List[str] | None = None) -> int:
                       ("grant_server_port", "QDMESH_GRANT_SERVER_PORT")):
         if getattr(args, flag) is not None:
             os.environ[env] = str(getattr(args, flag))
+    from .grants.settings import DEFAULT_PORT, PORT_ENV
+
+    os.environ.setdefault(PORT_ENV, str(DEFAULT_PORT))
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from . import memtrace

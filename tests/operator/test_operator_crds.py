@@ -19,6 +19,7 @@ CONTRACT = {
     "LinkRoute": ("linkroutes", ["qdlr"]),
     "AutoLink": ("autolinks", ["qdal"]),
     "VhostPolicy": ("vhostpolicies", ["qdvp"]),
+    "MeshAccessGrant": ("meshaccessgrants", ["mag"]),
 }
 
 
@@ -40,7 +41,7 @@ def walk(node: Dict[str, Any], path: str = "") -> Iterator[Tuple[str, Dict[str, 
         yield from walk(node["additionalProperties"], f"{path}{{}}")
 
 
-def test_directory_holds_exactly_the_four_kinds() -> None:
+def test_directory_holds_exactly_the_contract_kinds() -> None:
     assert sorted(p.name for p in CRD_DIR.glob("*.yaml")) == sorted(
         f"qdmesh.io_{plural}.yaml" for plural, _ in CONTRACT.values()
     )

@@ -73,7 +73,7 @@ def grant_status(core: Any, custom: Any, body: Mapping[str, Any], settings: Serv
     try:
         spec = parse_grant(body)
     except SpecError as e:
-        out["conditions"] = [condition(previous, False, "InvalidSpec", str(e), now)]
+        out["conditions"] = [condition(previous, False, "InvalidSpec", str(e), now, meta.get("generation"))]
         return out
     ensure_client_ca(core, body)
     ensure_token(core, body, settings, ensure_server_ca(core, settings).cert_pem)
@@ -81,10 +81,10 @@ def grant_status(core: Any, custom: Any, body: Mapping[str, Any], settings: Serv
     out["expiresAt"] = stamp(expires_at(body, spec))
     mesh = _mesh_problem(custom, spec.namespace, spec.mesh_name)
     if mesh is not None:
-        out["conditions"] = [condition(previous, False, mesh[0], mesh[1], now)]
+        out["conditions"] = [condition(previous, False, mesh[0], mesh[1], now, meta.get("generation"))]
         return out
     ready, reason, message = redemption_state(spec, body, now)
-    out["conditions"] = [condition(previous, ready, reason, message, now)]
+    out["conditions"] = [condition(previous, ready, reason, message, now, meta.get("generation"))]
     return out
 
 

@@ -118,7 +118,8 @@ def _count(custom: Any, namespace: str, name: str, request: RedeemRequest, now: 
                       "meshName": request.mesh_name, "redeemedAt": stamp(now)})
         status.update(redemptions=used + 1, links=links)
         ready, reason, message = redemption_state(spec, {**body, "status": status}, now)
-        status["conditions"] = [condition(list(status.get("conditions") or []), ready, reason, message, now)]
+        status["conditions"] = [condition(list(status.get("conditions") or []), ready, reason, message, now,
+                                          (body.get("metadata") or {}).get("generation"))]
         replaced = {**body, "status": status}
         try:
             custom.replace_namespaced_custom_object_status(contract.GROUP, contract.VERSION, namespace,

@@ -48,7 +48,9 @@ def _port(name: str, default: int) -> int:
 
 def from_env() -> ServerSettings:
     namespace = os.environ.get("POD_NAMESPACE") or "default"
-    port = _port(PORT_ENV, DEFAULT_PORT)
+    # Unset: no server (``kopf run -m qdmesh_operator.handlers``); qdmesh-operator sets it,
+    # to DEFAULT_PORT unless told otherwise.
+    port = _port(PORT_ENV, 0)
     return ServerSettings(port=port, host=os.environ.get(HOST_ENV) or f"{SERVICE}.{namespace}.svc",
                           advertised_port=_port(ADVERTISED_PORT_ENV, port) or port, namespace=namespace)
 

@@ -69,13 +69,16 @@ def stamp(when: dt.datetime) -> str:
 
 
 def condition(previous: List[Mapping[str, Any]], ready: bool, reason: str, message: str,
-              now: dt.datetime) -> Dict[str, Any]:
+              now: dt.datetime, generation: Any = None) -> Dict[str, Any]:
     """The Ready condition; its lastTransitionTime kept while its status does not change."""
     status = "True" if ready else "False"
     before = next((c for c in previous if c.get("type") == "Ready"), None)
     since = before.get("lastTransitionTime") if before and before.get("status") == status else None
-    return {"type": "Ready", "status": status, "reason": reason, "message": message,
-            "lastTransitionTime": since or stamp(now)}
+    out = {"type": "Ready", "status": status, "reason": reason, "message": message,
+           "lastTransitionTime": since or stamp(now)}
+    if generation is not None:
+        out["observedGeneration"] = generation
+    return out
 
 
 def redemption_state(spec: GrantSpec, body: Mapping[str, Any], now: dt.datetime) -> tuple[bool, str, str]:
