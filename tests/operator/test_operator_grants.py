@@ -1,0 +1,313 @@
+"""MeshAccessGrants end to end: the operator (a real ``qdmesh-operator`` process, with its
+redemption server) against a REAL API server, a REAL accepting router it manages through
+AMQP management, and REAL routers of "another cluster" that link to it with the certificate
+a real HTTPS redemption gave them.
+
+The test plays the kubelet: it copies the link listener's Secret into the accepting router's
+mount directory whenever the Secret changes (tests/operator/test_operator_live_tls.py).  Only
+what a cluster gives differs: the routers run on 127.0.0.1 and the mesh's linkAccess names
+host ``localhost``."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Tuple
+
+import pytest
+from proton import Message
+from proton.utils import BlockingConnection
+
+from qdmesh_operator.linking.wire import RedeemRequest, RedeemResponse, Token
+from qdmesh_operator.model.entities import Entity
+from qdrouter.tools.management_client import ManagementClient
+from tests.kube.controlplane import ControlPlane
+from tests.operator.kube_operator import Cluster, api_namespace, eventually
+from tests.operator.test_operator_live_tls import Mount
+from tests.operator.test_operator_managed_tls_mesh import interior, nodes, section
+from tests.router.routerproc import Router, free_port
+
+pytestmark = pytest.mark.timeout(300)
+
+MESH = "accept"
+LINK_LISTENER = "qdmesh/linkListener/link"
+
+
+def _secret(kube: Cluster, name: str) -> Dict[str, bytes]:
+    data = kube.core.read_namespaced_secret(name, kube.ns).data or {}
+    return {k: base64.b64decode(v) for k, v in data.items()}
+
+
+class Kubelet:
+    """Copies a Secret into a mount directory each time it changes, as the kubelet does."""
+
+    def __init__(self, kube: Cluster, secret: str, mount: Mount) -> None:
+        self.kube, self.secret, self.mount = kube, secret, mount
+        self.last: Dict[str, bytes] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def sync(self) -> None:
+        data = _secret(self.kube, self.secret)
+        if data != self.last:
+            self.mount.sync(data)
+            self.last = data
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            try:
+                self.sync()
+            except Exception:  # the API server busy for a moment: the next turn copies it
+                continue
+
+    def start(self) -> Kubelet:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+class Accepting:
+    """The accepting cluster: its operator, its RouterMesh (one router) and the token URLs."""
+
+    def __init__(self, kube: Cluster, router: Router, server_port: int, link_port: int) -> None:
+        self.kube, self.router, self.server_port, self.link_port = kube, router, server_port, link_port
+
+    def grant(self, name: str, **spec: Any) -> Token:
+        self.kube.create("meshaccessgrants", "MeshAccessGrant", name, {"meshName": MESH, **spec})
+        data = eventually(lambda: _secret(self.kube, f"{name}-token"), 30, f"the token Secret of {name}")
+        token = Token.from_data({k: v.decode() for k, v in data.items()})
+        assert token.url == f"https://localhost:{self.server_port}/grants/{self.kube.ns}/{name}"
+        return token
+
+
+def post(token: Token, body: bytes | Dict[str, Any]) -> Tuple[int, Dict[str, Any]]:
+    """A real HTTPS POST to the token's URL, verifying the server with the token's CA."""
+    context = ssl.create_default_context(cadata=token.ca_pem)
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(token.url, data=raw, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def request(token: Token, link: str, mesh: str, code: str | None = None) -> Dict[str, Any]:
+    return RedeemRequest(code=token.code if code is None else code, link_name=link, namespace="elsewhere",
+                         mesh_name=mesh, router_ids=(f"{mesh}-0",)).to_json()
+
+
+def linking_router(tmp_path: Path, answer: RedeemResponse, router_id: str, started: List[Router]) -> Router:
+    """A router of the other cluster's mesh, linked as its operator would link it: the issued
+    certificate in an sslProfile, an inter-router connector to the first endpoint."""
+    directory = tmp_path / f"{router_id}-link"
+    directory.mkdir()
+    for key, text in (("ca.crt", answer.ca_pem), ("tls.crt", answer.cert_pem), ("tls.key", answer.key_pem)):
+        (directory / key).write_text(text)
+    profile = Entity("sslProfile", "link", {"name": "link", "caCertFile": str(directory / "ca.crt"),
+                                            "certFile": str(directory / "tls.crt"),
+                                            "privateKeyFile": str(directory / "tls.key")})
+    endpoint = answer.endpoints[0]
+    connector = Entity("connector", "to-accept", {
+        "name": "to-accept", "host": endpoint.host, "port": str(endpoint.port), "role": "inter-router",
+        "sslProfile": "link", "saslMechanisms": "EXTERNAL", "verifyHostname": True, "cost": 10})
+    return interior(tmp_path, router_id, section(profile) + section(connector), started)
+
+
+def exchange(sender: Router, receiver: Router, address: str) -> None:
+    """One message from a client of ``sender`` reaches a client of ``receiver`` (retried while
+    the address propagates across the link)."""
+    incoming = BlockingConnection(receiver.url, timeout=10)
+    outgoing = BlockingConnection(sender.url, timeout=10)
+    try:
+        recv = incoming.create_receiver(address, credit=10)
+        send = outgoing.create_sender(address)
+        body = uuid.uuid4().hex
+
+        def one() -> bool:
+            try:
+                send.send(Message(body=body), timeout=3)
+                got = recv.receive(timeout=3)
+            except Exception:  # released while the address is unknown there, or a timeout
+                return False
+            recv.accept()
+            return got.body == body
+
+        eventually(one, 60, f"a message from {sender.router_id} to {receiver.router_id} on {address}")
+    finally:
+        outgoing.close()
+        incoming.close()
+
+
+def inbound_links(router: Router) -> List[str]:
+    """The CNs of the inter-router connections the router accepted."""
+    with ManagementClient(router.url, timeout=5) as client:
+        return sorted(str(r.get("user")) for r in client.query("connection")
+                      if r.get("role") == "inter-router" and r.get("dir") == "in")
+
+
+@pytest.fixture(scope="module")
+def started() -> Iterator[List[Router]]:
+    routers: List[Router] = []
+    yield routers
+    for router in routers:
+        router.stop(check=False)
+
+
+@pytest.fixture(scope="module")
+def accepting(crds: ControlPlane, tmp_path_factory: pytest.TempPathFactory,
+              started: List[Router]) -> Iterator[Accepting]:
+    _, namespace = api_namespace(crds, "grants")
+    kube = Cluster(crds, namespace)
+    tmp = tmp_path_factory.mktemp("grants")
+    urls = tmp / "router-urls.json"
+    urls.write_text("{}")
+    server_port, link_port = free_port(), free_port()
+    env = {**crds.env(), "POD_NAMESPACE": namespace, "QDMESH_ROUTER_URLS": str(urls),
+           "QDMESH_DRIFT_INTERVAL": "1", "QDMESH_GRANT_SERVER_HOST": "localhost"}
+    log = tmp / "operator.log"
+    operator = subprocess.Popen(
+        [sys.executable, "-m", "qdmesh_operator.main", "-n", namespace, "--health-port", "0",
+         "--metrics-port", "0", "--grant-server-port", str(server_port)],
+        env=env, stdout=subprocess.DEVNULL, stderr=open(log, "ab"))
+    kubelet = None
+    try:
+        kube.create("routermeshes", "RouterMesh", MESH, {
+            "size": 1, "image": "qdmesh/router:0.1.0", "interRouter": {"tls": {"mode": "Disabled"}},
+            "linkAccess": {"type": "LoadBalancer", "host": "localhost", "port": link_port}})
+        eventually(lambda: _secret(kube, f"{MESH}-link-tls"), 60, "the link listener's Secret")
+        mount = Mount(tmp / "link-mount")
+        kubelet = Kubelet(kube, f"{MESH}-link-tls", mount)
+        kubelet.sync()
+        files = {"caCertFile": str(mount.directory / "ca.crt"), "certFile": str(mount.directory / "tls.crt"),
+                 "privateKeyFile": str(mount.directory / "tls.key")}
+        profile = Entity("sslProfile", "link-tls", {"name": "link-tls", **files})
+        router = interior(tmp, f"{MESH}-0", section(profile), started)
+        kubelet.start()
+        urls.write_text(json.dumps({f"{namespace}/{MESH}-0": router.url}))
+        with ManagementClient(router.url, timeout=5) as client:
+            eventually(lambda: any(r["name"] == LINK_LISTENER for r in client.query("listener")), 60,
+                       "the operator adding the link listener to the running router")
+        yield Accepting(kube, router, server_port, link_port)
+    finally:
+        if kubelet is not None:
+            kubelet.stop()
+        operator.terminate()
+        try:
+            operator.wait(30)
+        except subprocess.TimeoutExpired:
+            operator.kill()
+            operator.wait(10)
+        print(log.read_text()[-4000:])
+
+
+def test_a_redeemed_grant_links_a_router_of_another_mesh_both_ways(
+        accepting: Accepting, tmp_path: Path, started: List[Router]) -> None:
+    token = accepting.grant("first", expirationWindow="1h")
+    eventually(lambda: accepting.kube.condition("meshaccessgrants", "first", "Ready").get("status") == "True",
+               30, "grant first Ready")
+    status, body = post(token, request(token, "to-accept", "remote"))
+    assert status == 200, body
+    answer = RedeemResponse.from_json(body)
+    assert answer.mesh_name == MESH and answer.router_ids == (f"{MESH}-0",)
+    assert [(e.host, e.port) for e in answer.endpoints] == [("localhost", accepting.link_port)]
+    grant = accepting.kube.get("meshaccessgrants", "first")["status"]
+    assert grant["redemptions"] == 1
+    assert [(x["linkName"], x["namespace"], x["meshName"]) for x in grant["links"]] == [
+        ("to-accept", "elsewhere", "remote")]
+    assert token.code not in json.dumps(grant)
+
+    remote = linking_router(tmp_path, answer, "remote-0", started)
+    eventually(lambda: "remote-0" in nodes(accepting.router) and f"{MESH}-0" in nodes(remote), 60,
+               "the two routers linked across the clusters")
+    assert inbound_links(accepting.router) == ["CN=elsewhere/to-accept@remote,O=qdmesh"]
+    exchange(accepting.router, remote, "cross/out")
+    exchange(remote, accepting.router, "cross/in")
+
+
+def test_refusals_name_what_is_wrong(accepting: Accepting) -> None:
+    token = accepting.grant("refusing", redemptionsAllowed=5, expirationWindow="1h")
+    cases = [
+        (b"not json", 400, "body"),
+        ({"code": token.code, "namespace": "elsewhere", "meshName": "other"}, 400, "linkName"),
+        ({**request(token, "l", "other"), "routerIds": "other-0"}, 400, "routerIds"),
+        (request(token, "l", "other", code=token.code[:-2] + "xx"), 403, "code"),
+        (request(token, "l", MESH), 409, "meshName"),
+        (b"{" + b" " * (64 * 1024) + b"}", 413, "body"),
+    ]
+    for body, want, field in cases:
+        status, answer = post(token, body)
+        assert (status, answer["error"].split(":")[0]) == (want, field), (body if isinstance(body, dict) else
+                                                                       body[:40], status, answer)
+    missing = Token(url=token.url.replace("/refusing", "/no-such-grant"), code=token.code,
+                    ca_pem=token.ca_pem)
+    assert post(missing, request(token, "l", "other"))[0] == 404
+    assert accepting.kube.get("meshaccessgrants", "refusing").get("status", {}).get("redemptions", 0) == 0
+
+
+def test_the_last_redemption_goes_to_exactly_one_of_two_racing(accepting: Accepting) -> None:
+    token = accepting.grant("twice", redemptionsAllowed=2, expirationWindow="1h")
+    assert post(token, request(token, "one", "m1"))[0] == 200
+    results: List[Tuple[int, Dict[str, Any]]] = []
+    barrier = threading.Barrier(2)
+
+    def race(link: str) -> None:
+        barrier.wait()
+        results.append(post(token, request(token, link, f"m-{link}")))
+
+    threads = [threading.Thread(target=race, args=(name,)) for name in ("two", "three")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(status for status, _ in results) == [200, 410], results
+    status, answer = post(token, request(token, "four", "m4"))
+    assert status == 410 and "redemptions" in answer["error"], answer
+    grant = accepting.kube.get("meshaccessgrants", "twice")["status"]
+    assert grant["redemptions"] == 2 and len(grant["links"]) == 2
+    eventually(lambda: accepting.kube.condition("meshaccessgrants", "twice", "Ready").get("reason")
+               == "Exhausted", 10, "grant twice Exhausted")
+
+
+def test_an_expired_grant_is_refused(accepting: Accepting) -> None:
+    token = accepting.grant("brief", expirationWindow="2s")
+    time.sleep(3)  # the window is the grant's own; nothing to poll for
+    status, answer = post(token, request(token, "late", "m5"))
+    assert status == 410 and "expired" in answer["error"], answer
+
+
+def test_deleting_a_grant_closes_its_link_and_only_its_link(
+        accepting: Accepting, tmp_path: Path, started: List[Router]) -> None:
+    first = next(r for r in started if r.router_id == "remote-0")  # linked by grant "first"
+    token = accepting.grant("second", expirationWindow="1h")
+    status, body = post(token, request(token, "to-accept", "other"))
+    assert status == 200, body
+    other = linking_router(tmp_path, RedeemResponse.from_json(body), "other-0", started)
+    eventually(lambda: {"remote-0", "other-0"} <= set(nodes(accepting.router)), 60, "both links up")
+
+    accepting.kube.delete("meshaccessgrants", "first")
+    eventually(lambda: accepting.kube.gone("meshaccessgrants", "first"), 90,
+               "grant first revoked and its deletion finished")
+    eventually(lambda: "remote-0" not in nodes(accepting.router), 30, "the revoked link gone from routing")
+    assert inbound_links(accepting.router) == ["CN=elsewhere/to-accept@other,O=qdmesh"]
+    # The revoked certificate cannot connect again: its connector keeps trying, and fails.
+    deadline = time.monotonic() + 8
+    while time.monotonic() < deadline:
+        assert "remote-0" not in nodes(accepting.router), "the revoked certificate connected again"
+        time.sleep(0.5)
+    assert first.is_running()
+    assert "other-0" in nodes(accepting.router)
+    exchange(other, accepting.router, "cross/still")
