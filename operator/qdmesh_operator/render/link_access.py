@@ -13,9 +13,9 @@ from ..model.mesh import MeshSpec
 
 PORT_NAME = "link"
 #: ingress-nginx passes the TLS stream through to the routers only with this annotation (and
-#: the controller started with --enable-ssl-passthrough).
-PASSTHROUGH_ANNOTATIONS = {"nginx.ingress.kubernetes.io/ssl-passthrough": "true",
-                           "nginx.ingress.kubernetes.io/backend-protocol": "HTTPS"}
+#: the controller started with --enable-ssl-passthrough); it picks the backend by the SNI
+#: the linking router sends (the host it connects to).
+PASSTHROUGH_ANNOTATIONS = {"nginx.ingress.kubernetes.io/ssl-passthrough": "true"}
 #: What the other cluster connects to through an Ingress or a Route: the HTTPS port.
 PASSTHROUGH_PORT = 443
 
