@@ -101,7 +101,26 @@ def _endpoints(core: Any, mesh: MeshSpec) -> Tuple[Endpoint, ...]:
     hosts: List[str] = [mesh.link_access.host] if mesh.link_access.host else balancer_hosts(core, mesh)
     if not hosts:
         raise Refused(409, "linkAccess", f"the LoadBalancer of RouterMesh {mesh.name} has no address yet")
-    return tuple(Endpoint(host, advertised_port(mesh)) for host in hosts)
+    port = advertised_port(mesh)
+    if mesh.link_access.type == "NodePort" and mesh.link_access.node_port is None:
+        port = _assigned_node_port(core, mesh)
+    return tuple(Endpoint(host, port) for host in hosts)
+
+
+def _assigned_node_port(core: Any, mesh: MeshSpec) -> int:
+    """The nodePort Kubernetes chose for the link Service (spec.linkAccess.nodePort not given)."""
+    from ..render.link_access import service_name
+
+    try:
+        service = core.read_namespaced_service(service_name(mesh.name), mesh.namespace)
+    except ApiException as e:
+        if e.status == 404:
+            raise Refused(409, "linkAccess", f"RouterMesh {mesh.name}'s link Service is not made yet") from None
+        raise
+    port = next((p.node_port for p in (service.spec.ports or []) if p.node_port), None)
+    if not port:
+        raise Refused(409, "linkAccess", f"the link Service of RouterMesh {mesh.name} has no nodePort yet")
+    return int(port)
 
 
 def _count(custom: Any, namespace: str, name: str, request: RedeemRequest, now: dt.datetime) -> None:
