@@ -115,7 +115,7 @@ def _assigned_node_port(core: Any, mesh: MeshSpec) -> int:
         service = core.read_namespaced_service(service_name(mesh.name), mesh.namespace)
     except ApiException as e:
         if e.status == 404:
-            raise Refused(409, "linkAccess", f"RouterMesh {mesh.name}'s link Service is not made yet") from None
+            raise Refused(409, "linkAccess", f"RouterMesh {mesh.name}'s link Service is not there") from None
         raise
     port = next((p.node_port for p in (service.spec.ports or []) if p.node_port), None)
     if not port:
