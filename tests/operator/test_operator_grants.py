@@ -319,3 +319,26 @@ def test_deleting_a_grant_closes_its_link_and_only_its_link(
     assert first.is_running()
     assert "other-0" in nodes(accepting.router)
     exchange(other, accepting.router, "cross/still")
+
+
+def test_a_node_port_mesh_answers_with_the_node_port_kubernetes_chose(accepting: Accepting) -> None:
+    kube = accepting.kube
+    kube.create("routermeshes", "RouterMesh", "ports", {
+        "size": 1, "image": "qdmesh/router:0.1.0", "interRouter": {"tls": {"mode": "Disabled"}},
+        "linkAccess": {"type": "NodePort", "host": "node.example.com"}})
+    service = eventually(lambda: kube.core.read_namespaced_service("ports-link", kube.ns), 60, "ports-link")
+    node_port = service.spec.ports[0].node_port
+    assert service.spec.type == "NodePort" and 30000 <= node_port <= 32767
+    kube.create("meshaccessgrants", "MeshAccessGrant", "by-node-port", {"meshName": "ports"})
+    data = eventually(lambda: _secret(kube, "by-node-port-token"), 30, "the token Secret")
+    token = Token.from_data({k: v.decode() for k, v in data.items()})
+
+    def redeemed() -> Dict[str, Any] | None:
+        # 409 until the mesh's first reconciliation made its link CA; a refusal counts nothing.
+        status, body = post(token, request(token, "via-node", "far"))
+        return body if status == 200 else None
+
+    answer = RedeemResponse.from_json(eventually(redeemed, 60, "a redemption once the link CA is made"))
+    assert [(e.host, e.port) for e in answer.endpoints] == [("node.example.com", node_port)]
+    listener = _secret(kube, "ports-link-tls")["tls.crt"]
+    assert b"-----BEGIN CERTIFICATE-----" in listener
