@@ -40,8 +40,9 @@ def peer_properties(pn_connection: Any) -> Dict[str, Any]:
 
 def update(router: Any, request: Request, requester: Any, row_of: Any) -> Tuple[int, Any]:
     """UPDATE of a connection: ``adminStatus: deleted`` closes it (not an edge connection nor
-    an inter-router connection one of its connectors made, and only if the requesting connection's policy group allows admin status
-    updates); ``enabled`` leaves it as it is. ``row_of(connection)`` is its entity row."""
+    an inter-router connection one of its connectors made, and only if the requesting
+    connection's policy group allows admin status updates); ``enabled`` leaves it as it is.
+    ``row_of(connection)`` is its entity row."""
     body = request.body
     if not isinstance(body, dict) or ("adminStatus" not in body and "enableProtocolTrace" not in body):
         raise bad_request("Bad Request: UPDATE of a connection sets adminStatus (or enableProtocolTrace)")
