@@ -53,9 +53,12 @@ def revoke(core: Any, mesh: MeshSpec, common_names: Iterable[str],
     """One attempt; ``done`` False: try again a little later (a router not yet running the new
     bundle, or not reachable)."""
     found = Revocation()
-    secret = store.read(core, mesh.namespace, link_tls_secret(mesh.name))
+    enabled = mesh.link_access.enabled
+    secret = store.read(core, mesh.namespace, link_tls_secret(mesh.name)) if enabled else None
     if secret is None:
-        found.done = True  # linkAccess is off: no listener, no link connection
+        # linkAccess is off (the routers restart without the link listener and its
+        # connections), or never made its Secret: nothing to close.
+        found.done = True
         return found
     material = of_files(secret[0])
     urls = router_urls(mesh, mesh.router_ids())
