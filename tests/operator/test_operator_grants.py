@@ -11,6 +11,7 @@ host ``localhost``."""
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 import ssl
 import subprocess
@@ -289,7 +290,10 @@ def test_the_last_redemption_goes_to_exactly_one_of_two_racing(accepting: Accept
 
 def test_an_expired_grant_is_refused(accepting: Accepting) -> None:
     token = accepting.grant("brief", expirationWindow="2s")
-    time.sleep(3)  # the window is the grant's own; nothing to poll for
+    expires = eventually(lambda: accepting.kube.get("meshaccessgrants", "brief")["status"]["expiresAt"], 30,
+                         "the grant's expiresAt")
+    at = dt.datetime.strptime(expires, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc).timestamp()
+    time.sleep(max(0.0, at + 1 - time.time()))  # until the window the status names has closed
     status, answer = post(token, request(token, "late", "m5"))
     assert status == 410 and "expired" in answer["error"], answer
 
