@@ -346,3 +346,27 @@ def test_a_node_port_mesh_answers_with_the_node_port_kubernetes_chose(accepting:
     assert [(e.host, e.port) for e in answer.endpoints] == [("node.example.com", node_port)]
     listener = _secret(kube, "ports-link-tls")["tls.crt"]
     assert b"-----BEGIN CERTIFICATE-----" in listener
+
+
+def test_exposure_follows_the_link_access_type_and_goes_with_it(accepting: Accepting) -> None:
+    kube = accepting.kube
+    eventually(lambda: kube.core.read_namespaced_service("ports-link", kube.ns), 60, "ports-link")
+    from kubernetes import client
+
+    networking = client.NetworkingV1Api(kube.api)
+    kube.patch_spec("routermeshes", "ports", {"linkAccess": {"type": "Ingress"}})
+    ingress = eventually(lambda: networking.read_namespaced_ingress("ports-link", kube.ns), 60, "the Ingress")
+    assert ingress.metadata.annotations["nginx.ingress.kubernetes.io/ssl-passthrough"] == "true"
+    eventually(lambda: kube.core.read_namespaced_service("ports-link", kube.ns).spec.type == "ClusterIP", 60,
+               "the Service turned ClusterIP")
+    kube.patch_spec("routermeshes", "ports", {"linkAccess": {"type": "None"}})
+
+    def gone(read: Any) -> bool:
+        try:
+            read("ports-link", kube.ns)
+        except Exception as e:
+            return getattr(e, "status", None) == 404
+        return False
+
+    eventually(lambda: gone(networking.read_namespaced_ingress) and gone(kube.core.read_namespaced_service),
+               60, "the Ingress and the Service removed with linkAccess")
