@@ -359,6 +359,13 @@ def test_exposure_follows_the_link_access_type_and_goes_with_it(accepting: Accep
     assert ingress.metadata.annotations["nginx.ingress.kubernetes.io/ssl-passthrough"] == "true"
     eventually(lambda: kube.core.read_namespaced_service("ports-link", kube.ns).spec.type == "ClusterIP", 60,
                "the Service turned ClusterIP")
+    kube.patch_spec("routermeshes", "ports", {"linkAccess": {"type": "Route"}})
+
+    def says_no_openshift() -> bool:
+        conditions = kube.get("routermeshes", "ports").get("status", {}).get("conditions") or []
+        return any("needs OpenShift" in str(c.get("message")) for c in conditions)
+
+    eventually(says_no_openshift, 60, "the mesh's status naming the missing Route API")
     kube.patch_spec("routermeshes", "ports", {"linkAccess": {"type": "None"}})
 
     def gone(read: Any) -> bool:
