@@ -82,8 +82,10 @@ class Kubelet:
 class Accepting:
     """The accepting cluster: its operator, its RouterMesh (one router) and the token URLs."""
 
-    def __init__(self, kube: Cluster, router: Router, server_port: int, link_port: int) -> None:
+    def __init__(self, kube: Cluster, router: Router, server_port: int, link_port: int,
+                 metrics_port: int) -> None:
         self.kube, self.router, self.server_port, self.link_port = kube, router, server_port, link_port
+        self.metrics_port = metrics_port
 
     def grant(self, name: str, **spec: Any) -> Token:
         self.kube.create("meshaccessgrants", "MeshAccessGrant", name, {"meshName": MESH, **spec})
@@ -181,13 +183,13 @@ def accepting(crds: ControlPlane, tmp_path_factory: pytest.TempPathFactory,
     tmp = tmp_path_factory.mktemp("grants")
     urls = tmp / "router-urls.json"
     urls.write_text("{}")
-    server_port, link_port = free_port(), free_port()
+    server_port, link_port, metrics_port = free_port(), free_port(), free_port()
     env = {**crds.env(), "POD_NAMESPACE": namespace, "QDMESH_ROUTER_URLS": str(urls),
            "QDMESH_DRIFT_INTERVAL": "1", "QDMESH_GRANT_SERVER_HOST": "localhost"}
     log = tmp / "operator.log"
     operator = subprocess.Popen(
         [sys.executable, "-m", "qdmesh_operator.main", "-n", namespace, "--health-port", "0",
-         "--metrics-port", "0", "--grant-server-port", str(server_port)],
+         "--metrics-port", str(metrics_port), "--grant-server-port", str(server_port)],
         env=env, stdout=subprocess.DEVNULL, stderr=open(log, "ab"))
     kubelet = None
     try:
@@ -207,7 +209,7 @@ def accepting(crds: ControlPlane, tmp_path_factory: pytest.TempPathFactory,
         with ManagementClient(router.url, timeout=5) as client:
             eventually(lambda: any(r["name"] == LINK_LISTENER for r in client.query("listener")), 60,
                        "the operator adding the link listener to the running router")
-        yield Accepting(kube, router, server_port, link_port)
+        yield Accepting(kube, router, server_port, link_port, metrics_port)
     finally:
         if kubelet is not None:
             kubelet.stop()
@@ -377,3 +379,13 @@ def test_exposure_follows_the_link_access_type_and_goes_with_it(accepting: Accep
 
     eventually(lambda: gone(networking.read_namespaced_ingress) and gone(kube.core.read_namespaced_service),
                60, "the Ingress and the Service removed with linkAccess")
+
+
+def test_every_redemption_answered_is_counted_by_status(accepting: Accepting) -> None:
+    """After the tests above: each status they met is in the operator's metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{accepting.metrics_port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    counted = {int(line.split('status="')[1].split('"')[0]): int(line.rsplit(" ", 1)[1])
+               for line in text.splitlines() if line.startswith("qdmesh_operator_grant_redemptions_total{")}
+    assert counted.get(200, 0) >= 5 and counted.get(410, 0) >= 3, counted
+    assert all(counted.get(status, 0) >= 1 for status in (400, 403, 404, 409, 413)), counted

@@ -13,9 +13,10 @@ import logging
 import os
 import ssl
 import tempfile
-from typing import Any
+from typing import Any, Dict, Tuple
 
 from ..linking.wire import MAX_BODY_BYTES
+from ..metrics import METRICS
 from . import pki
 from .redeem import redeem
 from .settings import ServerSettings, ensure_server_ca
@@ -49,19 +50,25 @@ async def serve(api_client: Any, settings: ServerSettings) -> Any:
     loop = asyncio.get_running_loop()
 
     async def handle(request: web.Request) -> web.Response:
+        status, body = await answer(request)
+        METRICS.redemption(status)
+        return web.json_response(body, status=status)
+
+    async def answer(request: web.Request) -> Tuple[int, Dict[str, Any]]:
+        too_large = 413, {"error": f"body: larger than {MAX_REQUEST_BYTES} bytes"}
         if request.content_length is not None and request.content_length > MAX_REQUEST_BYTES:
-            return web.json_response({"error": f"body: larger than {MAX_REQUEST_BYTES} bytes"}, status=413)
+            return too_large
         try:
             raw = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            return web.json_response({"error": f"body: larger than {MAX_REQUEST_BYTES} bytes"}, status=413)
+            return too_large
         namespace, grant = request.match_info["namespace"], request.match_info["grant"]
         try:
             status, body = await loop.run_in_executor(None, redeem, api_client, namespace, grant, raw)
         except Exception as e:  # the API server refused or is away: the client may try again
             log.warning("redemption of grant %s/%s failed: %s", namespace, grant, e)
             status, body = 503, {"error": "grant: the operator cannot read it now; try again"}
-        return web.json_response(body, status=status)
+        return status, body
 
     app = web.Application(client_max_size=min(MAX_REQUEST_BYTES, MAX_BODY_BYTES))
     app.router.add_post("/grants/{namespace}/{grant}", handle)
