@@ -263,6 +263,8 @@ def test_refusals_name_what_is_wrong(accepting: Accepting) -> None:
     missing = Token(url=token.url.replace("/refusing", "/no-such-grant"), code=token.code,
                     ca_pem=token.ca_pem)
     assert post(missing, request(token, "l", "other"))[0] == 404
+    odd = Token(url=token.url.replace("/refusing", "/Not_A..Name%00"), code=token.code, ca_pem=token.ca_pem)
+    assert post(odd, request(token, "l", "other"))[0] == 404
     assert accepting.kube.get("meshaccessgrants", "refusing").get("status", {}).get("redemptions", 0) == 0
 
 

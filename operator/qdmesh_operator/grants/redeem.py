@@ -17,6 +17,7 @@ import datetime as dt
 import hmac
 import json
 import logging
+import re
 from typing import Any, Dict, List, Tuple
 
 from kubernetes import client
@@ -36,6 +37,7 @@ from .spec import GrantSpec, condition, expires_at, parse_grant, redemption_stat
 log = logging.getLogger("qdmesh.operator.grants")
 
 Answer = Tuple[int, Dict[str, Any]]
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 #: Attempts at counting a redemption when other writers keep changing the grant.
 COUNT_ATTEMPTS = 10
 
@@ -69,6 +71,9 @@ def _request(raw: bytes) -> RedeemRequest:
 
 
 def _grant(custom: Any, namespace: str, name: str) -> Dict[str, Any]:
+    named = _NAME.fullmatch(namespace) and _NAME.fullmatch(name)
+    if not named or len(namespace) > 63 or len(name) > 253:
+        raise Refused(404, "grant", "the URL names no MeshAccessGrant (not a namespace and name)")
     try:
         found = dict(custom.get_namespaced_custom_object(contract.GROUP, contract.VERSION, namespace,
                                                          GRANT_PLURAL, name))
