@@ -308,3 +308,6 @@ for _plural in ROUTING_PLURALS.values():
 
 # -- MeshLink -----------------------------------------------------------------------------------
 links_handlers.register(run, lambda: reconciler().kube)
+
+# -- MeshAccessGrant and the redemption server (grants/handlers.py) --------------------------------
+from .grants import handlers as _grants  # noqa: E402,F401  (registers them)

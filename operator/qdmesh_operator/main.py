@@ -34,7 +34,7 @@ def missing_extra() -> str | None:
 def parse_args(argv: List[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="qdmesh-operator",
-        description="Reconciles RouterMesh, LinkRoute, AutoLink and VhostPolicy resources.")
+        description="Reconciles RouterMesh, LinkRoute, AutoLink, VhostPolicy and MeshAccessGrant resources.")
     scope = parser.add_mutually_exclusive_group()
     scope.add_argument("-n", "--namespace", action="append", default=None, metavar="NS",
                        help="watch this namespace (repeatable); default: $QDMESH_WATCH_NAMESPACES, "
@@ -44,6 +44,9 @@ def parse_args(argv: List[str] | None) -> argparse.Namespace:
                         help="port of GET /healthz (default $QDMESH_HEALTH_PORT or 8080; 0: none)")
     parser.add_argument("--metrics-port", type=int, default=None,
                         help="port of GET /metrics (default $QDMESH_METRICS_PORT or 9090; 0: none)")
+    parser.add_argument("--grant-server-port", type=int, default=None,
+                        help="port of the MeshAccessGrant redemption server (HTTPS; default "
+                             "$QDMESH_GRANT_SERVER_PORT or 8443; 0: none)")
     parser.add_argument("--drift-interval", type=float, default=None,
                         help="seconds between drift checks of a mesh (default $QDMESH_DRIFT_INTERVAL or 30)")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default=None,
@@ -65,7 +68,7 @@ def parse_args(argv: List[str] | None) -> argparse.Namespace:
     parser.add_argument("--version", action="version",
                         version=f"qdmesh-operator {contract.package_version()}")
     args = parser.parse_args(argv)
-    for flag in ("health_port", "metrics_port"):
+    for flag in ("health_port", "metrics_port", "grant_server_port"):
         value = getattr(args, flag)
         if value is not None and not 0 <= value <= 65535:
             parser.error(f"--{flag.replace('_', '-')}: {value} is not a port number")
@@ -190,9 +193,13 @@ def main(argv: List[str] | None = None) -> int:
         return 1
     # Settings are read when the handlers module is imported (the drift timer's interval).
     for flag, env in (("health_port", "QDMESH_HEALTH_PORT"), ("metrics_port", "QDMESH_METRICS_PORT"),
-                      ("drift_interval", "QDMESH_DRIFT_INTERVAL")):
+                      ("drift_interval", "QDMESH_DRIFT_INTERVAL"),
+                      ("grant_server_port", "QDMESH_GRANT_SERVER_PORT")):
         if getattr(args, flag) is not None:
             os.environ[env] = str(getattr(args, flag))
+    from .grants.settings import DEFAULT_PORT, PORT_ENV
+
+    os.environ.setdefault(PORT_ENV, str(DEFAULT_PORT))
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from . import memtrace

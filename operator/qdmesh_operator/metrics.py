@@ -21,6 +21,12 @@ class Metrics:
         self.buckets: List[int] = [0] * len(BUCKETS)
         self.seconds_sum = 0.0
         self.seconds_count = 0
+        #: Grant redemptions answered, by HTTP status (grants/server.py).
+        self.redemptions: Dict[int, int] = {}
+
+    def redemption(self, status: int) -> None:
+        with self._lock:
+            self.redemptions[status] = self.redemptions.get(status, 0) + 1
 
     def reconciled(self, why: str, result: str, seconds: float, operations: int, failures: int,
                    repaired: int) -> None:
@@ -62,6 +68,10 @@ class Metrics:
             lines += [f'qdmesh_operator_reconcile_seconds_bucket{{le="+Inf"}} {self.seconds_count}',
                       f"qdmesh_operator_reconcile_seconds_sum {self.seconds_sum:.6f}",
                       f"qdmesh_operator_reconcile_seconds_count {self.seconds_count}"]
+            lines += ["# HELP qdmesh_operator_grant_redemptions_total MeshAccessGrant redemptions answered, "
+                      "by HTTP status.", "# TYPE qdmesh_operator_grant_redemptions_total counter"]
+            lines += [f'qdmesh_operator_grant_redemptions_total{{status="{code}"}} {n}'
+                      for code, n in sorted(self.redemptions.items())]
             return "\n".join(lines) + "\n"
 
 

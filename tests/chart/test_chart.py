@@ -73,7 +73,8 @@ def test_defaults_install_one_operator_of_the_package_version() -> None:
     assert chart["version"] == version and chart["appVersion"] == version
     docs = render()
     assert sorted(d["metadata"]["name"] for d in by_kind(docs, "CustomResourceDefinition")) == [
-        "autolinks.qdmesh.io", "linkroutes.qdmesh.io", "meshlinks.qdmesh.io", "routermeshes.qdmesh.io",
+        "autolinks.qdmesh.io", "linkroutes.qdmesh.io", "meshaccessgrants.qdmesh.io", "meshlinks.qdmesh.io",
+        "routermeshes.qdmesh.io",
         "vhostpolicies.qdmesh.io"]
     [deployment] = by_kind(docs, "Deployment")
     spec = deployment["spec"]
@@ -125,8 +126,10 @@ def test_rbac_is_least_privilege() -> None:
 
 
 def watch_roles(docs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """The Roles that grant rights on the watched namespaces (not the Lease's)."""
-    return [r for r in by_kind(docs, "Role") if not r["metadata"]["name"].endswith("-leader-election")]
+    """The Roles that grant rights on the watched namespaces (not the Lease's nor the grant
+    server's CA Secret's)."""
+    return [r for r in by_kind(docs, "Role")
+            if not r["metadata"]["name"].endswith(("-leader-election", "-grant-server"))]
 
 
 def test_namespace_scope_grants_roles_only_in_the_watched_namespaces() -> None:
@@ -185,7 +188,7 @@ def test_custom_values_reach_the_deployment_and_rbac() -> None:
     container = pod["containers"][0]
     assert container["image"] == "registry.example.com/qdmesh/operator:0.1.0-patched"
     assert container["args"] == ["--verbose"]
-    assert {p["containerPort"] for p in container["ports"]} == {18080, 19090}
+    assert {p["containerPort"] for p in container["ports"]} == {18080, 19090, 8443}
     env = env_of(deployment)
     assert env["QDMESH_ROUTER_IMAGE"] == "registry.example.com/qdmesh/router:0.1.0-patched"
     assert env["QDMESH_LOG_LEVEL"] == "debug" and env["EXTRA"] == "1"
@@ -194,13 +197,37 @@ def test_custom_values_reach_the_deployment_and_rbac() -> None:
     assert "create" in main["cert-manager.io/certificates"]
 
 
+def test_grant_server_service_rights_and_urls() -> None:
+    docs = render([], "--set", "grantServer.service.type=NodePort", "--set",
+                  "grantServer.service.nodePort=31443", "--set", "grantServer.host=grants.example.com",
+                  namespace="messaging")
+    [service] = [s for s in by_kind(docs, "Service") if s["metadata"]["name"] == "qdmesh-grant-server"]
+    assert service["spec"]["type"] == "NodePort"
+    assert service["spec"]["ports"] == [{"name": "grants", "port": 8443, "targetPort": "grants",
+                                         "protocol": "TCP", "nodePort": 31443}]
+    env = env_of(by_kind(docs, "Deployment")[0])
+    assert (env["QDMESH_GRANT_SERVER_PORT"], env["QDMESH_GRANT_SERVER_HOST"],
+            env["QDMESH_GRANT_SERVER_ADVERTISED_PORT"]) == ("8443", "grants.example.com", "31443")
+    [role] = [r for r in by_kind(docs, "Role") if r["metadata"]["name"] == "qd-qdmesh-grant-server"]
+    assert role["metadata"]["namespace"] == "messaging"
+    gets = [r.get("resourceNames") for r in role["rules"] if r["verbs"] == ["get"]]
+    assert gets == [["qdmesh-grant-server-ca"]]
+    main = rules_of(next(r for r in by_kind(docs, "ClusterRole") if r["metadata"]["name"] == "qd-qdmesh"))
+    assert main["qdmesh.io/meshaccessgrants/status"] == {"get", "patch", "update"}
+    assert "create" not in main["qdmesh.io/meshaccessgrants"]
+    assert "create" in main["networking.k8s.io/ingresses"] and "create" in main["route.openshift.io/routes"]
+    off = render([], "--set", "grantServer.enabled=false")
+    assert env_of(by_kind(off, "Deployment")[0])["QDMESH_GRANT_SERVER_PORT"] == "0"
+    assert not [s for s in by_kind(off, "Service") if s["metadata"]["name"] == "qdmesh-grant-server"]
+
+
 def test_monitoring_and_sample_mesh() -> None:
     docs = render([VALUES / "monitoring.yaml"])
     [monitor] = by_kind(docs, "ServiceMonitor")
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
     assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
     assert monitor["spec"]["endpoints"][0]["honorLabels"] is True  # the gauges' own namespace label
-    [service] = by_kind(docs, "Service")
+    [service] = [s for s in by_kind(docs, "Service") if s["metadata"]["name"] != "qdmesh-grant-server"]
     assert service["spec"]["ports"][0]["targetPort"] == "metrics"
     [pods] = by_kind(docs, "PodMonitor")
     assert pods["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "qdmesh-router"}
@@ -266,7 +293,8 @@ def test_a_pinned_router_image_on_a_registry_with_a_port_is_accepted() -> None:
 
 def test_crd_copies_match_the_sources() -> None:
     sources = sorted(p.name for p in (REPO / "crds").glob("qdmesh.io_*.yaml"))
-    assert sources == ["qdmesh.io_autolinks.yaml", "qdmesh.io_linkroutes.yaml", "qdmesh.io_meshlinks.yaml",
+    assert sources == ["qdmesh.io_autolinks.yaml", "qdmesh.io_linkroutes.yaml",
+                       "qdmesh.io_meshaccessgrants.yaml", "qdmesh.io_meshlinks.yaml",
                        "qdmesh.io_routermeshes.yaml", "qdmesh.io_vhostpolicies.yaml"]
     result = subprocess.run(["bash", str(REPO / "charts" / "sync-crds.sh"), "--check"],
                             capture_output=True, text=True)

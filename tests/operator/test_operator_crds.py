@@ -20,6 +20,7 @@ CONTRACT = {
     "AutoLink": ("autolinks", ["qdal"]),
     "VhostPolicy": ("vhostpolicies", ["qdvp"]),
     "MeshLink": ("meshlinks", ["ml"]),
+    "MeshAccessGrant": ("meshaccessgrants", ["mag"]),
 }
 
 

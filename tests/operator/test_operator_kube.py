@@ -56,12 +56,15 @@ def test_routermesh_gets_owned_objects_and_honest_status(kube: Cluster) -> None:
 
     ready = eventually(lambda: kube.condition("routermeshes", "alpha", "Ready"), what="Ready condition")
     assert ready["status"] == "False" and ready["observedGeneration"] == 1
-    # No node takes pods here: the scheduler says so on each pod, and the status repeats it.
-    reconciling = eventually(
-        lambda: (kube.condition("routermeshes", "alpha", "Reconciling").get("reason") == "Unschedulable"
-                 and kube.condition("routermeshes", "alpha", "Reconciling")), 60, "Unschedulable status")
+    # No node takes pods here: the scheduler says so on each pod (one after another, on a
+    # loaded machine), and the status repeats it for all of them.
+    def unschedulable() -> Dict[str, Any] | None:
+        found = kube.condition("routermeshes", "alpha", "Reconciling")
+        all_three = str(found.get("message", "")).startswith("alpha-0, alpha-1, alpha-2: Unschedulable: ")
+        return found if found.get("reason") == "Unschedulable" and all_three else None
+
+    reconciling = eventually(unschedulable, 60, "Unschedulable status naming the three pods")
     assert reconciling["status"] == "True"
-    assert reconciling["message"].startswith("alpha-0, alpha-1, alpha-2: Unschedulable: "), reconciling
     pod = kube.core.read_namespaced_pod("alpha-0", kube.ns)
     scheduler_says = next(c.message for c in pod.status.conditions if c.type == "PodScheduled")
     assert scheduler_says and scheduler_says in reconciling["message"]

@@ -48,15 +48,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 # Its own custom resources: read and watch, finalizers and status; never spec writes
 # (patch is how kopf records its finalizers and progress annotations).
 - apiGroups: ["qdmesh.io"]
-  resources: ["routermeshes", "linkroutes", "autolinks", "vhostpolicies"]
+  resources: ["routermeshes", "linkroutes", "autolinks", "vhostpolicies", "meshaccessgrants"]
   verbs: ["get", "list", "watch", "patch", "update"]
+# A grant's redemptions are counted in its status (update: with the resourceVersion read).
 - apiGroups: ["qdmesh.io"]
-  resources: ["routermeshes/status", "linkroutes/status", "autolinks/status", "vhostpolicies/status"]
+  resources: ["routermeshes/status", "linkroutes/status", "autolinks/status", "vhostpolicies/status",
+              "meshaccessgrants/status"]
   verbs: ["get", "patch", "update"]
 # Owner references with blockOwnerDeletion need update on the owner's finalizers.
 - apiGroups: ["qdmesh.io"]
   resources: ["routermeshes/finalizers", "linkroutes/finalizers", "autolinks/finalizers",
-              "vhostpolicies/finalizers"]
+              "vhostpolicies/finalizers", "meshaccessgrants/finalizers"]
   verbs: ["update"]
 # MeshLinks: read and watched, finalizers and status as the others; the Secrets they name
 # (their token) are read, and the Secrets of what they redeemed are written (see secrets below).
@@ -81,6 +83,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["services", "configmaps"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# spec.linkAccess of types Ingress (TLS passthrough) and Route (OpenShift).
+- apiGroups: ["networking.k8s.io"]
+  resources: ["ingresses"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["route.openshift.io"]
+  resources: ["routes"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
@@ -89,8 +98,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   resources: ["pods"]
   verbs: ["get", "list", "watch"]
 # TLS and SASL material named by RouterMeshes (and, with manageSecrets, the inter-router
-# certificates the operator issues itself, and what MeshLinks redeem: <link>-credentials and
-# each linked mesh's <mesh>-links; without manageSecrets a MeshLink cannot be redeemed).
+# certificates the operator issues itself, what MeshLinks redeem (<link>-credentials and each
+# linked mesh's <mesh>-links), and the link CAs, grant tokens and client CAs of meshes that
+# accept links: without manageSecrets no mesh can link to or accept another).
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: {{ if .Values.rbac.manageSecrets }}["get", "list", "watch", "create", "update", "patch", "delete"]{{ else }}["get", "list", "watch"]{{ end }}

@@ -26,6 +26,7 @@ from ..tls.resolve import Certificates
 from .addresses import ConsumedAddresses, count_consumed
 from .converged import mesh_converged
 from .edges import EdgeRouter, apply_edge_objects, edge_routers, sync_edges
+from .link_access import remove_unwanted as remove_unwanted_link_objects
 from .management import ClientPool, RouterOutcome, sync_mesh
 from .tls_reload import TlsReload, reload_routers, replace_edge_connections, replace_old_connections
 
@@ -79,6 +80,7 @@ def apply_mesh(kube: KubeApi, *, pool: ClientPool, rendered: RenderedMesh, state
         if removed:
             applied.events.append(("Normal", "ConsoleRemoved", f"web console {contract.console(mesh.name)} "
                                    "removed (spec.console.enabled is false)"))
+    applied.events.extend(remove_unwanted_link_objects(kube, mesh, observed.stateful_set))
     applied.edge_routers = edge_routers(state, observed.edge_pods, mesh.inter_router_tls.enabled, override)
     if certificates.management_error is not None:
         applied.events.append(("Warning", ROUTER_UNREACHABLE, certificates.management_error))

@@ -12,6 +12,7 @@ from ..model.entities import LIVE_TYPES, Entity, managed_name
 from ..model.errors import SpecError
 from ..model.mesh import ConnectorSpec, ListenerSpec, MeshSpec
 from ..model.routing import RoutingSpec
+from .link import link_entities
 
 TLS_DIR = "/etc/qdmesh/tls"
 INTER_ROUTER_PROFILE = contract.INTER_ROUTER_PROFILE
@@ -172,6 +173,7 @@ def mesh_entities(mesh: MeshSpec) -> List[Entity]:
             if value is not None:
                 attrs[key] = value
         out.append(Entity("address", managed_name("address", a.key), attrs))
+    out.extend(link_entities(mesh))
     return out
 
 

@@ -112,6 +112,12 @@ class KubeApi:
         elif kind == "Certificate":
             _drain(self.custom.patch_namespaced_custom_object(
                 "cert-manager.io", "v1", namespace, "certificates", name, body, **options))
+        elif kind == "Ingress":  # spec.linkAccess type Ingress
+            networking = k8s.NetworkingV1Api(self.api_client)
+            _drain(networking.patch_namespaced_ingress(name, namespace, body, **options))
+        elif kind == "Route":  # spec.linkAccess type Route (OpenShift)
+            _drain(self.custom.patch_namespaced_custom_object(
+                "route.openshift.io", "v1", namespace, "routes", name, body, **options))
         else:
             raise ValueError(f"the operator does not apply {kind} objects")
 

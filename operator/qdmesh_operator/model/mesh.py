@@ -11,6 +11,7 @@ from .. import contract
 from . import topology
 from .errors import SpecError
 from .fields import Fields, exactly_one
+from .link_access import LinkAccess, parse_link_access
 from .operations import DisruptionBudget, parse_disruption_budget, parse_maintenance_windows
 from .values import check_image, check_resources
 
@@ -173,6 +174,8 @@ class MeshSpec:
     disruption_budget: DisruptionBudget = field(default_factory=DisruptionBudget)
     #: Cron expressions (operations/windows.py); empty: a due rolling restart starts at once.
     maintenance_windows: List[str] = field(default_factory=list)
+    #: spec.linkAccess: routers of other clusters' meshes may link here (docs/multicluster.md).
+    link_access: LinkAccess = field(default_factory=LinkAccess)
 
     def router_ids(self) -> List[str]:
         return [contract.router_id(self.name, i) for i in range(self.size)]
@@ -235,6 +238,8 @@ def parse_mesh(name: str, namespace: str, spec: Mapping[str, Any],
     mesh.edge_groups = parse_edge_groups(f, name)
     mesh.disruption_budget = parse_disruption_budget(f.sub("disruptionBudget"))
     mesh.maintenance_windows = parse_maintenance_windows(f)
+    mesh.link_access = parse_link_access(f.sub("linkAccess"), {
+        contract.AMQP_PORT, *RESERVED_PORTS, *(x.port for x in mesh.listeners)})
     exposed = {x.name for x in mesh.listeners if x.expose != "ClusterIP"}
     for i, group in enumerate(mesh.edge_groups):
         if f"edge-{group.name}" in exposed:  # both would be Service <mesh>-edge-<group>

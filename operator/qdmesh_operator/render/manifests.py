@@ -9,10 +9,11 @@ from typing import Any, Dict, List, Mapping
 
 from .. import contract
 from ..desired.state import TLS_DIR
-from ..links.entities import volume as link_volume
+from ..links.entities import volume as links_volume_of
 from ..model.mesh import MeshSpec
 from ..operations import RESTARTED_AT_ANNOTATION, reasons
 from ..tls.names import CERT_ANNOTATION, MOUNTED_SECRETS_ANNOTATION, inter_router_secret  # noqa: F401
+from .link_access import link_objects, link_volume
 
 RESTART_HASH_ANNOTATION = "qdmesh.io/restart-hash"
 #: Kubernetes' default terminationGracePeriodSeconds, which the router's default drain timeout
@@ -142,14 +143,20 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int
         mounts.append({"name": "inter-router-tls", "mountPath": INTER_ROUTER_TLS_DIR, "readOnly": True})
         volumes.append({"name": "inter-router-tls", "secret": {"secretName": ir_secret}})
     if links_volume:
-        volume, mount = link_volume(mesh.name)
+        volume, mount = links_volume_of(mesh.name)
         volumes.append(volume)
         mounts.append(mount)
+    link = link_volume(mesh)
+    if link is not None:
+        mounts.append(link[0])
+        volumes.append(link[1])
     ports = [{"name": "amqp", "containerPort": contract.AMQP_PORT},
              {"name": "inter-router", "containerPort": contract.INTER_ROUTER_PORT},
              {"name": "management", "containerPort": contract.MANAGEMENT_PORT},
              {"name": "http", "containerPort": contract.HTTP_PORT}]
     ports += [{"name": x.name, "containerPort": x.port} for x in mesh.listeners]
+    if mesh.link_access.enabled:
+        ports.append({"name": "link", "containerPort": mesh.link_access.port})
     container: Dict[str, Any] = {
         "name": "router", "image": mesh.image, "imagePullPolicy": "IfNotPresent",
         "command": router_command(f"{contract.CONFIG_DIR}/$(POD_NAME).conf"),
@@ -250,6 +257,7 @@ def mesh_objects(mesh: MeshSpec, confs: Dict[str, str], *, owner: Dict[str, Any]
     cert = certificate(mesh, owner)
     if cert is not None:
         objects.append(cert)
+    objects.extend(link_objects(mesh, owner))
     if mesh.console.enabled:
         objects.extend(console_objects(mesh, owner))
     objects.append(with_template_hash(stateful_set(mesh, owner, pod_annotations=pod_annotations,

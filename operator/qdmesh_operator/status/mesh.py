@@ -54,6 +54,8 @@ def refused_report(body: Mapping[str, Any], refused: KubeRefused) -> Report:
     if refused.kind == "Certificate" and e.status == 404:
         reason = ("spec.interRouter.tls.mode CertManager needs cert-manager (cert-manager.io/v1 "
                   "Certificate), which is not installed")
+    if refused.kind == "Route" and e.status == 404:
+        reason = "spec.linkAccess.type Route needs OpenShift (route.openshift.io/v1 Route), not found here"
     verdict = (status.Verdict.stalled(status.APPLY_FAILED, f"Kubernetes refused {refused.kind}: {reason}")
                if e.status in (400, 403, 404, 422) else
                status.Verdict.progressing(status.PROGRESSING, f"Kubernetes API: {reason}"))

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from kubernetes.client.rest import ApiException
 
+from ..grants.link_tls import ensure_link_tls
 from ..kube.api import KubeRefused
 from ..model.mesh import MeshSpec
 from . import live, mounted
@@ -82,11 +83,14 @@ def resolve_certificates(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any],
         others = [s for s in live.secrets_read(mesh) if s not in materials]
         materials.update(mounted.materials(core, mesh.namespace, others, found.expiries))
         digest = mounted.password_digest(core, mesh)
+        link = ensure_link_tls(core, mesh, owner)
     except ApiException as e:
         raise KubeRefused("Secret", e) from None
     if digest is not None:
         found.pod_annotations[MOUNTED_SECRETS_ANNOTATION] = digest
     found.profiles = live.live_profiles(live.interior_secrets(mesh), materials)
+    if link is not None:  # the link listener's (docs/multicluster.md)
+        found.profiles.append(link)
     found.edge_profiles = live.live_profiles(live.edge_secrets(mesh), materials)
     if needs_management:
         try:

@@ -1,0 +1,31 @@
+"""The link listener of a mesh with ``spec.linkAccess``: where routers of meshes in other
+clusters connect (role inter-router, mutual TLS with sslProfile ``link-tls``).
+
+The sslProfile names files of a mounted Secret, so it is in the config file (a Secret volume
+cannot be added to a running pod: enabling linkAccess restarts the routers once); the
+listener is a live entity, created and changed through management.  The profile's material
+(the listener's certificate, the live grants' client CAs) changes at run time: the routers
+load it again (apply/tls_reload.py)."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ..grants.names import LINK_PROFILE, LINK_TLS_DIR
+from ..model.entities import Entity, managed_name
+from ..model.mesh import MeshSpec
+
+LINK_LISTENER = managed_name("linkListener", "link")
+
+
+def link_entities(mesh: MeshSpec) -> List[Entity]:
+    access = mesh.link_access
+    if not access.enabled:
+        return []
+    profile = Entity("sslProfile", LINK_PROFILE, {
+        "caCertFile": f"{LINK_TLS_DIR}/ca.crt", "certFile": f"{LINK_TLS_DIR}/tls.crt",
+        "privateKeyFile": f"{LINK_TLS_DIR}/tls.key"}, restart_only=True)
+    listener = Entity("listener", LINK_LISTENER, {
+        "host": "", "port": str(access.port), "role": "inter-router", "sslProfile": LINK_PROFILE,
+        "saslMechanisms": "EXTERNAL", "authenticatePeer": True, "requireSsl": True})
+    return [profile, listener]
