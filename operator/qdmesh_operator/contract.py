@@ -124,6 +124,11 @@ def link_credentials_secret(link: str) -> str:
     return f"{link}-credentials"
 
 
+def link_service(mesh: str) -> str:
+    """The Service exposing the link listener of a mesh with ``spec.linkAccess``."""
+    return f"{mesh}-link"
+
+
 def mesh_links_secret(mesh: str) -> str:
     """The Secret of every link's files, mounted on the routers of ``mesh``."""
     return f"{mesh}-links"

@@ -40,10 +40,8 @@ def live_grants(custom: Any, namespace: str, mesh: str) -> List[Dict[str, Any]]:
 
 def balancer_hosts(core: Any, mesh: MeshSpec) -> List[str]:
     """The addresses a LoadBalancer gave the link Service (none yet: empty)."""
-    from ..render.link_access import service_name
-
     try:
-        service = core.read_namespaced_service(service_name(mesh.name), mesh.namespace)
+        service = core.read_namespaced_service(contract.link_service(mesh.name), mesh.namespace)
     except ApiException as e:
         if e.status == 404:
             return []

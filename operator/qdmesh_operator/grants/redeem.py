@@ -114,10 +114,8 @@ def _endpoints(core: Any, mesh: MeshSpec) -> Tuple[Endpoint, ...]:
 
 def _assigned_node_port(core: Any, mesh: MeshSpec) -> int:
     """The nodePort Kubernetes chose for the link Service (spec.linkAccess.nodePort not given)."""
-    from ..render.link_access import service_name
-
     try:
-        service = core.read_namespaced_service(service_name(mesh.name), mesh.namespace)
+        service = core.read_namespaced_service(contract.link_service(mesh.name), mesh.namespace)
     except ApiException as e:
         if e.status == 404:
             raise Refused(409, "linkAccess", f"RouterMesh {mesh.name}'s link Service is not there") from None

@@ -21,7 +21,7 @@ PASSTHROUGH_PORT = 443
 
 
 def service_name(mesh: str) -> str:
-    return f"{mesh}-link"
+    return contract.link_service(mesh)
 
 
 def link_volume(mesh: MeshSpec) -> Tuple[Dict[str, Any], Dict[str, Any]] | None:
