@@ -25,7 +25,7 @@ from qdrouter.tools.management_client import ManagementClient
 
 from ..kube import describe_namespace, eventually
 from ..mesh_fixtures import mesh_whole
-from ..product import create_resource, port_forwards, read_resource, status_summary
+from ..product import create_resource, is_true, port_forwards, read_resource, status_summary
 from ..traffic import cross_mesh, router_ids_known
 from .conftest import Cluster, node_address
 from .crossing import describe_times, multicast, round_trips
@@ -108,8 +108,9 @@ def test_two_meshes_joined_by_a_hand_wired_connector(
         timing(f"20 round trips west-0 -> east-0 across the clusters ({describe_times(across)})", sum(across))
         timing(f"20 round trips east-1 -> east-0 within east ({describe_times(within)})", sum(within))
 
-    # The meshes' own status counts only their own routers, the other mesh's in router.node aside.
+    # Each mesh stays Ready with its own routers, the other mesh's routers in router.node aside.
     for cluster, namespace, mesh in ((east, east_namespace, "east"), (west, west_namespace, "west")):
         obj = read_resource(cluster.api, namespace, "routermeshes", mesh)
-        print(f"{cluster.name}: RouterMesh {mesh} after the link: {status_summary(obj)}; "
-              f"readyRouters={(obj.get('status') or {}).get('readyRouters')}")
+        status = obj.get("status") or {}
+        assert is_true(obj, "Ready") and status.get("readyRouters") == SIZE, status_summary(obj)
+        assert sorted(r.get("name") for r in status.get("routerStatus") or []) == routers(mesh), status
