@@ -93,13 +93,21 @@ def _fresh_namespace(cluster: Cluster, stem: str) -> str:
     return name
 
 
+#: The node port of east's MeshAccessGrant redemption server (tokens name it with east's node).
+GRANT_SERVER_NODE_PORT = 32443
+
+
 @contextmanager
 def _chart(cluster: Cluster, helm: str) -> Iterator[str]:
-    """The chart from this checkout installed (not yet waited for) in ``cluster``."""
+    """The chart from this checkout installed (not yet waited for) in ``cluster``; east's
+    redemption server is reachable from west at east's node."""
     namespace = _fresh_namespace(cluster, "qdmesh-system")
+    values = {"image.pullPolicy": "Never", "operator.logLevel": "info"}
+    if cluster.name == "east":
+        values.update({"grantServer.host": node_address(cluster), "grantServer.service.type": "NodePort",
+                       "grantServer.service.nodePort": str(GRANT_SERVER_NODE_PORT)})
     try:
-        helm_install(helm, cluster.kubeconfig, "qdmesh", namespace,
-                     {"image.pullPolicy": "Never", "operator.logLevel": "info"})
+        helm_install(helm, cluster.kubeconfig, "qdmesh", namespace, values)
         yield namespace
     finally:
         print_operator_log(cluster.core, namespace)
