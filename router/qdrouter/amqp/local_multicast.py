@@ -2,11 +2,11 @@
 straight to every consumer (hot path), when all of them have credit.
 
 The forwarder's walk for such a message (receive, route, multicast, a send and a transmit
-per consumer, then the copies' bookkeeping) comes down to the bookkeeping of
-``Forwarder._send`` per consumer, done here in one function. Anything else (a consumer
-without credit, whose copy must wait in its backlog; a consumer that keeps router
-annotations; other routers' consumers; unsettled messages, whose outcome waits for the
-copies) returns False and the forwarder decides, so its decisions stay the reference.
+per consumer, then the copies' bookkeeping) comes down to the core's send steps
+(core/sends.py) per consumer, done here in one function. Anything else (a consumer without
+credit, whose copy must wait in its backlog; a consumer that keeps router annotations;
+other routers' consumers; unsettled messages, whose outcome waits for the copies) returns
+False and the forwarder decides, so its decisions stay the reference.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..core.address_table import Address
 from ..core.links import CoreLink
+from ..core.sends import count_send
 
 if TYPE_CHECKING:
     from .deliveries import DeliveryAdaptor
@@ -24,7 +25,8 @@ def local_multicast(adaptor: DeliveryAdaptor) -> Callable[[CoreLink, Address, by
     """``multicast(producer, address, raw)``: True when a copy of ``raw`` (a pre-settled
     message without router annotations) was queued for each of ``address``'s consumers."""
     pending_append = adaptor.pending_sends.append
-    credit_dirty_append = adaptor.forwarder.credit_dirty.append
+    sent = count_send
+    return_credit = adaptor.forwarder.return_credit
 
     def multicast(producer: CoreLink, address: Address, raw: bytes) -> bool:
         consumers = address.consumers
@@ -34,19 +36,11 @@ def local_multicast(adaptor: DeliveryAdaptor) -> Callable[[CoreLink, Address, by
             if out.credit <= 0 or not out.strip_out:
                 return False
         for out in consumers:
-            out.credit -= 1
-            counters = out.counters
-            counters.delivered += 1
-            counters.presettled += 1
+            sent(out, True, address)
             pending_append((out, raw, None))
-        address_counters = address.counters
-        address_counters.deliveries_ingress += 1
-        address_counters.deliveries_egress += len(consumers)
+        address.counters.deliveries_ingress += 1
         # Every copy has left the router: the producer's credit comes back.
-        producer.owed_credit += 1
-        if not producer.credit_queued:
-            producer.credit_queued = True
-            credit_dirty_append(producer)
+        return_credit(producer)
         return True
 
     return multicast

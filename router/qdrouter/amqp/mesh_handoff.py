@@ -5,7 +5,7 @@ consumer, one router beyond, and the link toward it has credit).
 Every message crossing a mesh leaves it through a last hop, and a transit hop at each
 router between. Once the message's router annotations are read (amqp/inbound.py), the
 forwarder's walk for it (route, forward, pick, send, transmit, return credit) comes down to
-a few checks and the bookkeeping of ``Forwarder._send``, done here in one function. Any
+a few checks and the core's send steps (core/sends.py), done here in one function. Any
 other case (no route, several consumers or routers, multicast, an in-process address,
 messages already waiting, a router the message has passed) returns False and the
 forwarder decides, so its decisions stay the reference.
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..core.address_table import CLOSEST, MULTICAST, UNAVAILABLE
 from ..core.links import InFlight
+from ..core.sends import count_send
 from .inbound import annotated, stripped
 
 if TYPE_CHECKING:
@@ -30,7 +31,8 @@ def mesh_handoff(adaptor: DeliveryAdaptor) -> Callable[[InFlight, str], bool]:
     table_find = adaptor.table.find
     pending_append = adaptor.pending_sends.append
     forwarder = adaptor.forwarder
-    credit_dirty_append = forwarder.credit_dirty.append
+    sent = count_send
+    return_credit = forwarder.return_credit
     node = adaptor.node
     closest = CLOSEST
     multicast = MULTICAST
@@ -52,7 +54,6 @@ def mesh_handoff(adaptor: DeliveryAdaptor) -> Callable[[InFlight, str], bool]:
                 return False
             if address.remote and distribution is not closest and out.outstanding > 0:
                 return False  # balanced may prefer another router: the forwarder weighs it
-            address.counters.deliveries_egress += 1
         else:
             remote = address.remote
             mesh = forwarder.mesh
@@ -62,29 +63,18 @@ def mesh_handoff(adaptor: DeliveryAdaptor) -> Callable[[InFlight, str], bool]:
             out = mesh.link_avoiding(remote[0], message.trace, origin)  # type: ignore[assignment]
             if out is None or out.credit <= 0:
                 return False
-            address.counters.deliveries_transit += 1
         message.key = key
         payload = stripped(message) if out.strip_out else annotated(message, out, node)
-        # Forwarder._send's bookkeeping.
-        out.credit -= 1
-        counters = out.counters
-        counters.delivered += 1
-        if message.settled:
-            counters.presettled += 1
-            pending_append((out, payload, None))
-        else:
-            out.outstanding += 1
-            pending_append((out, payload, message))
+        # (counted as egress toward a consumer here, as transit toward another router)
+        settled = message.settled
+        sent(out, settled, address)
+        pending_append((out, payload, None if settled else message))
         # The other router's credit comes back (the caller writes it out when half is
         # owed): its message has left this router. Even unsettled: as in qdrouterd, credit
         # on inter-router links is not tied to settlement (many addresses share the link;
         # each producer is bounded at its own router). (Forwarder._forward takes a credit and
-        # _release_credit gives it back: the link's own count is unchanged.)
-        in_link = message.in_link
-        in_link.owed_credit += 1
-        if not in_link.credit_queued:
-            in_link.credit_queued = True
-            credit_dirty_append(in_link)
+        # release_credit gives it back: the link's own count is unchanged.)
+        return_credit(message.in_link)
         return True
 
     return handoff

@@ -41,7 +41,7 @@ class MessageReading:
         link.counters.delivered += 1
         if lib.pn_delivery_settled(delivery):
             lib.pn_delivery_settle(delivery)
-            self.forwarder._release_credit(link)
+            self.forwarder.release_credit(link)
             return
         key = delivery_key(delivery)
         message = InFlight(b"", b"", link, delivery, False, key)
@@ -56,7 +56,7 @@ class MessageReading:
             lib.pn_condition_set_description(condition, reason.encode("utf-8", "replace"))
         message.in_link.credit -= 1
         self.finish_incoming(message, REJECTED)
-        self.forwarder._release_credit(message.in_link)
+        self.forwarder.release_credit(message.in_link)
 
     def _recv(self, handle: Any, size: int) -> bytes:
         """Up to ``size`` bytes of ``handle``'s current delivery. A message larger than the

@@ -26,6 +26,5 @@ def released_beyond_radius(adaptor: DeliveryAdaptor, message: InFlight) -> bool:
     else:
         adaptor.finish_incoming(message, RELEASED)
     # The other router's credit comes back: the message is done with here.
-    link.owed_credit += 1
-    adaptor.forwarder.queue_credit(link)
+    adaptor.forwarder.return_credit(link)
     return True

@@ -251,21 +251,32 @@ def rewrite_annotations(
                     changed = True
                     continue
         parts.append(data[es:ve])
-    if to_override is not None and not has_to:
-        parts.append(_ENC_TO + encode_string(to_override))
-        changed = True
-    if ingress is not None and not has_ingress:
-        parts.append(_ENC_INGRESS + encode_string(ingress))
-        changed = True
-    if phase is not None and not has_phase:
-        parts.append(_ENC_PHASE + encode_int(phase))
-        changed = True
-    if trace_create and trace_append is not None and not has_trace:
-        parts.append(_ENC_TRACE + encode_string_list([trace_append]))
-        changed = True
-    if not changed:
+    added = _add_missing(parts, None if has_to else to_override, None if has_ingress else ingress,
+                         None if has_phase else phase,
+                         trace_append if trace_create and not has_trace else None)
+    if not (changed or added):
         return data
+    return _splice(data, start, end, descriptor, parts)
 
+
+def _add_missing(parts: list[bytes], to: str | None, ingress: str | None, phase: int | None,
+                 trace: str | None) -> bool:
+    """Entries the section lacks, added last (None: not added); True when any was."""
+    count = len(parts)
+    if to is not None:
+        parts.append(_ENC_TO + encode_string(to))
+    if ingress is not None:
+        parts.append(_ENC_INGRESS + encode_string(ingress))
+    if phase is not None:
+        parts.append(_ENC_PHASE + encode_int(phase))
+    if trace is not None:
+        parts.append(_ENC_TRACE + encode_string_list([trace]))
+    return len(parts) > count
+
+
+def _splice(data: bytes, start: int, end: int, descriptor: bytes, parts: list[bytes]) -> bytes:
+    """``data`` with ``data[start:end]`` replaced by a message-annotations section of the
+    encoded map entries ``parts`` (none: no section)."""
     # Only for immutable bytes: a memoryview export would block resizing a caller's
     # bytearray until collected (not immediate on PyPy).
     big = len(data) >= _ZERO_COPY_MIN and type(data) is bytes

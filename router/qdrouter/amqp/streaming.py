@@ -271,7 +271,8 @@ class Streams:
                 if self.sending.get(out.link) is stream:
                     del self.sending[out.link]
                     self._free(out.link)
-                out.link.outstanding -= 1 if out.tracked else 0
+                if out.tracked:
+                    self.adaptor.forwarder.consumer_settled(out.link)
                 if out.tracked:
                     stream.outcome = outcome
         if not stream.outs and stream.in_link in self.by_link:
@@ -384,7 +385,7 @@ class Streams:
             self.out_deliveries.pop(out.key, None)
             lib.pn_delivery_abort(out.delivery)
             if out.tracked:
-                out.link.outstanding -= 1
+                self.adaptor.forwarder.consumer_settled(out.link)
             self.adaptor.dirty.add(out.link.connection)
         outs, stream.outs = stream.outs, []
         if stream.message.credit_held:

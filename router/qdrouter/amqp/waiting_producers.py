@@ -76,8 +76,8 @@ class WaitingProducers:
             return
         link.read_on_arrival = True
         address = link.address
-        waiting = self.by_address.get(address)
-        if waiting is not None and link in waiting:
+        waiting = self.by_address.get(address) if address is not None else None
+        if waiting is not None and address is not None and link in waiting:
             waiting.remove(link)
             if not waiting:
                 del self.by_address[address]

@@ -8,7 +8,10 @@ the core only stores them and hands them back.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Deque, Dict
+from typing import TYPE_CHECKING, Any, Deque, Dict, List, Tuple
+
+if TYPE_CHECKING:
+    from .address_table import Address
 
 # The most of one message an in-process node (the management agent) is given: a larger one
 # reaches it as its head only, with ``full_size`` telling its size, so that it can refuse it.
@@ -58,16 +61,16 @@ class InFlight:
         # Multicast copies still waiting in consumers' backlogs.
         self.copies_pending = 0
         # Sent on unsettled: its producer's credit comes back with its outcome, not before
-        # (core/producer_credit.py, settled_upstream).
+        # (core/sends.py, settled_upstream).
         self.credit_held = False
         # Set for messages that may cross the mesh: the address routed on, and the router
         # annotations read on arrival (ingress router, routers already passed through).
         self.key: str | None = None
         self.ingress: str | None = None
-        self.trace: list | None = None
+        self.trace: List[str] | None = None
         # Where the message-annotations section lies in ``raw``, once the adaptor has
         # looked (None until then); without one, (-1, where it would go, or -1 if unknown).
-        self.ma_span: tuple | None = None
+        self.ma_span: Tuple[int, int] | None = None
 
 
 class LinkCounters:
@@ -147,7 +150,7 @@ class CoreLink:
         self.incoming = incoming
         self.address_key = address_key
         self.anonymous = incoming and address_key is None
-        self.address: Any = None  # Address, bound by the core
+        self.address: Address | None = None  # bound by the core
         self.connection = connection  # the adaptor's connection object
         self.handle = handle
         self.strip_in = strip_in

@@ -181,7 +181,7 @@ class EdgeHub(EndpointListener):
         message = InFlight(payload, payload, self.origin, None, True)
         forwarder = self.forwarder
         if link.credit > 0:
-            forwarder._send(link, message, True, None)
+            forwarder.send(link, message, True)
         else:
             message.copies_pending = 1  # sent, in order, when the edge grants credit
             link.backlog.append(message)

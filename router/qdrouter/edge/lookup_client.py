@@ -115,7 +115,7 @@ class LookupClient:
             body=[address, incoming]))
         timer = self.timers.call_later(TIMEOUT_S, lambda: self._serve_locally(correlation))
         self.pending[correlation] = (connection, pn_link, timer)
-        self.forwarder._send(requests, InFlight(payload, payload, self.origin, None, True), True, None)
+        self.forwarder.send(requests, InFlight(payload, payload, self.origin, None, True), True)
         log.debug("Address lookup %s for %s (%s)", correlation, address, c_string(lib.pn_link_name(pn_link)))
         return True
 
