@@ -359,8 +359,7 @@ class MeshNode(EndpointListener):
                 "id": router_id,
                 "protocolVersion": 1,
                 "instance": None,
-                "linkState": sorted(self.engine._lsdb.routers[router_id].link_state.peers)
-                if router_id in self.engine._lsdb.routers else [],
+                "linkState": self.engine.peers_of(router_id),
                 # qdrouterd shows no next hop for a router reached directly.
                 "nextHop": None if next_hop == router_id else next_hop,
                 "validOrigins": sorted(self.engine.origin_checks().table().get(router_id, ())),
