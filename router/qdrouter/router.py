@@ -7,7 +7,7 @@ import time
 from typing import Any, Dict, List, Sequence
 
 from .amqp import proton_shim
-from .amqp.connection import ListenerSettings, configure_sasl
+from .amqp.connection import AmqpConnection, ListenerSettings, configure_sasl
 from .amqp.connector import Connector
 from .amqp.link_routing import LinkRouter
 from .amqp.open_properties import OpenPropertiesError, encode_open_properties
@@ -247,7 +247,7 @@ class Router:
         return self.store.of_type(entity_type("log"))
 
     # ---- running -----------------------------------------------------------------------
-    def route_container(self, route: LinkRoute) -> Any:
+    def route_container(self, route: LinkRoute) -> AmqpConnection | None:
         """The open connection a link route leads to (by connector name or container id)."""
         for connection in self.server.by_fd.values():
             if connection.closed or connection.settings.role == "inter-router":

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ..amqp.connection import AmqpConnection
     from ..amqp.server import AmqpServer
     from ..core.link_route_table import LinkRoute, LinkRouteTable
 
@@ -29,4 +30,4 @@ class EdgeHost(Protocol):
     @property
     def link_routes(self) -> LinkRouteTable: ...
 
-    def route_container(self, route: LinkRoute) -> Any: ...
+    def route_container(self, route: LinkRoute) -> AmqpConnection | None: ...
