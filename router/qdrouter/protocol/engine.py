@@ -148,8 +148,8 @@ class RoutingEngine:
 
     def on_message(self, opcode: object, body: object, conn_key: Hashable | None,
                    now: float) -> List[Outbound]:
-        """Handle one control message, as decoded off the wire (checked here: anything may
-        arrive).  conn_key: the connection it arrived on (HELLO needs it)."""
+        """Handle one control message, as decoded off the wire (``decode`` validates it:
+        anything may arrive).  conn_key: the connection it arrived on (HELLO needs it)."""
         try:
             msg = decode(opcode, body)
         except IncompatibleVersion as exc:
