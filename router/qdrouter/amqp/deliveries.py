@@ -61,8 +61,7 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow, MessageReading):
         # asking proton which link the delivery is on; entries leave as the deliveries are
         # settled or their link goes (drop_outgoing), before proton may reuse the pointer.
         self.outgoing: Dict[Any, InFlight] = {}
-        self.consumer_disposition = disposition_handler(self.outgoing, self.dirty, self.pending_outcomes,
-                                                        self.forwarder.consumer_settled)
+        self.consumer_disposition = disposition_handler(self.outgoing, self.dirty, self.pending_outcomes)
         self._buffer = bytearray(1024 * 1024)
         self._pointer = ffi.from_buffer(self._buffer)
         # Slicing a cffi buffer makes bytes in one step: cheaper than a memoryview's slice and

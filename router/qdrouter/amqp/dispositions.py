@@ -13,12 +13,11 @@ from .proton_shim import QD_SETTLED, STATE_MASK, consumer_update
 
 
 def disposition_handler(outgoing: Dict[Any, InFlight], dirty: Set[Any],
-                        pending_outcomes: List[Tuple[InFlight, int]],
-                        consumer_settled: Callable[[CoreLink], None]) -> Callable[[InFlight, Any], None]:
+                        pending_outcomes: List[Tuple[InFlight, int]]) -> Callable[[InFlight, Any], None]:
     """The handler for a consumer's update of ``delivery``, an outgoing delivery the router
     tracks in ``outgoing`` (it carries ``message``). The outcome is copied to the producer's
     delivery; settling that is deferred to the flush (send_queue.sends_flusher) so both
-    connections' work is batched. ``consumer_settled``: the core's (core/sends.py)."""
+    connections' work is batched."""
     settle = lib.pn_delivery_settle
     update = lib.pn_delivery_update
     outcomes_append = pending_outcomes.append
@@ -46,7 +45,7 @@ def disposition_handler(outgoing: Dict[Any, InFlight], dirty: Set[Any],
         link: CoreLink = message.out_link  # type: ignore[assignment]
         del link.unsettled[key]
         message.out_key = None
-        consumer_settled(link)
+        link.outstanding -= 1  # Sends.consumer_settled, inline: once per unsettled message
         if state == accepted:
             link.counters.accepted += 1
         else:

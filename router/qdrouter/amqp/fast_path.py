@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.address_table import MULTICAST, UNAVAILABLE, Address
 from ..core.links import CoreLink, InFlight
-from ..core.sends import count_send
 from .local_multicast import local_multicast
 from .proton_ffi import ffi, lib
 from .proton_shim import (
@@ -53,7 +52,6 @@ def delivery_handler(adaptor: DeliveryAdaptor) -> DeliveryHandler:
     forwarder = adaptor.forwarder
     forward = forwarder.forward
     passed_on = forwarder.passed_on
-    sent = count_send
     general_receive = adaptor.receive
     qd_prefix = QD_PREFIX
     pending_append = adaptor.pending_sends.append
@@ -193,12 +191,11 @@ def delivery_handler(adaptor: DeliveryAdaptor) -> DeliveryHandler:
                 return_credit_now(link)
             return
         # Inline anycast decision: the core's send steps (core/sends.py), with the
-        # proton send deferred to flush_sends like every other send.
+        # proton send deferred to flush_sends like every other send. Unsettled from a
+        # client, the producer's credit comes back with its outcome; else now.
         address.counters.deliveries_ingress += 1
-        sent(out, message is None, address)
         pending_append((out, payload, message))
-        # Unsettled from a client, its credit comes back with its outcome; else now.
-        if passed_on(link, message) and link.owed_credit * 2 >= link.capacity:
+        if passed_on(out, link, message, address) and link.owed_credit * 2 >= link.capacity:
             return_credit_now(link)
 
     return on_delivery

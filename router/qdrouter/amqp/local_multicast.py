@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Callable
 
 from ..core.address_table import Address
 from ..core.links import CoreLink
-from ..core.sends import count_send
 
 if TYPE_CHECKING:
     from .deliveries import DeliveryAdaptor
@@ -25,8 +24,7 @@ def local_multicast(adaptor: DeliveryAdaptor) -> Callable[[CoreLink, Address, by
     """``multicast(producer, address, raw)``: True when a copy of ``raw`` (a pre-settled
     message without router annotations) was queued for each of ``address``'s consumers."""
     pending_append = adaptor.pending_sends.append
-    sent = count_send
-    return_credit = adaptor.forwarder.return_credit
+    copies_passed_on = adaptor.forwarder.copies_passed_on
 
     def multicast(producer: CoreLink, address: Address, raw: bytes) -> bool:
         consumers = address.consumers
@@ -36,11 +34,10 @@ def local_multicast(adaptor: DeliveryAdaptor) -> Callable[[CoreLink, Address, by
             if out.credit <= 0 or not out.strip_out:
                 return False
         for out in consumers:
-            sent(out, True, address)
             pending_append((out, raw, None))
         address.counters.deliveries_ingress += 1
         # Every copy has left the router: the producer's credit comes back.
-        return_credit(producer)
+        copies_passed_on(consumers, producer, address)
         return True
 
     return multicast

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Callable
 
 from ..core.address_table import CLOSEST, MULTICAST, UNAVAILABLE
 from ..core.links import InFlight
-from ..core.sends import count_send
 from .inbound import annotated, stripped
 
 if TYPE_CHECKING:
@@ -31,8 +30,7 @@ def mesh_handoff(adaptor: DeliveryAdaptor) -> Callable[[InFlight, str], bool]:
     table_find = adaptor.table.find
     pending_append = adaptor.pending_sends.append
     forwarder = adaptor.forwarder
-    sent = count_send
-    return_credit = forwarder.return_credit
+    passed_on = forwarder.passed_on
     node = adaptor.node
     closest = CLOSEST
     multicast = MULTICAST
@@ -65,16 +63,15 @@ def mesh_handoff(adaptor: DeliveryAdaptor) -> Callable[[InFlight, str], bool]:
                 return False
         message.key = key
         payload = stripped(message) if out.strip_out else annotated(message, out, node)
-        # (counted as egress toward a consumer here, as transit toward another router)
-        settled = message.settled
-        sent(out, settled, address)
-        pending_append((out, payload, None if settled else message))
-        # The other router's credit comes back (the caller writes it out when half is
-        # owed): its message has left this router. Even unsettled: as in qdrouterd, credit
-        # on inter-router links is not tied to settlement (many addresses share the link;
-        # each producer is bounded at its own router). (Forwarder._forward takes a credit and
-        # release_credit gives it back: the link's own count is unchanged.)
-        return_credit(message.in_link)
+        # Counted as egress toward a consumer here, as transit toward another router. The
+        # other router's credit comes back (the caller writes it out when half is owed):
+        # its message has left this router. Even unsettled: as in qdrouterd, credit on
+        # inter-router links is not tied to settlement (many addresses share the link; each
+        # producer is bounded at its own router), and passed_on's rule holds no credit for
+        # a message from another router.
+        tracked = None if message.settled else message
+        pending_append((out, payload, tracked))
+        passed_on(out, message.in_link, tracked, address)
         return True
 
     return handoff

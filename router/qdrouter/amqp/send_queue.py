@@ -31,7 +31,7 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
     outcomes = adaptor.pending_outcomes
     accepted = ACCEPTED
     settled_upstream = adaptor.forwarder.settled_upstream
-    return_credit = adaptor.forwarder.return_credit
+    credit_dirty_append = adaptor.forwarder.credit_dirty.append
     account = adaptor.outbound.account
     overhead = FRAME_OVERHEAD
 
@@ -96,13 +96,17 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
                 dirty_add(in_link.connection)
                 last_link = in_link
             if message.credit_held:
-                # The credit it held comes back (Sends.settled_upstream, without its checks
-                # in the common case: an address that still has consumers here).
+                # The credit it held comes back (Sends.settled_upstream, inline for the
+                # common case, an address that still has consumers here: this runs once per
+                # unsettled message, and a call costs about 1% of the router's instructions).
                 address = in_link.address
                 if address is not None and address.consumers and in_link.handle is not None:
                     message.credit_held = False
+                    in_link.owed_credit += 1
                     in_link.credit += 1
-                    return_credit(in_link)
+                    if not in_link.credit_queued:
+                        in_link.credit_queued = True
+                        credit_dirty_append(in_link)
                 else:
                     settled_upstream(message)
         outcomes.clear()
