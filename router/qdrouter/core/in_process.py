@@ -1,6 +1,6 @@
 """Messages for in-process nodes (the management agent, an edge's address lookups): the
 node's handler gives the outcome at once. A message still arriving (streamed, routed by its
-head) is handed over only once the adaptor has read it whole (amqp/whole_reads.py), so a
+head) is handed over only once the adaptor has read it whole (amqp/data_path/whole_reads.py), so a
 node never sees half a request.
 
 A mixin of the Forwarder, which gives it ``io`` and ``release_credit``.

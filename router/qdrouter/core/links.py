@@ -37,7 +37,7 @@ class InFlight:
         "settled",
         "trace",
     )
-    # A message streamed as it arrives (its bytes are not all here): amqp/streaming.py.
+    # A message streamed as it arrives (its bytes are not all here): amqp/data_path/streaming.py.
     streamed = False
     # Its size when ``raw`` holds its head only (past IN_PROCESS_LIMIT); 0: ``raw`` is whole.
     full_size = 0
@@ -164,7 +164,7 @@ class CoreLink:
         self.outstanding = 0
         # Outgoing links: multicast copies waiting for credit.
         self.backlog: Deque[InFlight] = deque()
-        # Outgoing links: its connection has stopped taking output (amqp/outbound.py); its
+        # Outgoing links: its connection has stopped taking output (amqp/data_path/outbound.py); its
         # credit counts as none until it does.
         self.blocked = False
         # Incoming links: credit to give back to the producer at the next flush.
@@ -182,7 +182,7 @@ class CoreLink:
         self.counters = LinkCounters()
         # Incoming links whose messages the adaptor reads as they arrive: not outgoing
         # links, nor, for a while, an incoming link whose messages wait unread for a
-        # consumer's credit (amqp/waiting_producers.py). One flag for both, so the delivery
+        # consumer's credit (amqp/data_path/waiting_producers.py). One flag for both, so the delivery
         # handler tests one attribute per message for the two rare cases.
         self.read_on_arrival = incoming
         # On a connection to or from an edge router (role edge): what arrives on it never

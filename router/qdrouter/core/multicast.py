@@ -5,7 +5,7 @@ every copy has left.
 A copy for a consumer without credit waits in its backlog and holds its producer (whose
 credit comes back once every copy has left), as flow control asks: nothing is lost to a
 consumer that merely grants credit slowly. A copy for a consumer whose connection has
-stopped taking output (it does not read its socket: amqp/outbound.py) waits too, but holds
+stopped taking output (it does not read its socket: amqp/data_path/outbound.py) waits too, but holds
 nobody: one consumer that does not read holds back neither the producer nor, through it,
 the other consumers. Either way a backlog holds at most its link's ``capacity`` copies;
 older ones are dropped and counted (``droppedPresettledCount`` on the consumer's link, the

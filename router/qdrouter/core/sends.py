@@ -1,6 +1,6 @@
 """The core's send, credit and settle API: what sending a message on a link costs, and when
 its producer's credit comes back. Every path that sends takes these steps, the forwarder's
-walk and the adaptor's fast paths (the inline anycast of amqp/fast_path.py, the mesh
+walk and the adaptor's fast paths (the inline anycast of amqp/data_path/fast_path.py, the mesh
 hand-off, local multicast) alike, so one change to credit or counting is made here.
 
 Credit is handed back to producers only as their messages leave (pre-settled ones) or get

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..amqp.connection import AmqpConnection
-    from ..amqp.server import AmqpServer
+    from ..amqp.connections.connection import AmqpConnection
+    from ..amqp.loop.server import AmqpServer
     from ..core.link_route_table import LinkRoute, LinkRouteTable
 
 #: A proton-C object (pn_session_t *, pn_link_t *) as cffi hands it out.

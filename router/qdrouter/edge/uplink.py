@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, List
 
-from ..amqp.proton_ffi import lib
+from ..amqp.bindings.proton_ffi import lib
 from ..core.address_table import Address
 from ..core.links import CoreLink, InFlight
 from .address_proxy import AddressProxy
@@ -25,9 +25,9 @@ from .lookup_client import LookupClient
 from .terms import DOWNLINK_CAPABILITY, EDGE_PREFIX, TRACKING_ADDRESS, UPLINK_KEY
 
 if TYPE_CHECKING:
-    from ..amqp.connection import AmqpConnection
-    from ..amqp.endpoints import EndpointHandler
-    from ..amqp.timers import Timers
+    from ..amqp.connections.connection import AmqpConnection
+    from ..amqp.links.endpoints import EndpointHandler
+    from ..amqp.wakeups.timers import Timers
     from ..core.forwarder import Forwarder
 
 log = logging.getLogger("qdrouter.ROUTER_CORE")
