@@ -1,4 +1,4 @@
-"""Builds the router's proton shim (router/qdrouter/amqp/proton_shim.c) with the package.
+"""Builds the router's proton shim (router/qdrouter/amqp/bindings/proton_shim.c) with the package.
 
 Everything else about the package is in pyproject.toml. The shim is optional: without a C
 compiler or Python's headers the package installs without it, and the router runs on the
@@ -11,7 +11,7 @@ import sys
 from setuptools import setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUILDER = os.path.join("router", "qdrouter", "amqp", "proton_shim_build.py")
+BUILDER = os.path.join("router", "qdrouter", "amqp", "bindings", "proton_shim_build.py")
 
 
 def proton_shim_extensions() -> list:

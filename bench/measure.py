@@ -126,7 +126,7 @@ def proton_shim(python: str) -> str:
     Returns "compiled", or "fallback" when QDROUTER_PROTON_SHIM=off asks to measure that."""
     if os.environ.get("QDROUTER_PROTON_SHIM", "").lower() in ("off", "0", "no", "false"):
         return "fallback"
-    builder = REPO_DIR / "router" / "qdrouter" / "amqp" / "proton_shim_build.py"
+    builder = REPO_DIR / "router" / "qdrouter" / "amqp" / "bindings" / "proton_shim_build.py"
     try:
         proc = subprocess.run([python, str(builder)], capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as e:

@@ -4,7 +4,7 @@
  * It is qdmesh's router with everything but the data path taken out, and in C: the same
  * loop (epoll, non-blocking sockets read straight into proton's transport and written
  * straight from it, one collector for all connections) and, in outline, the same credit
- * rule (amqp/credit_return.py: the producer's window of -w messages, a router's
+ * rule (amqp/data_path/credit_return.py: the producer's window of -w messages, a router's
  * linkCapacity, comes back as messages leave, written at once when half a window is owed,
  * at the end of a loop turn once an eighth is), with no routing, annotations, counters or
  * management.  It takes one sending link (the producer) and one receiving link (the

@@ -8,9 +8,9 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List
 
-from .amqp.endpoint_listener import EndpointListener
-from .amqp.proton_ffi import lib
-from .amqp.server import AmqpServer
+from .amqp.bindings.proton_ffi import lib
+from .amqp.links.endpoint_listener import EndpointListener
+from .amqp.loop.server import AmqpServer
 from .core.address_table import phased
 from .core.address_view import hash_view
 from .core.links import CoreLink
@@ -100,7 +100,7 @@ class AutoLinks(EndpointListener):
     def move(self, old: Any, new: Any) -> None:
         """``new`` replaces ``old`` (made with newer TLS material, amqp/tls_rotation.py): each
         auto-link on ``old`` is attached on ``new`` now; its link on ``old`` stays for what is
-        in flight (amqp/connection_retire.py) and no longer counts as the auto-link's."""
+        in flight (amqp/connections/connection_retire.py) and no longer counts as the auto-link's."""
         for auto in self.links.values():
             if auto.connection is old:
                 auto.link = None
@@ -162,7 +162,7 @@ class AutoLinks(EndpointListener):
             auto.status = INACTIVE
             auto.last_error = error if error != "connection closed" else auto.last_error
             # Another open connection it matches takes it on: the connector's replacement
-            # made with newer TLS material (amqp/tls_rotation.py), or a second connector.
+            # made with newer TLS material (amqp/connections/tls_rotation.py), or a second connector.
             alternate = next((other for other in list(self.server.by_fd.values())
                               if other is not connection and not other.closed and _is_open(other)
                               and auto.matches(other)), None)

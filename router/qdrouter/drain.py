@@ -16,8 +16,8 @@ import logging
 import time
 from typing import Protocol
 
-from .amqp.drain import ServerDrain
-from .amqp.server import AmqpServer
+from .amqp.loop.drain import ServerDrain
+from .amqp.loop.server import AmqpServer
 from .interior import MeshNode
 
 log = logging.getLogger("qdrouter.ROUTER")

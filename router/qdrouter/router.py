@@ -6,18 +6,18 @@ import logging
 import time
 from typing import Any, Dict, List, Sequence
 
-from .amqp import proton_shim
-from .amqp.connection import AmqpConnection, ListenerSettings, configure_sasl
-from .amqp.connection_retire import retire
-from .amqp.connector import Connector
-from .amqp.link_routing import LinkRouter
-from .amqp.open_properties import OpenPropertiesError, encode_open_properties
-from .amqp.policing import install as install_policer
-from .amqp.proton_ffi import lib
-from .amqp.server import AmqpServer, ListenerError
-from .amqp.tls import TlsError, TlsProfiles, resolve_password
-from .amqp.tls_reload import TlsBindings
-from .amqp.tls_rotation import TlsRotation
+from .amqp.bindings import proton_shim
+from .amqp.bindings.proton_ffi import lib
+from .amqp.connections.connection import AmqpConnection, ListenerSettings, configure_sasl
+from .amqp.connections.connection_retire import retire
+from .amqp.connections.connector import Connector
+from .amqp.connections.open_properties import OpenPropertiesError, encode_open_properties
+from .amqp.connections.tls import TlsError, TlsProfiles, resolve_password
+from .amqp.connections.tls_reload import TlsBindings
+from .amqp.connections.tls_rotation import TlsRotation
+from .amqp.links.link_routing import LinkRouter
+from .amqp.links.policing import install as install_policer
+from .amqp.loop.server import AmqpServer, ListenerError
 from .auto_links import AutoLinks
 from .canary import NeighbourProbe
 from .config import port_number
@@ -65,7 +65,7 @@ class Router:
         self.server = AmqpServer(self.id, self.table)
         self.policy = PolicyEffects(self)
         self.tls_profiles = TlsProfiles()
-        # Who uses which sslProfile, for a management UPDATE of one (amqp/tls_reload.py).
+        # Who uses which sslProfile, for a management UPDATE of one (amqp/connections/tls_reload.py).
         self.tls_bindings = TlsBindings(self.tls_profiles)
         install_policer(self.server, self.policy.engine)
         self.http = HttpServer(self.server)
@@ -258,7 +258,7 @@ class Router:
         return self.store.of_type(entity_type("log"))
 
     # ---- running -----------------------------------------------------------------------
-    def route_container(self, route: LinkRoute) -> Any:
+    def route_container(self, route: LinkRoute) -> AmqpConnection | None:
         """The open connection a link route leads to (by connector name or container id)."""
         for connection in self.server.by_fd.values():
             if connection.closed or connection.retiring or connection.settings.role == "inter-router":

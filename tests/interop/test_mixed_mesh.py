@@ -67,7 +67,7 @@ def cross(net: Net, producer: Client, producer_url: str, consumer: Client, addre
     net.wait(lambda: sender.credit > 0, 30, f"credit for {address} (its consumer known across the mesh)")
     # Not released: qdrouterd releases (fanout 0) what it has credited for an address whose
     # router it has no path to yet, so qdmesh sends a neighbour its mobile addresses only once
-    # the neighbour's link state lists it (protocol/engine.py, _routes_back_through).
+    # the neighbour's link state lists it (protocol/control_routes.py, routes_back_through).
     [outcome] = send_and_settle(net, sender, [msg(body)], 15)
     assert outcome.name == "accepted", address
     net.wait(lambda: len(receiver.received) == 1, 10, f"the message on {address}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from qdrouter.amqp import codec
-from qdrouter.amqp.stream_state import STREAM_START
+from qdrouter.amqp.data_path.stream_state import STREAM_START
 from qdrouter.management.messages import MAX_REQUEST_BYTES
 from tests.management.bulk import RawManagement, status
 from tests.management.mgmt import ROUTER_ADDRESS, assert_routing

@@ -1,6 +1,6 @@
 """Counters of pre-settled multicast traffic (qdstat -a and -l), whichever way the router
 forwarded each message: straight to every consumer when all have credit
-(amqp/local_multicast.py), or through a consumer's backlog when one has none."""
+(amqp/data_path/local_multicast.py), or through a consumer's backlog when one has none."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
-from qdrouter.amqp.connector import OPEN_TIMEOUT_S
+from qdrouter.amqp.connections.connector import OPEN_TIMEOUT_S
 from qdrouter.tools.management_client import ManagementClient
 from tests.mesh.meshproc import MeshRouter, Timers, log_time
 from tests.mesh.test_topology import qdstat

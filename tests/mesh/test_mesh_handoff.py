@@ -1,4 +1,4 @@
-"""Messages crossing a line of three routers take the hand-offs of amqp/mesh_handoff.py: the
+"""Messages crossing a line of three routers take the hand-offs of amqp/data_path/mesh_handoff.py: the
 middle router passes them to the router beyond (transit), the last one hands them to a
 consumer on a listener that strips router annotations (qdrouterd's default, and the common
 case). Outcomes, order, annotations and counters are as the general path gives them. (The

@@ -390,7 +390,7 @@ def send_by_link_and_by_to(net: Net, client: Client, addresses: List[str],
 
 
 # The router reads messages up to this size in one step and larger ones in two
-# (amqp/deliveries.py): sizes on both sides of it, and well past it.
+# (amqp/data_path/deliveries.py): sizes on both sides of it, and well past it.
 FAST_READ_MAX = 65536
 SIZES = [100, FAST_READ_MAX - 1, FAST_READ_MAX, FAST_READ_MAX + 1, FAST_READ_MAX + 2, 200_000]
 

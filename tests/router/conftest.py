@@ -12,7 +12,7 @@ from .routerkind import router_kind
 from .routerproc import Router, RouterFactory, build_proton_shim
 
 # Modules whose tests run twice: routers on the compiled proton shim, and on its Python
-# fallback (QDROUTER_PROTON_SHIM=off; amqp/proton_shim.py). Between them they take every
+# fallback (QDROUTER_PROTON_SHIM=off; amqp/bindings/proton_shim.py). Between them they take every
 # branch where the two differ: each outcome, settled and unsettled, sizes around the 64 KiB
 # single read, streamed and aborted messages, every distribution, messages left waiting, a
 # failure in the middle of a batch of events (the two walk batches differently).

@@ -39,7 +39,7 @@ def router_command() -> List[str]:
     return shlex.split(override) if override else [sys.executable, "-m", "qdrouter"]
 
 
-SHIM_BUILDER = ROUTER_SRC / "qdrouter" / "amqp" / "proton_shim_build.py"
+SHIM_BUILDER = ROUTER_SRC / "qdrouter" / "amqp" / "bindings" / "proton_shim_build.py"
 _shim_builds: Dict[str, subprocess.CompletedProcess] = {}
 
 

@@ -128,7 +128,7 @@ def test_a_failing_delivery_closes_only_its_connection(router_factory: RouterFac
 
 def test_a_failing_delivery_on_pypy_closes_only_its_connection(router_factory: RouterFactory, net: Net,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """PyPy walks a batch by index (amqp/server.py): the batch resumes at the next index."""
+    """PyPy walks a batch by index (amqp/loop/server.py): the batch resumes at the next index."""
     require(PYPY.exists(), f"a PyPy venv with python-qpid-proton at {PYPY} (.ci/setup.d/15-pypy.sh)")
     build = build_proton_shim(str(PYPY))
     assert build.returncode == 0, f"the proton shim does not build for PyPy:\n{build.stderr[-3000:]}"

@@ -128,7 +128,7 @@ def test_router_on_pypy_without_the_compiled_shim_routes(pypy_router: RouterFact
 
 
 # On PyPy the fast path keeps a pre-settled message without router annotations in its read
-# arena until the send, instead of in bytes (amqp/deliveries.py); these cover what differs.
+# arena until the send, instead of in bytes (amqp/data_path/deliveries.py); these cover what differs.
 
 def test_presettled_messages_more_than_the_arena_holds_arrive_whole(pypy_router: RouterFactory,
                                                                     net: Net) -> None:

@@ -1,5 +1,5 @@
 """Messages for a consumer without credit wait unread in their producer's link
-(amqp/waiting_producers.py). Whatever happens meanwhile (the producer leaves, the consumer
+(amqp/data_path/waiting_producers.py). Whatever happens meanwhile (the producer leaves, the consumer
 leaves, several producers wait, messages span many frames), nothing is lost, reordered,
 or hidden from management."""
 

@@ -1,4 +1,4 @@
-"""The memo of message-annotation sections (amqp/inbound.py): many messages share a section
+"""The memo of message-annotation sections (amqp/data_path/inbound.py): many messages share a section
 byte for byte, so what is read from it and what it is rewritten to are remembered. A memo
 hit must give exactly what reading and rewriting that message afresh gives, whatever the
 rest of the message (header, properties, body) holds."""
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from proton import Message, symbol
 
-from qdrouter.amqp import inbound
-from qdrouter.amqp.message_sections import find_sections
-from qdrouter.amqp.router_annotations import read_annotations, rewrite_annotations
+from qdrouter.amqp.codec.message_sections import find_sections
+from qdrouter.amqp.codec.router_annotations import read_annotations, rewrite_annotations
+from qdrouter.amqp.data_path import inbound
 from qdrouter.core.links import DATA, CoreLink, InFlight
 
 _counter = itertools.count()

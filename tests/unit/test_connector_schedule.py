@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Tuple
 
-from qdrouter.amqp.connection import ListenerSettings
-from qdrouter.amqp.connector import FAILED, OPEN_TIMEOUT_S, OPERATIONAL, WAITING, Connector
+from qdrouter.amqp.connections.connection import ListenerSettings
+from qdrouter.amqp.connections.connector import FAILED, OPEN_TIMEOUT_S, OPERATIONAL, WAITING, Connector
 
 
 class FakeTimer:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from proton import Message, int32, symbol
 
-from qdrouter.amqp.control_wire import encode_control
+from qdrouter.amqp.codec.control_wire import encode_control
 from qdrouter.protocol.messages import MobileAddressRequest, MobileAddressUpdate
 
 

@@ -1,5 +1,5 @@
 """A management request larger than the agent's limit reaches it as its head only (the router
-keeps no more: amqp/whole_reads.py). The agent must still answer it 413 at its reply-to,
+keeps no more: amqp/data_path/whole_reads.py). The agent must still answer it 413 at its reply-to,
 wherever the head was cut."""
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ from typing import Any, cast
 import pytest
 from proton import UNDESCRIBED, Array, Data, Message, char, int32, symbol, ubyte, ulong
 
-from qdrouter.amqp.amqp_types import encode_string, encode_string_list, encode_symbol, skip_value
-from qdrouter.amqp.message_sections import MessageFormatError, find_sections, read_to
-from qdrouter.amqp.router_annotations import Annotations, read_annotations, rewrite_annotations
+from qdrouter.amqp.codec.amqp_types import encode_string, encode_string_list, encode_symbol, skip_value
+from qdrouter.amqp.codec.message_sections import MessageFormatError, find_sections, read_to
+from qdrouter.amqp.codec.router_annotations import Annotations, read_annotations, rewrite_annotations
 
 LONG = "L" * 300  # forces str32 / map32 / list32 encodings
 OTHER_MA: dict[Any, Any] = {

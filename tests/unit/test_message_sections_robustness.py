@@ -7,9 +7,9 @@ import random
 import pytest
 from proton import Message, int32, symbol
 
-from qdrouter.amqp.amqp_types import skip_value
-from qdrouter.amqp.message_sections import MessageFormatError, find_sections, read_to
-from qdrouter.amqp.router_annotations import read_annotations, rewrite_annotations
+from qdrouter.amqp.codec.amqp_types import skip_value
+from qdrouter.amqp.codec.message_sections import MessageFormatError, find_sections, read_to
+from qdrouter.amqp.codec.router_annotations import read_annotations, rewrite_annotations
 
 SAMPLES = [
     bytes(m.encode())

@@ -1,6 +1,6 @@
-"""amqp/poller.py: selectors' semantics by descriptor (what AmqpServer and HttpServer rely on),
+"""amqp/wakeups/poller.py: selectors' semantics by descriptor (what AmqpServer and HttpServer rely on),
 for the epoll poller and the selectors fallback alike; and which listeners use proton's
-built-in SASL instead of Cyrus (amqp/sasl_builtin.py)."""
+built-in SASL instead of Cyrus (amqp/connections/sasl_builtin.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import List
 
 import pytest
 
-from qdrouter.amqp.poller import EVENT_READ, EVENT_WRITE, Poller, _EpollPoller, _SelectorPoller
-from qdrouter.amqp.sasl_builtin import builtin_sasl_suffices
+from qdrouter.amqp.connections.sasl_builtin import builtin_sasl_suffices
+from qdrouter.amqp.wakeups.poller import EVENT_READ, EVENT_WRITE, Poller, _EpollPoller, _SelectorPoller
 
 KINDS: List[type] = [_SelectorPoller] + ([_EpollPoller] if hasattr(select, "epoll") else [])
 

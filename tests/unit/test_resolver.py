@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from qdrouter.amqp.resolver import resolve
+from qdrouter.amqp.connections.resolver import resolve
 
 
 def _wait(resolution, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]

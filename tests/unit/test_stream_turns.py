@@ -1,4 +1,4 @@
-"""Copies waiting for a link that carries a streamed message (amqp/stream_turns.py): they
+"""Copies waiting for a link that carries a streamed message (amqp/data_path/stream_turns.py): they
 go in order once its stream ends, and past the bound they are dropped and counted, never
 kept. Over real sockets: tests/hostile/test_large_multicast.py."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-from qdrouter.amqp.stream_turns import WAIT_BYTES, LinkTurns
+from qdrouter.amqp.data_path.stream_turns import WAIT_BYTES, LinkTurns
 from qdrouter.core.links import CoreLink, InFlight
 
 

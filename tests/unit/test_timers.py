@@ -1,4 +1,4 @@
-"""The event loop's timers (amqp/timers.py): a callback that raises is reported to the fault
+"""The event loop's timers (amqp/wakeups/timers.py): a callback that raises is reported to the fault
 boundary and the others due still run, including a periodic timer that reschedules itself."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import List
 
-from qdrouter.amqp.timers import Timers
+from qdrouter.amqp.wakeups.timers import Timers
 
 
 def test_a_failing_timer_is_reported_and_the_others_run() -> None:

@@ -19,7 +19,7 @@ from ..core.outcomes import ACCEPTED, REJECTED
 from .book import PeerStats, ProbeBook
 
 if TYPE_CHECKING:
-    from ..amqp.timers import Timers
+    from ..amqp.wakeups.timers import Timers
     from ..core.forwarder import Forwarder
 
 log = logging.getLogger("qdrouter.ROUTER")

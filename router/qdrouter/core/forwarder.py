@@ -11,13 +11,14 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, List, Protocol, Set
 
-from .address_table import BALANCED, CLOSEST, MULTICAST, UNAVAILABLE, Address, AddressTable
+from .address_table import CLOSEST, MULTICAST, UNAVAILABLE, Address, AddressTable, consumers_leaving
 from .in_process import InProcessNodes
 from .links import DATA, ENDPOINT, CoreLink, InFlight
 from .mesh_routes import MeshRoutes, is_mobile, topological_router
 from .multicast import MulticastCopies
+from .next_hop import pick, topological_link
 from .outcomes import MODIFIED, RELEASED
-from .producer_credit import ProducerCredit
+from .sends import Sends
 
 # Seconds a message may wait for the mesh to offer a route (or credit) to another router.
 HOLD_LIMIT_S = 10.0
@@ -38,7 +39,7 @@ class DeliveryIO(Protocol):
         ``on_whole`` (False: it never will be whole)."""
 
 
-class Forwarder(ProducerCredit, MulticastCopies, InProcessNodes):
+class Forwarder(Sends, MulticastCopies, InProcessNodes):
     def __init__(self, table: AddressTable, io: DeliveryIO, mesh: MeshRoutes | None = None) -> None:
         super().__init__()
         self.table = table
@@ -70,7 +71,8 @@ class Forwarder(ProducerCredit, MulticastCopies, InProcessNodes):
         if link.address_key is not None:
             link.address = self.table.get(link.address_key)
             link.address.producers.append(link)
-        if link.anonymous or self._routable(link.address):
+        # (a link without an address is anonymous)
+        if link.anonymous or (link.address is not None and self._routable(link.address)):
             self._open_window(link)
         if self.on_address_changed is not None and link.address is not None:
             self.on_address_changed(link.address)
@@ -129,20 +131,7 @@ class Forwarder(ProducerCredit, MulticastCopies, InProcessNodes):
             other = self.alias(address.key)
             if other is not None and other is not address and other.routable():
                 return True
-        return self._topological_link(address.key, None) is not None
-
-    def _topological_link(self, key: str | None, message: InFlight | None) -> CoreLink | None:
-        """The data link toward the router a `_topo/0/<router>/...` address names, if that
-        router is another one the mesh can reach (and the message has not been there)."""
-        mesh = self.mesh
-        if mesh is None or not key:
-            return None
-        router = topological_router(key)
-        if router is None or router == mesh.my_id:
-            return None
-        if message is not None and message.trace and router in message.trace:
-            return None
-        return mesh.link_toward(router)
+        return topological_link(self.mesh, address.key, None) is not None
 
     def remote_consumers_changed(self, address: Address) -> None:
         """The mesh learned which routers consume ``address``."""
@@ -156,24 +145,10 @@ class Forwarder(ProducerCredit, MulticastCopies, InProcessNodes):
         self.table.discard_if_unused(address)
 
     def consumers_leaving(self, links: List[CoreLink]) -> Set[CoreLink]:
-        """Many consumers are going at once (their connection dropped): off their
-        addresses' lists in one pass per address, but for each address's last one, which
-        consumer_detached removes (so the address's last consumer leaving is seen once).
-        Removed one by one, 50,000 consumers of one address took seconds per thousand.
-        Returns those taken off: detach each with ``listed=False``."""
-        leaving: Dict[int, List[CoreLink]] = {}
-        for link in links:
-            if not link.incoming and link.address is not None:
-                leaving.setdefault(id(link.address), []).append(link)
-        taken: Set[CoreLink] = set()
-        for group in leaving.values():
-            if len(group) < 2:
-                continue
-            consumers = group[0].address.consumers
-            gone = set(group[:-1])  # links hash and compare by identity
-            consumers[:] = [link for link in consumers if link not in gone]
-            taken |= gone
-        return taken
+        """Many consumers are going at once (their connection dropped): taken off their
+        addresses' lists together (address_table.consumers_leaving). Detach each of those
+        returned with ``listed=False``."""
+        return consumers_leaving(links)
 
     def consumer_detached(self, link: CoreLink, listed: bool = True) -> None:
         """Return every message the consumer held: its backlog copies are dropped, and its
@@ -240,7 +215,7 @@ class Forwarder(ProducerCredit, MulticastCopies, InProcessNodes):
         backlog = link.backlog
         while link.credit > 0 and backlog:
             message = backlog.popleft()
-            self._send(link, message, True, link.address)
+            self.send(link, message, True, link.address)
             self._copy_done(message)
         address: Address | None = link.address
         if address is None:
@@ -279,16 +254,13 @@ class Forwarder(ProducerCredit, MulticastCopies, InProcessNodes):
             for message in queue:
                 self._no_route(address, message)
 
-    def consumer_settled(self, link: CoreLink) -> None:
-        link.outstanding -= 1
-
     # ---- messages ----------------------------------------------------------------------
     def route(self, message: InFlight, key: str | None) -> None:
         """Route a message by address (anonymous senders, other routers)."""
         message.key = key
         address = self.table.find(key) if key else None
         if address is None:
-            link = self._topological_link(key, message)
+            link = topological_link(self.mesh, key, message)
             if link is not None:
                 message.in_link.credit -= 1
                 self._deliver(link, message, None)
@@ -312,7 +284,7 @@ class Forwarder(ProducerCredit, MulticastCopies, InProcessNodes):
             return None
         if (address is None or address.distribution is UNAVAILABLE
                 or not (address.consumers or address.remote)):
-            link = self._topological_link(address.key, message) if address is not None else None
+            link = topological_link(self.mesh, address.key, message) if address is not None else None
             if link is not None:
                 message.key = address.key  # type: ignore[union-attr]
                 self._deliver(link, message, address)
@@ -349,7 +321,7 @@ class Forwarder(ProducerCredit, MulticastCopies, InProcessNodes):
             # too, behind it, in arrival order.
             undelivered.append(message)
             return None
-        link = self._pick(address, message)
+        link = pick(address, message, self.mesh)
         if link is None:
             # Consumers exist (here, or on routers the mesh cannot reach this instant): the
             # message waits for credit or for the mesh to reconverge, within the sender's window.
@@ -374,47 +346,6 @@ class Forwarder(ProducerCredit, MulticastCopies, InProcessNodes):
         self.route(InFlight(payload, payload, origin, None, True), address_key)
         return True
 
-    def _pick(self, address: Address, message: InFlight) -> CoreLink | None:
-        """closest: a local consumer with credit (taking turns), else the nearest router;
-        balanced: the least loaded of local consumers and remote routers (a router's load
-        is its link's outstanding deliveries plus the path cost)."""
-        best: CoreLink | None = None
-        least = -1
-        consumers = address.consumers
-        count = usable = len(consumers)
-        if count:
-            start = address.next_index % count
-            closest = address.distribution is CLOSEST
-            in_link = message.in_link
-            echo = in_link.connection if in_link.via_edge else _UNSET
-            for offset in range(count):
-                candidate = consumers[(start + offset) % count]
-                if candidate.connection is echo:
-                    usable -= 1  # the edge it came from: as if it were not a consumer
-                    continue
-                if candidate.credit > 0 and (least < 0 or candidate.outstanding < least):
-                    best = candidate
-                    least = candidate.outstanding
-                    if closest or least == 0:
-                        break
-            if best is not None:
-                address.next_index = start + 1
-        mesh = self.mesh
-        if address.remote and mesh is not None and (
-                (best is None and not usable) or (address.distribution is BALANCED and least > 0)):
-            trace = message.trace
-            # Balanced: only routers we are on the way to from the message's ingress, as
-            # qdrouterd, whose next router would release it otherwise.
-            origin = message.ingress if address.distribution is BALANCED else None
-            for router in address.remote:
-                link = mesh.link_avoiding(router, trace, origin)
-                if link is None or link.credit <= 0:
-                    continue  # the next router grants credit as it passes messages on
-                score = mesh.cost(router) + (link.outstanding if address.distribution is BALANCED else 0)
-                if least < 0 or score < least:
-                    best, least = link, score
-        return best
-
     def _deliver(self, link: CoreLink, message: InFlight, address: Address | None) -> None:
         """Send ``message`` on as it came (settled or not), and account for its producer's
         credit: a pre-settled message has left the router, so its credit comes back now; an
@@ -424,27 +355,12 @@ class Forwarder(ProducerCredit, MulticastCopies, InProcessNodes):
         links from other routers and edge routers get their credit back at once, unsettled
         or not: many addresses share such a link, and each producer is bounded at the
         router it is attached to."""
-        self._send(link, message, message.settled, address)
+        self.send(link, message, message.settled, address)
         in_link = message.in_link
         if message.settled or in_link.kind != ENDPOINT or in_link.via_edge:
-            self._release_credit(in_link)
+            self.release_credit(in_link)
         else:
             message.credit_held = True
-
-    def _send(self, link: CoreLink, message: InFlight, presettled: bool, address: Address | None) -> None:
-        link.credit -= 1
-        counters = link.counters
-        counters.delivered += 1
-        if presettled:
-            counters.presettled += 1
-        else:
-            link.outstanding += 1
-        if address is not None:
-            if link.kind == DATA:
-                address.counters.deliveries_transit += 1
-            else:
-                address.counters.deliveries_egress += 1
-        self.io.transmit(link, message, presettled)
 
     def _no_route(self, address: Address | None, message: InFlight) -> None:
         in_link = message.in_link
@@ -459,7 +375,7 @@ class Forwarder(ProducerCredit, MulticastCopies, InProcessNodes):
         # Credit comes back only if the address can still take messages: a sender to an
         # address nobody consumes is held (no credit), one whose route merely flickered
         # (a mesh reconverging) keeps flowing.
-        self._release_credit(in_link)
+        self.release_credit(in_link)
 
 
 _UNSET = object()

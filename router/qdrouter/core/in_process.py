@@ -1,9 +1,9 @@
 """Messages for in-process nodes (the management agent, an edge's address lookups): the
 node's handler gives the outcome at once. A message still arriving (streamed, routed by its
-head) is handed over only once the adaptor has read it whole (amqp/whole_reads.py), so a
+head) is handed over only once the adaptor has read it whole (amqp/data_path/whole_reads.py), so a
 node never sees half a request.
 
-A mixin of the Forwarder, which gives it ``io`` and ``_release_credit``.
+A mixin of the Forwarder, which gives it ``io`` and ``release_credit``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 class InProcessNodes:
     io: DeliveryIO
 
-    def _release_credit(self, link: CoreLink) -> None:
+    def release_credit(self, link: CoreLink) -> None:
         raise NotImplementedError
 
     def _to_handler(self, address: Address, message: InFlight) -> None:
@@ -39,4 +39,4 @@ class InProcessNodes:
             outcome = handler(message)
             if not message.settled:
                 self.io.finish_incoming(message, outcome)
-        self._release_credit(message.in_link)
+        self.release_credit(message.in_link)

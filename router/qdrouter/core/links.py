@@ -8,7 +8,10 @@ the core only stores them and hands them back.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Deque, Dict
+from typing import TYPE_CHECKING, Any, Deque, Dict, List, Tuple
+
+if TYPE_CHECKING:
+    from .address_table import Address
 
 # The most of one message an in-process node (the management agent) is given: a larger one
 # reaches it as its head only, with ``full_size`` telling its size, so that it can refuse it.
@@ -34,7 +37,7 @@ class InFlight:
         "settled",
         "trace",
     )
-    # A message streamed as it arrives (its bytes are not all here): amqp/streaming.py.
+    # A message streamed as it arrives (its bytes are not all here): amqp/data_path/streaming.py.
     streamed = False
     # Its size when ``raw`` holds its head only (past IN_PROCESS_LIMIT); 0: ``raw`` is whole.
     full_size = 0
@@ -58,16 +61,16 @@ class InFlight:
         # Multicast copies still waiting in consumers' backlogs.
         self.copies_pending = 0
         # Sent on unsettled: its producer's credit comes back with its outcome, not before
-        # (core/producer_credit.py, settled_upstream).
+        # (core/sends.py, settled_upstream).
         self.credit_held = False
         # Set for messages that may cross the mesh: the address routed on, and the router
         # annotations read on arrival (ingress router, routers already passed through).
         self.key: str | None = None
         self.ingress: str | None = None
-        self.trace: list | None = None
+        self.trace: List[str] | None = None
         # Where the message-annotations section lies in ``raw``, once the adaptor has
         # looked (None until then); without one, (-1, where it would go, or -1 if unknown).
-        self.ma_span: tuple | None = None
+        self.ma_span: Tuple[int, int] | None = None
 
 
 class LinkCounters:
@@ -147,7 +150,7 @@ class CoreLink:
         self.incoming = incoming
         self.address_key = address_key
         self.anonymous = incoming and address_key is None
-        self.address: Any = None  # Address, bound by the core
+        self.address: Address | None = None  # bound by the core
         self.connection = connection  # the adaptor's connection object
         self.handle = handle
         self.strip_in = strip_in
@@ -161,7 +164,7 @@ class CoreLink:
         self.outstanding = 0
         # Outgoing links: multicast copies waiting for credit.
         self.backlog: Deque[InFlight] = deque()
-        # Outgoing links: its connection has stopped taking output (amqp/outbound.py); its
+        # Outgoing links: its connection has stopped taking output (amqp/data_path/outbound.py); its
         # credit counts as none until it does.
         self.blocked = False
         # Incoming links: credit to give back to the producer at the next flush.
@@ -179,7 +182,7 @@ class CoreLink:
         self.counters = LinkCounters()
         # Incoming links whose messages the adaptor reads as they arrive: not outgoing
         # links, nor, for a while, an incoming link whose messages wait unread for a
-        # consumer's credit (amqp/waiting_producers.py). One flag for both, so the delivery
+        # consumer's credit (amqp/data_path/waiting_producers.py). One flag for both, so the delivery
         # handler tests one attribute per message for the two rare cases.
         self.read_on_arrival = incoming
         # On a connection to or from an edge router (role edge): what arrives on it never

@@ -5,7 +5,7 @@ every copy has left.
 A copy for a consumer without credit waits in its backlog and holds its producer (whose
 credit comes back once every copy has left), as flow control asks: nothing is lost to a
 consumer that merely grants credit slowly. A copy for a consumer whose connection has
-stopped taking output (it does not read its socket: amqp/outbound.py) waits too, but holds
+stopped taking output (it does not read its socket: amqp/data_path/outbound.py) waits too, but holds
 nobody: one consumer that does not read holds back neither the producer nor, through it,
 the other consumers. Either way a backlog holds at most its link's ``capacity`` copies;
 older ones are dropped and counted (``droppedPresettledCount`` on the consumer's link, the
@@ -33,10 +33,11 @@ class MulticastCopies:
     uplink: Address | None
     io: DeliveryIO
 
-    def _send(self, link: CoreLink, message: InFlight, presettled: bool, address: Address | None) -> None:
+    def send(self, link: CoreLink, message: InFlight, presettled: bool,
+             address: Address | None = None) -> None:
         raise NotImplementedError
 
-    def _release_credit(self, link: CoreLink) -> None:
+    def release_credit(self, link: CoreLink) -> None:
         raise NotImplementedError
 
     def _multicast(self, address: Address, message: InFlight) -> None:
@@ -54,7 +55,7 @@ class MulticastCopies:
             if link.connection is echo:
                 continue
             if link.credit > 0:
-                self._send(link, message, True, address)
+                self.send(link, message, True, address)
             elif message.streamed:
                 # A streamed message cannot wait: its bytes go on as they arrive. The copy
                 # for a consumer without credit is dropped (docs/routing.md).
@@ -69,7 +70,7 @@ class MulticastCopies:
         if address.remote and mesh is not None:
             origin = message.ingress or mesh.my_id
             for link in mesh.multicast_links(address.remote, origin, message.trace or ()):
-                self._send(link, message, True, address)
+                self.send(link, message, True, address)
         if message.copies_pending == 0:
             self._multicast_done(message)
 
@@ -92,7 +93,7 @@ class MulticastCopies:
     def _multicast_done(self, message: InFlight) -> None:
         if not message.settled:
             self.io.finish_incoming(message, ACCEPTED)
-        self._release_credit(message.in_link)
+        self.release_credit(message.in_link)
 
     def consumer_blocked(self, link: CoreLink) -> None:
         """``link``'s connection stopped taking output: the copies waiting for it no longer

@@ -23,8 +23,8 @@ from .seams import PnObject
 from .terms import core_key, read_tracking, waypoint_capability
 
 if TYPE_CHECKING:
-    from ..amqp.connection import AmqpConnection
-    from ..amqp.endpoints import EndpointHandler
+    from ..amqp.connections.connection import AmqpConnection
+    from ..amqp.links.endpoints import EndpointHandler
     from ..core.forwarder import Forwarder
 
 log = logging.getLogger("qdrouter.ROUTER_CORE")

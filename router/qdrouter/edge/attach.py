@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from ..amqp.capabilities import set_capability
-from ..amqp.proton_ffi import lib
+from ..amqp.bindings.proton_ffi import lib
+from ..amqp.links.capabilities import set_capability
 from ..core.links import CoreLink
 from .seams import PnObject
 
 if TYPE_CHECKING:
-    from ..amqp.connection import AmqpConnection
-    from ..amqp.endpoints import EndpointHandler
+    from ..amqp.connections.connection import AmqpConnection
+    from ..amqp.links.endpoints import EndpointHandler
 
 
 def open_link(endpoints: EndpointHandler, connection: AmqpConnection, session: PnObject, name: str,

@@ -16,9 +16,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Dict
 
-from ..amqp.capabilities import capabilities
-from ..amqp.endpoint_listener import EndpointListener
-from ..amqp.proton_ffi import c_string, lib, terminus_address, terminus_key
+from ..amqp.bindings.proton_ffi import c_string, lib, terminus_address, terminus_key
+from ..amqp.links.capabilities import capabilities
+from ..amqp.links.endpoint_listener import EndpointListener
 from ..core.address_table import Address, phased
 from ..core.links import CoreLink, InFlight
 from ..policy import ConnectionGrant
@@ -33,8 +33,8 @@ from .terms import (
 )
 
 if TYPE_CHECKING:
-    from ..amqp.connection import AmqpConnection
-    from ..amqp.endpoints import EndpointHandler
+    from ..amqp.connections.connection import AmqpConnection
+    from ..amqp.links.endpoints import EndpointHandler
     from ..core.forwarder import Forwarder
 
 log = logging.getLogger("qdrouter.ROUTER_CORE")
@@ -119,7 +119,7 @@ class EdgeHub(EndpointListener):
         """The policy's global maxMessageSize applies to what edges send their interior router
         (the reference: "applied to transfers over user connections and to transfers to
         interior routers from edge routers"); with vhost policy on, an edge connection is
-        policed as a user connection is, by its vhost's group (amqp/policing.py)."""
+        policed as a user connection is, by its vhost's group (amqp/links/policing.py)."""
         policer = self.endpoints.policer
         if policer is None or not link.incoming:
             return
@@ -181,7 +181,7 @@ class EdgeHub(EndpointListener):
         message = InFlight(payload, payload, self.origin, None, True)
         forwarder = self.forwarder
         if link.credit > 0:
-            forwarder._send(link, message, True, None)
+            forwarder.send(link, message, True)
         else:
             message.copies_pending = 1  # sent, in order, when the edge grants credit
             link.backlog.append(message)

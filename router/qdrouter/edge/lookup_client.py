@@ -14,10 +14,10 @@ import itertools
 import logging
 from typing import TYPE_CHECKING, Callable, Dict, Tuple
 
-from ..amqp.capabilities import dynamic_node_address
+from ..amqp.bindings.proton_ffi import c_string, lib, terminus_address
 from ..amqp.codec.message import Header, Message, Properties, decode_message, encode_message
 from ..amqp.codec.values import UInt
-from ..amqp.proton_ffi import c_string, lib, terminus_address
+from ..amqp.links.capabilities import dynamic_node_address
 from ..core.links import CoreLink, InFlight
 from ..core.outcomes import ACCEPTED
 from .attach import open_link
@@ -26,9 +26,9 @@ from .seams import PnObject
 from .terms import LOOKUP_ADDRESS
 
 if TYPE_CHECKING:
-    from ..amqp.connection import AmqpConnection
-    from ..amqp.endpoints import EndpointHandler
-    from ..amqp.timers import Timer, Timers
+    from ..amqp.connections.connection import AmqpConnection
+    from ..amqp.links.endpoints import EndpointHandler
+    from ..amqp.wakeups.timers import Timer, Timers
     from ..core.forwarder import Forwarder
 
 log = logging.getLogger("qdrouter.ROUTER_CORE")
@@ -115,7 +115,7 @@ class LookupClient:
             body=[address, incoming]))
         timer = self.timers.call_later(TIMEOUT_S, lambda: self._serve_locally(correlation))
         self.pending[correlation] = (connection, pn_link, timer)
-        self.forwarder._send(requests, InFlight(payload, payload, self.origin, None, True), True, None)
+        self.forwarder.send(requests, InFlight(payload, payload, self.origin, None, True), True)
         log.debug("Address lookup %s for %s (%s)", correlation, address, c_string(lib.pn_link_name(pn_link)))
         return True
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Set
 
-from ..amqp.endpoint_listener import EndpointListener
-from ..amqp.proton_shim import pointer_key
+from ..amqp.bindings.proton_shim import pointer_key
+from ..amqp.links.endpoint_listener import EndpointListener
 from .hub import EdgeHub
 from .lookup_server import LookupServer
 from .seams import EdgeHost, PnObject
@@ -14,8 +14,8 @@ from .terms import EDGE
 from .uplink import EdgeUplink
 
 if TYPE_CHECKING:
-    from ..amqp.connection import AmqpConnection, ListenerSettings
-    from ..amqp.endpoints import EndpointHandler
+    from ..amqp.connections.connection import AmqpConnection, ListenerSettings
+    from ..amqp.links.endpoints import EndpointHandler
     from .lookup_client import LookupClient
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..amqp.server import AmqpServer
+    from ..amqp.connections.connection import AmqpConnection
+    from ..amqp.loop.server import AmqpServer
     from ..core.link_route_table import LinkRoute, LinkRouteTable
 
 #: A proton-C object (pn_session_t *, pn_link_t *) as cffi hands it out.
@@ -29,4 +30,4 @@ class EdgeHost(Protocol):
     @property
     def link_routes(self) -> LinkRouteTable: ...
 
-    def route_container(self, route: LinkRoute) -> Any: ...
+    def route_container(self, route: LinkRoute) -> AmqpConnection | None: ...

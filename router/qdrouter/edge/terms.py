@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, List, Tuple
 
 from ..amqp.codec.message import Header, Message, decode_message, encode_message
 from ..core.address_table import phased, split_phase
@@ -72,7 +72,7 @@ def waypoint_capability(phase: int, outgoing: bool, in_phase: int, out_phase: in
     return f"{WAYPOINT_CAPABILITY}.{phase + (0 if outgoing else 1)}"
 
 
-def waypoint_ordinal(capabilities_: list) -> int:
+def waypoint_ordinal(capabilities_: List[str]) -> int:
     """N of a qd.waypoint.N capability (0: none): producers use phase N, consumers N - 1."""
     for capability in capabilities_:
         if capability.startswith(WAYPOINT_CAPABILITY + "."):

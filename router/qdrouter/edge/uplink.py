@@ -17,8 +17,8 @@ import logging
 import time
 from typing import TYPE_CHECKING, List
 
-from ..amqp.connection_retire import credit_out, retire
-from ..amqp.proton_ffi import lib
+from ..amqp.bindings.proton_ffi import lib
+from ..amqp.connections.connection_retire import credit_out, retire
 from ..core.address_table import Address
 from ..core.links import CoreLink, InFlight
 from .address_proxy import AddressProxy
@@ -28,9 +28,9 @@ from .seams import PnObject
 from .terms import DOWNLINK_CAPABILITY, EDGE_PREFIX, TRACKING_ADDRESS, UPLINK_KEY
 
 if TYPE_CHECKING:
-    from ..amqp.connection import AmqpConnection
-    from ..amqp.endpoints import EndpointHandler
-    from ..amqp.timers import Timers
+    from ..amqp.connections.connection import AmqpConnection
+    from ..amqp.links.endpoints import EndpointHandler
+    from ..amqp.wakeups.timers import Timers
     from ..core.forwarder import Forwarder
 
 log = logging.getLogger("qdrouter.ROUTER_CORE")
@@ -93,7 +93,7 @@ class EdgeUplink:
         make-before-break (amqp/tls_rotation.py): the links of the active connection are
         attached on the new one (the address proxy's once the old ones' credit is back); the
         old one's stay for what is in flight but carry nothing new
-        (amqp/connection_retire.py). The caller closes ``old`` once nothing on it is
+        (amqp/connections/connection_retire.py). The caller closes ``old`` once nothing on it is
         unsettled."""
         if new not in self.open:
             self.open.append(new)

@@ -10,7 +10,7 @@ import platform
 import resource
 from typing import Any, Dict, List, Tuple
 
-from ..amqp import proton_shim
+from ..amqp.bindings import proton_shim
 from ..schema import entity_type
 from ..tools.qdstat_views import address_parts
 from .exposition import Family, render

@@ -14,7 +14,7 @@ import selectors
 import socket
 from typing import Any, Callable, Dict, Tuple
 
-from ..amqp.poller import Poller
+from ..amqp.wakeups.poller import Poller
 from ..listen_socket import ListenSocketError, listening_socket
 from .requests import MAX_REQUEST_BYTES, HttpRequest, RequestError, parse_request
 from .responses import Response, encode_response, error_response

@@ -9,13 +9,13 @@ import logging
 import time
 from typing import Any, Callable, Dict, Hashable, List, Set
 
+from ..amqp.bindings.proton_ffi import ffi, lib
 from ..amqp.codec import MessageFormatError, decode_message
-from ..amqp.control_wire import encode_control
-from ..amqp.endpoint_listener import EndpointListener
-from ..amqp.message_sections import find_sections
-from ..amqp.proton_ffi import ffi, lib
-from ..amqp.router_annotations import rewrite_annotations
-from ..amqp.server import AmqpServer
+from ..amqp.codec.control_wire import encode_control
+from ..amqp.codec.message_sections import find_sections
+from ..amqp.codec.router_annotations import rewrite_annotations
+from ..amqp.links.endpoint_listener import EndpointListener
+from ..amqp.loop.server import AmqpServer
 from ..control_counters import ControlCounters
 from ..core.address_table import BALANCED, CLOSEST, MULTICAST, AddressTable
 from ..core.link_route_table import LinkRouteTable
@@ -105,7 +105,7 @@ class MeshNode(EndpointListener):
 
     def reachable_through(self, connection: Any) -> bool:
         """The router at the other end is a two-way neighbour through this connection, with a
-        data link to it (a replacement connection may take over: amqp/tls_rotation.py)."""
+        data link to it (a replacement connection may take over: amqp/connections/tls_rotation.py)."""
         peer = self.peers.get(connection.identity)
         return (peer is not None and peer.up and peer.data_out is not None
                 and bool(self.engine.neighbors_through(connection.identity)))
@@ -359,8 +359,7 @@ class MeshNode(EndpointListener):
                 "id": router_id,
                 "protocolVersion": 1,
                 "instance": None,
-                "linkState": sorted(self.engine._lsdb.routers[router_id].link_state.peers)
-                if router_id in self.engine._lsdb.routers else [],
+                "linkState": self.engine.peers_of(router_id),
                 # qdrouterd shows no next hop for a router reached directly.
                 "nextHop": None if next_hop == router_id else next_hop,
                 "validOrigins": sorted(self.engine.origin_checks().table().get(router_id, ())),

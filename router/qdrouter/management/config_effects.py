@@ -10,7 +10,7 @@ import logging
 from typing import Any, Dict, Protocol
 
 from .. import log_config
-from ..amqp.tls import TlsError
+from ..amqp.connections.tls import TlsError
 from ..core.address_table import AddressTable
 from .config_store import ManagedEntity
 from .status import bad_request, forbidden

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, Tuple
 
+from ..amqp.bindings.proton_ffi import ffi, lib
 from ..amqp.codec.decoder import decode_value
-from ..amqp.proton_ffi import ffi, lib
 from .messages import Request
 from .status import OK, bad_request, forbidden, not_implemented
 

@@ -1,5 +1,5 @@
 """Test hooks: failures made to order, so that tests can show the fault boundary
-(amqp/fault_boundary.py) contains them. TEST ONLY, refused unless the router was started with
+(amqp/loop/fault_boundary.py) contains them. TEST ONLY, refused unless the router was started with
 `-T/--test-hooks` (as qdrouterd's test hooks are).
 
 The management node operation `TEST-FAULT` arms one failure, by its application property

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict
 
-from ..amqp.amqp_types import section_descriptor, skip_value
 from ..amqp.codec import (
     AMQP_DATA,
     AMQP_VALUE,
@@ -22,6 +21,7 @@ from ..amqp.codec import (
     decode_value,
     encode_message,
 )
+from ..amqp.codec.amqp_types import section_descriptor, skip_value
 from ..core.address_view import hash_view
 from ..core.links import IN_PROCESS_LIMIT
 from .status import INTERNAL_ERROR, ManagementStatus, bad_request, describe

@@ -11,8 +11,8 @@ import time
 from typing import Any, Dict, List, Tuple
 
 from .. import __version__
-from ..amqp.proton_ffi import c_string, ffi, lib
-from ..amqp.waiting_producers import WaitingProducers
+from ..amqp.bindings.proton_ffi import c_string, ffi, lib
+from ..amqp.data_path.waiting_producers import WaitingProducers
 from ..core.address_table import Address, address_key
 from ..core.links import CoreLink
 from ..schema import entity_type
@@ -371,7 +371,7 @@ def router_row(router: Any, configured: Row) -> Row:
         "outputBlockedCount": outbound.blocked_count,
         "outputBlockedConnectionCount": outbound.blocked_now,
         "inputHeldConnectionCount": sum(1 for c in router.server.by_fd.values() if c.input_held),
-        # qdmesh's own: failures the fault boundary contained (amqp/fault_boundary.py).
+        # qdmesh's own: failures the fault boundary contained (amqp/loop/fault_boundary.py).
         "internalErrorCount": router.server.faults.count,
         # qdmesh's own: a graceful drain under way (qdrouter/drain.py).
         "draining": router.drain.draining,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Tuple
 
-from ..amqp.link_routing import ROUTE_CONTAINER
+from ..amqp.links.link_routing import ROUTE_CONTAINER
 from ..core.address_table import Address
 
 # (ingress, egress): received from route containers, sent to them.

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Dict, FrozenSet, Hashable, List, Set, Tuple
 
+from qdrouter.protocol.control_routes import ControlRoutes
 from qdrouter.protocol.link_state import LinkStateDatabase
 from qdrouter.protocol.messages import (
     ControlMessage,
@@ -36,7 +37,7 @@ from qdrouter.protocol.mobile import (
     decode_address,
     encode_core_key,
 )
-from qdrouter.protocol.multicast_rules import TREE_SCHEME, MulticastTrees, flood_next_hops, tree_next_hops
+from qdrouter.protocol.multicast_rules import TREE_SCHEME, MulticastTrees
 from qdrouter.protocol.neighbors import NeighborChange, NeighborTable
 from qdrouter.protocol.outbound import (
     HELLO_ADDRESS,
@@ -77,6 +78,7 @@ class RoutingEngine:
         self._paths = PathState(my_id)
         self._last_hello: float | None = None
         self._pending_mar: Dict[str, MobileAddressRequest] = {}
+        self._routes = ControlRoutes(my_id, self._neighbors, self._lsdb, self._paths, self.multicast_trees)
 
     # -- caller entry points ------------------------------------------------------------
 
@@ -144,8 +146,10 @@ class RoutingEngine:
         out.extend(self._after_change())
         return out
 
-    def on_message(self, opcode: Any, body: Any, conn_key: Hashable | None, now: float) -> List[Outbound]:
-        """Handle one control message.  conn_key: the connection it arrived on (HELLO needs it)."""
+    def on_message(self, opcode: object, body: object, conn_key: Hashable | None,
+                   now: float) -> List[Outbound]:
+        """Handle one control message, as decoded off the wire (``decode`` validates it:
+        anything may arrive).  conn_key: the connection it arrived on (HELLO needs it)."""
         try:
             msg = decode(opcode, body)
         except IncompatibleVersion as exc:
@@ -213,47 +217,15 @@ class RoutingEngine:
         return self._neighbors.duplicate_id_detected
 
     def forward_targets(self, address: str, origin: str, trace: Collection[str] = ()) -> Delivery:
-        """Where a control message for ``address`` that entered the network at ``origin`` goes.
+        """Where a control message for ``address`` that entered the network at ``origin`` goes
+        (protocol/control_routes.py)."""
+        return self._routes.forward_targets(address, origin, trace)
 
-        _local/...: here only.  _topo/<area>/<id>/...: here if id is me, else the next hop.
-        _topo/<area>/all/...: here (unless I sent it) plus copies by the multicast rule in
-        force (protocol/multicast_rules.py; ``trace``: the routers the message passed).
-        """
-        if address.startswith("amqp:/"):
-            address = address[len("amqp:/"):]
-        parts = address.split("/")
-        if parts[0] == "_local":
-            return Delivery(local=True)
-        if parts[0] != "_topo" or len(parts) < 4:
-            return Delivery(local=False)
-        target = parts[2]
-        if target == "all":
-            trees = self.multicast_trees()
-            routes = self._paths.routes
-            if trees is not None:
-                hops = tree_next_hops(trees, routes, self.my_id, origin, trace)
-            else:
-                hops = flood_next_hops(lambda d: routes[d].next_hop if d in routes else None,
-                                       routes, self.my_id, trace)
-            conns: List[Hashable] = []
-            for hop in sorted(hops):
-                conn = self._neighbors.conn_for(hop)
-                if conn is not None and conn not in conns:
-                    conns.append(conn)
-            if origin == self.my_id:
-                # Our own advertisements always reach every neighbour, even before routes to
-                # them exist (a path needs both ends' link states): otherwise an RA sent
-                # while links come up is lost until the next periodic one.
-                for conn in self._neighbors.connections():
-                    if conn not in conns:
-                        conns.append(conn)
-            if parts[-1] == "qdrouter.ma":
-                conns = [conn for conn in conns if self._routes_back_through(conn)]
-            return Delivery(local=origin != self.my_id, conns=tuple(conns))
-        if target == self.my_id:
-            return Delivery(local=True)
-        conn = self._conn_towards(target)
-        return Delivery(local=False, conns=(conn,) if conn is not None else ())
+    def peers_of(self, router_id: str) -> List[str]:
+        """The routers ``router_id``'s link state lists as its peers (sorted; none when its
+        link state is unknown here)."""
+        node = self._lsdb.routers.get(router_id)
+        return sorted(node.link_state.peers) if node is not None else []
 
     # -- internals ----------------------------------------------------------------------
 
@@ -318,29 +290,12 @@ class RoutingEngine:
         return out
 
     def _recompute_if_needed(self) -> None:
-        if not self._lsdb.topology_changed:
+        changed = self._routes.recompute_if_needed()
+        if changed is None:
             return
-        self._lsdb.topology_changed = False
-        # Routes are cheap (one Dijkstra) and are needed at once to route LSRs; the valid
-        # origins (one search per origin) are computed lazily or on the next tick.
-        routers = self._lsdb.routers
-
-        def scheme_of(rid: str) -> int:
-            node = routers.get(rid)
-            return node.multicast_scheme if node is not None else 0
-
-        old_routes = self._paths.routes
-        if self._paths.recompute(self._lsdb.collection(), scheme_of, TREE_SCHEME):
-            # A router that just became reachable may have changed while it was cut off from
-            # us (a partition healing, a restart nearby): ask it for its current link state
-            # instead of trusting what we held, or waiting for its next advertisement.
-            for rid in self._paths.routes.keys() - old_routes.keys():
-                node = routers.get(rid)
-                if node is not None:
-                    node.need_ls_request = True
-            if self._paths.routes != old_routes:
-                self.counters.route_changes += 1
-            self._emit("routes", self.routing_table())
+        if changed:
+            self.counters.route_changes += 1
+        self._emit("routes", self.routing_table())
 
     def _apply_neighbor_changes(self, changes: List[NeighborChange]) -> None:
         for change in changes:
@@ -368,35 +323,8 @@ class RoutingEngine:
             out.append(Outbound(address, lsr.to_dict(), lsr.OPCODE, via=via))
         return out
 
-    def _conn_towards(self, router_id: str) -> Hashable | None:
-        route = self._paths.routes.get(router_id)
-        if route is not None:
-            return self._neighbors.conn_for(route.next_hop)
-        conn = self._neighbors.conn_for(router_id)  # a neighbour before the first recompute
-        if conn is None:
-            # No path known: back along the way its last advertisement came, if that
-            # connection still leads to a neighbour.
-            node = self._lsdb.routers.get(router_id)
-            via = node.heard_via if node is not None else None
-            if via is not None and via in self._neighbors.connections():
-                conn = via
-        return conn
-
-    def _routes_back_through(self, conn: Hashable) -> bool:
-        """Whether the neighbour on ``conn`` has announced, in a link state we hold, its link
-        to us: mobile-address updates go only to such neighbours. qdrouterd binds an address
-        to the advertising router as soon as the update arrives, grants its senders credit,
-        and releases what it cannot route (fanout 0) until its next once-a-second path
-        computation; it computes with us only once its link state lists us. A neighbour
-        skipped here asks for the addresses (MAR) when our RA shows a newer mobile_seq."""
-        for rid, (neighbour_conn, _cost) in self._neighbors.neighbors().items():
-            if neighbour_conn == conn:
-                node = self._lsdb.routers.get(rid)
-                return node is not None and self.my_id in node.link_state.peers
-        return False
-
     def _unicast(self, address: str, body: Dict[str, Any], opcode: str, router_id: str) -> Outbound:
-        return Outbound(address, body, opcode, via=self._conn_towards(router_id))
+        return Outbound(address, body, opcode, via=self._routes.conn_towards(router_id))
 
     def _emit(self, kind: str, data: Any) -> None:
         if self.on_event is not None:

@@ -1,11 +1,11 @@
 """PyPy's JIT trace length for a router process.
 
 PyPy's JIT records the event loop's hot path as one trace: the loop, the delivery handler
-(amqp/deliveries.py) and what it calls, inlined, up to ``trace_limit`` operations (6,000
+(amqp/data_path/deliveries.py) and what it calls, inlined, up to ``trace_limit`` operations (6,000
 by default). The router's trace for a routed message is close to that. Past the limit,
 PyPy cuts the trace into segments it optimizes one by one, and each message then costs
 5-8% more instructions (callgrind, bench/HISTORY.md): the check that lets a
-message wait unread for credit (amqp/waiting_producers.py) was enough to tip it over.
+message wait unread for credit (amqp/data_path/waiting_producers.py) was enough to tip it over.
 12,000 gives the trace room.
 
 A ``--jit`` option on the interpreter's command line is the user's choice: then nothing

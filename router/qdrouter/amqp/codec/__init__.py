@@ -3,12 +3,12 @@
 Pure Python, no proton import, and no limit on the number of values one message holds
 (proton's ``pn_data_t`` holds at most 65,535). Management and the routing protocol's control
 messages are built and read here; the data path never decodes a message
-(amqp/message_sections.py and router_annotations.py read and splice the few fields it needs).
+(amqp/codec/message_sections.py and router_annotations.py read and splice the few fields it needs).
 """
 
 from __future__ import annotations
 
-from ..amqp_types import MessageFormatError
+from .amqp_types import MessageFormatError
 from .decoder import MAX_DEPTH, decode_value, decode_values
 from .encoder import AmqpEncodeError, encode_value
 from .message import (

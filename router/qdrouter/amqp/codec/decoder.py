@@ -16,7 +16,7 @@ import struct
 import uuid
 from typing import Any, Callable, Dict, List, Tuple
 
-from ..amqp_types import MessageFormatError, truncated
+from .amqp_types import MessageFormatError, truncated
 from .values import (
     Array,
     Byte,

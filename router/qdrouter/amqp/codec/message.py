@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Tuple
 
-from ..amqp_types import MessageFormatError, section_descriptor, skip_value, truncated
+from .amqp_types import MessageFormatError, section_descriptor, skip_value, truncated
 from .decoder import decode_value
 from .encoder import AmqpEncodeError, encode_into
 from .values import Symbol, Timestamp, UByte, UInt

@@ -1,0 +1,1 @@
+"""What wakes the event loop: the readiness poller (epoll by descriptor) and the one-shot timers."""
