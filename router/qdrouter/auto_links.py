@@ -98,7 +98,7 @@ class AutoLinks(EndpointListener):
                 self._attach(auto, connection)
 
     def move(self, old: Any, new: Any) -> None:
-        """``new`` replaces ``old`` (made with newer TLS material, amqp/tls_rotation.py): each
+        """``new`` replaces ``old`` (made with newer TLS material, amqp/connections/tls_rotation.py): each
         auto-link on ``old`` is attached on ``new`` now; its link on ``old`` stays for what is
         in flight (amqp/connections/connection_retire.py) and no longer counts as the auto-link's."""
         for auto in self.links.values():

@@ -208,7 +208,7 @@ class Router:
         connector.start()
 
     def _container_replaced(self, old: AmqpConnection, new: AmqpConnection) -> None:
-        """A route container's connection replaced (amqp/tls_rotation.py): auto-links move to
+        """A route container's connection replaced (amqp/connections/tls_rotation.py): auto-links move to
         the new one, new link-routed attaches go there (route_container), the old one only
         finishes what it carries."""
         self.auto_links.move(old, new)

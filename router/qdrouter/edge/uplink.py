@@ -90,7 +90,7 @@ class EdgeUplink:
 
     def hand_over(self, old: AmqpConnection, new: AmqpConnection) -> None:
         """qdmesh: ``new`` (open, made with newer TLS material) replaces ``old``
-        make-before-break (amqp/tls_rotation.py): the links of the active connection are
+        make-before-break (amqp/connections/tls_rotation.py): the links of the active connection are
         attached on the new one (the address proxy's once the old ones' credit is back); the
         old one's stay for what is in flight but carry nothing new
         (amqp/connections/connection_retire.py). The caller closes ``old`` once nothing on it is

@@ -163,7 +163,7 @@ def event_batches(collector: Any) -> Callable[[], Iterable[Event] | None]:
 # finish(delivery, outcome): the outcome given and the delivery settled.
 # current(link, key_out): the link's current delivery (NULL if none); with int delivery
 # keys, its delivery_key in key_out[0] (an intptr_t[1]), else key_out is left alone.
-# link_waiting(link, on): marks a receiving link as waiting (amqp/waiting_producers.py) or
+# link_waiting(link, on): marks a receiving link as waiting (amqp/data_path/waiting_producers.py) or
 # not; the compiled shim then leaves out its unread deliveries' events (-1: too many wait).
 # read_socket(transport, fd, budget): QD_IO_OPEN or QD_INPUT_OVER (see qd_read).
 # write_socket(transport, fd): QD_IO_OPEN, QD_WOULD_BLOCK or QD_OUTPUT_FAILED (qd_write).

@@ -2,7 +2,7 @@
 
 setup.py builds it with the package; where that was not possible (no C compiler or no
 Python headers) the router runs on the shim's pure-Python fallback, 20-30% slower.
-``python router/qdrouter/amqp/proton_shim_build.py [DIR]`` builds it for the running
+``python router/qdrouter/amqp/bindings/proton_shim_build.py [DIR]`` builds it for the running
 interpreter into DIR/qdrouter/amqp (default: next to this file, for a source checkout run
 through PYTHONPATH, as the PyPy tests and benchmarks do).
 

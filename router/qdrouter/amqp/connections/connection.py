@@ -101,7 +101,7 @@ class AmqpConnection:
         self.links: Dict[Any, Any] = {}
         self.want_write = False
         # Output handed to proton and not yet written, and whether that has blocked this
-        # connection's consumers (amqp/outbound.py, which sets ``outbound`` to itself once
+        # connection's consumers (amqp/data_path/outbound.py, which sets ``outbound`` to itself once
         # it counts anything here).
         self.out_queued = 0
         self.out_blocked = False
@@ -116,7 +116,7 @@ class AmqpConnection:
         self.interest = 0
         self.closed = False
         self.input_closed = False
-        # Streamed messages holding this connection's input back (amqp/streaming.py): its
+        # Streamed messages holding this connection's input back (amqp/data_path/streaming.py): its
         # socket is not read while any do.
         self.input_held = 0
         # Times its input was held back (management's inputHeldCount).
@@ -135,7 +135,7 @@ class AmqpConnection:
         self.last_error: str | None = None
         self.on_opened: Callable[[AmqpConnection], None] | None = None
         self.on_closed: Callable[[AmqpConnection], None] | None = None
-        # Replaced by a connection made with newer TLS material (amqp/tls_rotation.py): it only
+        # Replaced by a connection made with newer TLS material (amqp/connections/tls_rotation.py): it only
         # finishes what is in flight, so its producers get no more credit.
         self.retiring = False
         transport = self.transport
@@ -145,7 +145,7 @@ class AmqpConnection:
         sasl = lib.pn_sasl(transport)
         if not client and builtin_sasl_suffices(settings.sasl_mechanisms, settings.authenticate_peer,
                                                 "dir" in SASL_CONFIG):
-            use_builtin_sasl(transport)  # not Cyrus: 6 KB less per connection (amqp/sasl_builtin.py)
+            use_builtin_sasl(transport)  # not Cyrus: 6 KB less per connection (sasl_builtin.py)
         if SASL_CONFIG:
             if "dir" in SASL_CONFIG:
                 lib.pn_sasl_config_path(sasl, SASL_CONFIG["dir"].encode())
@@ -154,9 +154,9 @@ class AmqpConnection:
         lib.pn_sasl_allowed_mechs(sasl, settings.sasl_mechanisms.encode())
         # Plain-text mechanisms over an unencrypted socket only where encryption is not required.
         lib.pn_sasl_set_allow_insecure_mechs(sasl, not settings.require_encryption)
-        # The domain this connection's TLS was made from, held until release() (amqp/tls.py).
+        # The domain this connection's TLS was made from, held until release() (amqp/connections/tls.py).
         self.ssl_domain = settings.ssl_domain
-        # The sslProfile ordinal its TLS was made with (None: plain); see amqp/tls_rotation.py.
+        # The sslProfile ordinal its TLS was made with (None: plain); see amqp/connections/tls_rotation.py.
         self.tls_ordinal: int | None = None
         if settings.ssl_domain is not None:
             self.tls_ordinal = settings.tls.ordinal if settings.tls is not None else 0

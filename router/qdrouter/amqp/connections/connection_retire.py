@@ -1,4 +1,4 @@
-"""A connection replaced by one made with newer TLS material (amqp/tls_rotation.py) finishes
+"""A connection replaced by one made with newer TLS material (amqp/connections/tls_rotation.py) finishes
 what it carries and takes nothing new: its sending links leave their addresses (the
 replacement's links take their place), and its receiving links get no more credit and are
 drained, so the peer gives back the credit it holds and sends the rest on the replacement.
@@ -13,7 +13,7 @@ from .connection import AmqpConnection
 
 
 def retire(connection: AmqpConnection, dirty: Set[Any]) -> None:
-    connection.retiring = True  # no credit to its producers (amqp/credit_return.py)
+    connection.retiring = True  # no credit to its producers (amqp/data_path/credit_return.py)
     for link in list(connection.links.values()):
         handle = link.handle
         if handle is None:

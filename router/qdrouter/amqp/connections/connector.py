@@ -45,7 +45,7 @@ class Connector:
         self.settings = settings
         self.on_up = on_up
         self.on_down = on_down
-        # (old, new): a replacement made with newer TLS material takes over (amqp/tls_rotation.py).
+        # (old, new): a replacement made with newer TLS material takes over (tls_rotation.py).
         self.on_replace = on_replace
         self.status = WAITING
         self.message = ""
@@ -56,7 +56,7 @@ class Connector:
         self._open_timer: Timer | None = None
         self._resolution: Resolution | None = None
         self._resolution_started = 0.0
-        # The connector holds its SSL domain while it may connect (amqp/tls.py).
+        # The connector holds its SSL domain while it may connect (amqp/connections/tls.py).
         self._holds_domain = settings.ssl_domain is not None
         if self._holds_domain:
             retain_domain(settings.ssl_domain)
@@ -103,7 +103,7 @@ class Connector:
 
     def _connect_when_resolved(self, resolution: Resolution) -> None:
         """The retry series is a chain of timers: a failure in one link of it is contained
-        (amqp/fault_boundary.py) and the connector retries as after any failed attempt."""
+        (amqp/loop/fault_boundary.py) and the connector retries as after any failed attempt."""
         try:
             self._connect_or_wait(resolution)
         except Exception as error:
@@ -142,7 +142,7 @@ class Connector:
             OPEN_TIMEOUT_S, lambda: self._open_timed_out(connection))
 
     def adopt(self, connection: AmqpConnection) -> AmqpConnection | None:
-        """An open replacement (made with newer TLS material, amqp/tls_rotation.py) becomes the
+        """An open replacement (made with newer TLS material, amqp/connections/tls_rotation.py) becomes the
         connector's connection; the old one is returned, the caller's to drain and close (its
         closing no longer counts as the connector's)."""
         old = self.connection

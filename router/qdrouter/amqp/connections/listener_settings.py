@@ -63,7 +63,7 @@ class ListenerSettings:
         open_properties: bytes | None = None,
     ) -> None:
         self.name = name
-        # failoverUrls and openProperties, encoded (amqp/open_properties.py).
+        # failoverUrls and openProperties, encoded (amqp/connections/open_properties.py).
         self.open_properties = open_properties
         # maxSessions, as qdrouterd reads it: 0 or above 32768 is 32768; the connection's
         # channel-max is one less, so a peer's begin on a higher channel closes it.
@@ -80,7 +80,7 @@ class ListenerSettings:
         # initialHandshakeTimeoutSeconds: a peer must have opened within this time (0: forever).
         self.handshake_timeout_s = handshake_timeout_s
         self.require_encryption = require_encryption
-        # TLS: the sslProfile (amqp/tls.py TlsProfile) and the proton domain built from it.
+        # TLS: the sslProfile (amqp/connections/tls.py TlsProfile) and the proton domain built from it.
         self.tls = tls
         self.ssl_domain = ssl_domain
         self.verify_hostname = verify_hostname

@@ -4,7 +4,7 @@ UPDATE of a profile validated whole, then applied to all of them at once.
 A listener or connector holds the proton domain its new connections are made from; an UPDATE
 builds new domains from the files as they are now (re-opened by path) and swaps them in, so
 connections made afterwards use the new material and existing ones keep theirs (each holds its
-own domain, amqp/tls.py). Nothing changes unless everything could be built."""
+own domain, amqp/connections/tls.py). Nothing changes unless everything could be built."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Consumers' credit: what a consumer grants (its flow frames), and what it gets back when
-its connection's output drains after being blocked (amqp/outbound.py).
+its connection's output drains after being blocked (amqp/data_path/outbound.py).
 
-A mixin of DeliveryAdaptor (amqp/deliveries.py), which gives it the attributes declared here.
+A mixin of DeliveryAdaptor (amqp/data_path/deliveries.py), which gives it the attributes declared here.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class ConsumerFlow:
 
     def on_flow(self, link: CoreLink) -> None:
         if link.incoming or link.connection.retiring:
-            return  # a retiring connection's consumers take nothing new (amqp/tls_rotation.py)
+            return  # a retiring connection's consumers take nothing new (amqp/connections/tls_rotation.py)
         handle = link.handle
         if self.streams.busy(link):
             return  # it carries a streamed message: its credit is read when that ends
@@ -57,7 +57,7 @@ class ConsumerFlow:
         if self.streams.resumed(link):
             return  # the rest of a streamed message goes first
         if link.connection.retiring:
-            return  # it finishes what it carries, nothing new (amqp/tls_rotation.py)
+            return  # it finishes what it carries, nothing new (amqp/connections/tls_rotation.py)
         self.forwarder.consumer_credit(link, lib.pn_link_credit(link.handle))
         if link.credit > 0 and link.address is not None and self.waiting.by_address:
             self.waiting.resume(link.address)

@@ -1,6 +1,6 @@
 """Credit back to producers: in batches, and early when half a window is owed.
 
-A mixin of DeliveryAdaptor (amqp/deliveries.py), which gives it ``forwarder`` and ``dirty``.
+A mixin of DeliveryAdaptor (amqp/data_path/deliveries.py), which gives it ``forwarder`` and ``dirty``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ..bindings.proton_ffi import lib
 class CreditReturn:
     forwarder: Forwarder
     dirty: Set[Any]
-    # A graceful drain (amqp/drain.py): clients' producers get no more credit, so what is in
+    # A graceful drain (amqp/loop/drain.py): clients' producers get no more credit, so what is in
     # flight can settle while nothing new arrives; inter-router links keep theirs.
     clients_credit_stopped = False
 

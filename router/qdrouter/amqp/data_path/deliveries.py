@@ -74,7 +74,7 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow, MessageReading):
         # copy of a bytes object: it may move), about 200 instructions per message.
         self.arena = bytearray(1024 * 1024)
         self.arena_used = 0
-        # Bounds on output queued toward each connection (amqp/outbound.py): made before
+        # Bounds on output queued toward each connection (amqp/data_path/outbound.py): made before
         # the flusher, which counts what it sends.
         self.outbound = OutboundLimits(self.resume_consumer, self.flush_now, self.forwarder.consumer_blocked,
                                        unblocked=self.connection_unblocked)
@@ -87,7 +87,7 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow, MessageReading):
         self.policer: Any = None
         self.on_link_refused: Callable[[CoreLink], None] | None = None
         self.waiting = WaitingProducers(self)
-        # Large messages, streamed as they arrive (amqp/streaming.py).
+        # Large messages, streamed as they arrive (amqp/data_path/streaming.py).
         self.streams = Streams(self)
         self.forwarder.on_routes_changed = self.waiting.resume
         # The delivery handler once made (delivery_handler): waiting producers are read
@@ -97,7 +97,7 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow, MessageReading):
     # ---- events ------------------------------------------------------------------------
     def delivery_handler(self) -> DeliveryHandler:
         """The PN_DELIVERY handler for deliveries not in ``self.outgoing`` (the event loop
-        gives those to ``self.consumer_disposition``): amqp/fast_path.py."""
+        gives those to ``self.consumer_disposition``): amqp/data_path/fast_path.py."""
         self.on_delivery = delivery_handler(self)
         return self.on_delivery
 
@@ -150,7 +150,7 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow, MessageReading):
                 if address_key and link.kind == ENDPOINT:
                     address_key = self.table.ingress_key(address_key)
                 elif address_key and link.kind == DATA and handoff and self._handoff(message, address_key):
-                    return  # a mesh hop with one obvious next step (amqp/mesh_handoff.py)
+                    return  # a mesh hop with one obvious next step (amqp/data_path/mesh_handoff.py)
                 self.forwarder.route(message, address_key)
                 return
         self.forwarder.forward(message, link.address)

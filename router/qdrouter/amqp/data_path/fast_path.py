@@ -5,7 +5,7 @@ A closure over local names, because at hundreds of thousands of calls a second a
 global lookups are a real share of the cost. The common case (addressed link, complete
 message without router annotations, an anycast consumer with credit) is handled inline, with
 the core's send steps (core/sends.py); everything else goes through the adaptor's general
-methods (amqp/deliveries.py), so the forwarder's decisions stay the reference. The cases
+methods (amqp/data_path/deliveries.py), so the forwarder's decisions stay the reference. The cases
 that are not the common one (a link not read on arrival, a policed link, a message that
 cannot be read here whole) are closures of their own.
 """
@@ -111,7 +111,7 @@ def delivery_handler(adaptor: DeliveryAdaptor) -> DeliveryHandler:
             if out.credit <= 0 and (distribution is not multicast and len(consumers) == 1
                                     and not address.remote):
                 # Its one consumer has no credit: the message waits, unread, in proton
-                # (amqp/waiting_producers.py), and with it every later one on the link.
+                # (amqp/data_path/waiting_producers.py), and with it every later one on the link.
                 wait(link, address)
                 return
             # Bytes are buffered only in the link's current delivery: every complete
@@ -215,7 +215,7 @@ def _not_read_on_arrival(adaptor: DeliveryAdaptor) -> Callable[[CoreLink, Any, A
         if link.incoming:
             (stream_event if link in streaming else waiting_event)(link, delivery, key)
         elif stream_update(delivery, key):
-            pass  # an update of a streamed message's delivery (amqp/streaming.py)
+            pass  # an update of a streamed message's delivery (amqp/data_path/streaming.py)
         elif is_settled(delivery):
             # An outgoing delivery the router no longer tracks (settled already).
             settle(delivery)
@@ -265,7 +265,7 @@ def _not_taken(adaptor: DeliveryAdaptor) -> Callable[[CoreLink, Any, Any, int], 
         elif answer == QD_LARGE:
             general_receive(link, delivery, key)
         elif answer == QD_PARTIAL:
-            # More to come: streamed once large enough (amqp/streaming.py), else
+            # More to come: streamed once large enough (amqp/data_path/streaming.py), else
             # read once whole. (Settled by its producer, it is not settled here:
             # that would discard the rest of it.)
             start_stream(link, delivery, key)

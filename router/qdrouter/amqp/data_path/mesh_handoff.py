@@ -3,7 +3,7 @@ to it (hot path): the last hop (one local consumer with credit) or a transit hop
 consumer, one router beyond, and the link toward it has credit).
 
 Every message crossing a mesh leaves it through a last hop, and a transit hop at each
-router between. Once the message's router annotations are read (amqp/inbound.py), the
+router between. Once the message's router annotations are read (amqp/data_path/inbound.py), the
 forwarder's walk for it (route, forward, pick, send, transmit, return credit) comes down to
 a few checks and the core's send steps (core/sends.py), done here in one function. Any
 other case (no route, several consumers or routers, multicast, an in-process address,

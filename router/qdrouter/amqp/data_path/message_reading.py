@@ -1,6 +1,6 @@
 """Reading a message proton holds whole, and refusing one that was read but not routed.
 
-A mixin of DeliveryAdaptor (amqp/deliveries.py), which gives it the attributes declared here.
+A mixin of DeliveryAdaptor (amqp/data_path/deliveries.py), which gives it the attributes declared here.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class MessageReading:
 
     def read_whole(self, message: InFlight, on_whole: Callable[[bool], None]) -> None:
         """DeliveryIO: a streamed message for an in-process node is read whole, not sent on
-        (amqp/whole_reads.py)."""
+        (amqp/data_path/whole_reads.py)."""
         read_whole(message, on_whole)  # type: ignore[arg-type]
 
     def reject_delivery(self, link: CoreLink, delivery: Any, condition: str, reason: str) -> None:

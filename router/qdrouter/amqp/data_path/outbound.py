@@ -44,8 +44,8 @@ class OutboundLimits:
     waits for it; ``flush()`` writes out the sends and credit that decided; ``blocked(link)``
     tells the forwarder a consumer link's connection stopped taking output; ``unblocked(
     connection)`` tells of a connection taking output again (link-routed streams wait for
-    that: amqp/routed_streams.py). The connection objects carry ``out_queued``,
-    ``out_blocked`` and ``outbound`` (amqp/connection.py)."""
+    that: amqp/links/routed_streams.py). The connection objects carry ``out_queued``,
+    ``out_blocked`` and ``outbound`` (amqp/connections/connection.py)."""
 
     def __init__(self, resume: Callable[[CoreLink], None], flush: Callable[[], None],
                  blocked: Callable[[CoreLink], None],

@@ -47,7 +47,7 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
         count = tag_count
         last_link: Any = None
         # Bytes handed to proton for last_link's connection since its run began: counted
-        # against the connection's output limit once per run (amqp/outbound.py).
+        # against the connection's output limit once per run (amqp/data_path/outbound.py).
         run_bytes = 0
         for link, payload, message in pending:
             handle = link.handle

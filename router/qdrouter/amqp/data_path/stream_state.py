@@ -1,4 +1,4 @@
-"""A streamed message's state (amqp/streaming.py streams it): its limits, the InFlight that
+"""A streamed message's state (amqp/data_path/streaming.py streams it): its limits, the InFlight that
 stands for it, its outgoing deliveries, and the test of whether its head is in."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class InputHold:
     """A producer's connection left unread while its message's next hop is blocked
     (qdrouterd's Q2 hold-off), and read once more now and then so that its heartbeats arrive:
     unread for its whole idle timeout, proton would close it. Routed streams (Stream) and
-    link-routed ones (amqp/routed_streams.py) hold their producers through it."""
+    link-routed ones (amqp/links/routed_streams.py) hold their producers through it."""
 
     __slots__ = ("connection", "held", "read_again_at")
 

@@ -1,12 +1,12 @@
 """Copies waiting for a link that carries a streamed message.
 
-A link carries one message at a time while a streamed one is on it (amqp/streaming.py): its
+A link carries one message at a time while a streamed one is on it (amqp/data_path/streaming.py): its
 credit is held at 0, so the forwarder sends it nothing else, but for multicast copies toward
 other routers, which go without waiting for credit. Written into the link then, a copy's
 bytes would join the streamed delivery's. So a pre-settled copy waits here for the streamed
 message's last byte, within a bound of its own, and goes on after it; past the bound it is
 dropped and counted (``droppedPresettledCount``), as a multicast consumer's copy is at its
-link's capacity. A streamed copy cannot wait (its bytes are not kept): amqp/streaming.py
+link's capacity. A streamed copy cannot wait (its bytes are not kept): amqp/data_path/streaming.py
 drops it the same way. (An unsettled message never comes here, the forwarder sending those
 only on credit; should one, it waits unbounded by this, as its producer's credit bounds it,
 for it must reach its consumer or get an outcome.)
@@ -20,7 +20,7 @@ from typing import Callable, Deque, Dict, Tuple
 from ...core.links import CoreLink, InFlight
 
 # The most a link's waiting copies may hold, as the bound on a connection's queued output
-# (amqp/outbound.py): beyond, copies are dropped rather than kept for a long message.
+# (amqp/data_path/outbound.py): beyond, copies are dropped rather than kept for a long message.
 WAIT_BYTES = 1024 * 1024
 
 

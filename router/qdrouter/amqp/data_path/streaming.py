@@ -1,6 +1,6 @@
 """Large messages streamed through the router (cut-through), bounded per delivery: one still
 arriving with ``STREAM_START`` bytes buffered is routed by its head, then each chunk is written
-on at once; a consumer's blocked output (amqp/outbound.py) holds the producer's delivery and
+on at once; a consumer's blocked output (amqp/data_path/outbound.py) holds the producer's delivery and
 socket back (qdrouterd's Q2 hold-off). Outcomes come after the last byte; maxMessageSize counts
 as bytes arrive. docs/routing.md, "Large messages", tells the whole behaviour."""
 
@@ -52,7 +52,7 @@ class Streams:
         self._pointer = ffi.from_buffer(self._buffer)
         self._bytes = ffi.buffer(self._pointer)
         self._tags = itertools.count(1)
-        # Copies for links carrying a stream wait their turn (amqp/stream_turns.py).
+        # Copies for links carrying a stream wait their turn (amqp/data_path/stream_turns.py).
         self.turns = LinkTurns(adaptor.transmit)
 
     # ---- from the delivery handler -------------------------------------------------------
@@ -107,7 +107,7 @@ class Streams:
         stream = message.stream
         if stream.body_sent or stream.discard or link.handle is None or link in self.sending:
             # Too late to join (a multicast copy that waited for credit: the body has gone),
-            # or its link carries another stream (amqp/stream_turns.py).
+            # or its link carries another stream (amqp/data_path/stream_turns.py).
             link.counters.dropped_presettled += 1
             return
         adaptor = self.adaptor

@@ -1,7 +1,7 @@
 """Streamed deliveries that go to an in-process node (the management agent) are read whole.
 
 A delivery large enough to be streamed is routed by its head before its body has arrived
-(amqp/streaming.py). That head names the destination, and for a link with no target it is the
+(amqp/data_path/streaming.py). That head names the destination, and for a link with no target it is the
 only place the destination is named. An in-process node needs the whole message, so the rest
 of the delivery is collected rather than sent on. Only ``IN_PROCESS_LIMIT`` bytes are kept:
 past that the node is given the head alone, which still holds the reply-to and correlation-id

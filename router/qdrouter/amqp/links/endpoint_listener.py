@@ -1,5 +1,5 @@
 """What the rest of the router hears of connections and links, as EndpointHandler
-(amqp/endpoints.py) sees them go by: a part subclasses EndpointListener, overrides what it
+(amqp/links/endpoints.py) sees them go by: a part subclasses EndpointListener, overrides what it
 needs (the rest does nothing) and is added with ``EndpointHandler.add_listener``; any number
 may listen.  The mesh hears of inter-router links, auto-links of connections opening, edge/
 of its edges' links and of clients' attaches it may hold."""

@@ -51,14 +51,14 @@ class EndpointHandler:
         # from / to Route Container count live links plus these.
         self.closed_route_container_ingress = 0
         self.closed_route_container_egress = 0
-        # Who hears of connections and links as they come and go (amqp/endpoint_listener.py).
+        # Who hears of connections and links as they come and go (amqp/links/endpoint_listener.py).
         self._listeners: List[EndpointListener] = []
         # Links this router attached itself (auto-links), told when the peer answers the
         # attach (True) or detaches (False, with the peer's error if any).
         self.link_watchers: Dict[Any, Callable[[bool, str | None], None]] = {}
         # Ties link-routed attaches to their containers (set up by the router).
         self.link_router: Any = None
-        # Policy for user connections (amqp/policing.py), when the router has one.
+        # Policy for user connections (amqp/links/policing.py), when the router has one.
         self.policer: Any = None
         # What a router calls its dynamic addresses (an edge router's name it: qdrouter/edge/).
         self.dynamic_prefix = f"_topo/0/{router_id}/temp."
@@ -256,7 +256,7 @@ class EndpointHandler:
     def _inter_router_link(self, connection: AmqpConnection, pn_link: Any, name: str) -> None:
         kind = link_kind(pn_link)
         if kind is None and any(listener.routed_attach(connection, pn_link) for listener in self._listeners):
-            return  # refused (a draining router: amqp/drain.py)
+            return  # refused (a draining router: amqp/loop/drain.py)
         if kind is None and self.link_router is not None and self.link_router.try_route(connection, pn_link):
             return  # a link-routed attach on its way to a destination across the mesh
         if kind is None:

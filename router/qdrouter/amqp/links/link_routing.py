@@ -73,9 +73,9 @@ class LinkRouter:
         self._link_names: Dict[int, Dict[str, int]] = {}
         self._buffer = bytearray(64 * 1024)
         self._pointer = ffi.from_buffer(self._buffer)
-        # The router drains (amqp/drain.py): no more credit to routed producers.
+        # The router drains (amqp/loop/drain.py): no more credit to routed producers.
         self.credit_stopped = False
-        # Large deliveries passed on as they arrive (amqp/routed_streams.py).
+        # Large deliveries passed on as they arrive (amqp/links/routed_streams.py).
         self.streams = RoutedStreams(dirty, self._paired, outbound)
 
     # ---- attach ------------------------------------------------------------------------
@@ -230,7 +230,7 @@ class LinkRouter:
         return True
 
     def stop_credit(self) -> None:
-        """A draining router (amqp/drain.py): producers on routed links get no more credit,
+        """A draining router (amqp/loop/drain.py): producers on routed links get no more credit,
         so what is in flight can settle while nothing new arrives."""
         self.credit_stopped = True
 

@@ -2,7 +2,7 @@
 
 The engine decides; this module reads what it needs from proton (open hostname, user,
 peer address, termini) and applies the answers (close, refuse, negotiated limits); messages
-are policed by amqp/policing_messages.py. As in qdrouterd 1.19 (server.c, policy.c), every
+are policed by amqp/links/policing_messages.py. As in qdrouterd 1.19 (server.c, policy.c), every
 connection accepted on a listener, inter-router ones included, counts against maxConnections;
 those of role normal, route-container or edge are also held to vhost rules; the router's own
 outgoing ones are neither, unless their connector names a policyVhost."""
@@ -231,12 +231,12 @@ class ConnectionPolicer:
     # ---- messages -----------------------------------------------------------------------
     def message(self, link: Any, delivery: Any) -> bytes | None:
         """A delivery on a policed link: the complete message if it may pass, else None
-        (amqp/policing_messages.py)."""
+        (amqp/links/policing_messages.py)."""
         return self.messages.message(link, delivery)
 
     def held(self, handle: Any) -> bytes | None:
         """What was read so far of a policed link's message still arriving (streaming takes
-        it over: amqp/streaming.py), if anything."""
+        it over: amqp/data_path/streaming.py), if anything."""
         return self.messages.held(handle)
 
     def head_denial(self, link: Any, head: bytes) -> Denial | None:

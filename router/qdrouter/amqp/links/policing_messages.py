@@ -1,5 +1,5 @@
 """Policy on each message a policed client sends: the adaptor side of the engine's message
-checks (size, user-id, an anonymous link's addresses). amqp/policing.py polices
+checks (size, user-id, an anonymous link's addresses). amqp/links/policing.py polices
 connections, sessions and links, and hands the messages of the links it watches here."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class MessagePolicer:
 
     def head_denial(self, link: Any, head: bytes) -> Denial | None:
         """The checks of a message's head (user-id, an anonymous link's target) for one that
-        streams (amqp/streaming.py): its size is counted as it arrives."""
+        streams (amqp/data_path/streaming.py): its size is counted as it arrives."""
         grant: ConnectionGrant = self.adaptor.policed[link.handle]
         user_id = None
         if grant.check_user_id:
@@ -51,7 +51,7 @@ class MessagePolicer:
         return denial
 
     def refuse_oversize(self, link: Any, delivery: Any, size: int) -> None:
-        """A streamed message passed maxMessageSize after ``size`` bytes (amqp/streaming.py):
+        """A streamed message passed maxMessageSize after ``size`` bytes (amqp/data_path/streaming.py):
         refused as any oversized message."""
         grant = self.adaptor.policed.get(link.handle)
         denial = self.engine.message(grant, size, None) if grant is not None else None
@@ -167,7 +167,7 @@ class MessagePolicer:
 
 def routed_address(data: bytes, strip_in: bool) -> str | None:
     """The address an anonymous link's message is routed by, unnormalised: x-opt-qd.to where
-    the link's annotations are trusted (amqp/inbound.py's rule), else properties.to."""
+    the link's annotations are trusted (amqp/data_path/inbound.py's rule), else properties.to."""
     ma_start, ma_end, props_start = find_sections(data)
     if ma_start >= 0 and not strip_in:
         to_override = read_annotations(data, ma_start, ma_end).to_override

@@ -1,11 +1,11 @@
 """Link-routed messages streamed through (cut-through), bounded as routed ones are.
 
-A link-routed delivery passes straight from one link to its peer (amqp/link_routing.py).
+A link-routed delivery passes straight from one link to its peer (amqp/links/link_routing.py).
 Read whole, a large one would sit in proton until complete and then be copied twice; so
 once ``STREAM_START`` bytes of one still arriving are buffered, what arrives is passed on
 as it comes, into a delivery of the same tag on the peer link. While the peer connection
-is blocked (its output over the per-connection bound, amqp/outbound.py), the producer's
-delivery and its connection's socket are not read, as amqp/streaming.py holds a routed
+is blocked (its output over the per-connection bound, amqp/data_path/outbound.py), the producer's
+delivery and its connection's socket are not read, as amqp/data_path/streaming.py holds a routed
 message's producer (stream_state.InputHold: its socket is still read now and then, for its
 heartbeats), until that connection takes output again.
 """

@@ -1,6 +1,6 @@
 """How the event loop lets connections go: at the end of a batch, their remaining events
 handled first, their links out of the core, their sockets and proton objects released; or
-dropped at once, without the close handshake. A mixin of AmqpServer (amqp/server.py)."""
+dropped at once, without the close handshake. A mixin of AmqpServer (amqp/loop/server.py)."""
 
 from __future__ import annotations
 

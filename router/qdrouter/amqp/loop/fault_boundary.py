@@ -5,7 +5,7 @@ message, a management request, its socket's read or write, its release) closes t
 connection with `amqp:internal-error` and a one-line description, is logged once at error
 level with its traceback (naming the connection and, where known, the link) and counted
 (the `router` entity's `internalErrorCount`, /metrics' `qdmesh_internal_errors_total`). The
-event loop (amqp/server.py) then resumes where it was: the rest of the batch, the other
+event loop (amqp/loop/server.py) then resumes where it was: the rest of the batch, the other
 connections. A failure that names no connection (a sweep of the core, a timer, an HTTP
 request) is logged and counted, and the loop carries on.
 

@@ -1,5 +1,5 @@
 """The router's event loop: listening sockets, connection sockets and proton's collector,
-driven by one epoll loop (amqp/poller.py) in one thread."""
+driven by one epoll loop (amqp/wakeups/poller.py) in one thread."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
         self.collector = lib.pn_collector()
         self.adaptor = DeliveryAdaptor(router_id, table)
         self.endpoints = EndpointHandler(router_id, self.adaptor)
-        # Policy for user connections (amqp/policing.py); the router installs it.
+        # Policy for user connections (amqp/links/policing.py); the router installs it.
         self.policer: Any = None
         self.selector = make_poller()
         self._wait = self.selector.select  # the loop's wait: QDROUTER_LOOP_TRACE wraps it
@@ -60,7 +60,7 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
         self._stop_requested = False
         self._deadline = 0.0
         self._released: List[AmqpConnection] = []
-        # Where failures go: one connection closed, the rest served (amqp/fault_boundary.py).
+        # Where failures go: one connection closed, the rest served (amqp/loop/fault_boundary.py).
         self.faults = FaultBoundary(self)
         self.timers = Timers(on_failure=self.faults.unattributed)
         self._on_delivery = self.adaptor.delivery_handler()
@@ -95,7 +95,7 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
     def _turn(self) -> None:
         """One turn of the loop: sockets, the events they raised, timers, the tick."""
         by_fd = self.by_fd
-        # (fd, selectors mask) (amqp/poller.py); an error or hang-up comes as both, so each
+        # (fd, selectors mask) (amqp/wakeups/poller.py); an error or hang-up comes as both, so each
         # is read within what the socket is registered for.
         for fd, mask in self._wait(self._timeout()):
             connection = by_fd.get(fd)
@@ -155,13 +155,13 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
         other_event = self._other_event
         # Events come as (type, delivery and its link's key, or the event and 0 or None). The
         # two walks below are the same but for how they get them: on PyPy by index from the
-        # shim's arrays, elsewhere from an iterable (amqp/proton_shim.py says why), and a
+        # shim's arrays, elsewhere from an iterable (amqp/bindings/proton_shim.py says why), and a
         # delivery's key (proton_shim.delivery_key): on PyPy the arrays give it as an int,
         # elsewhere a delivery is its own key.
         arrays = self._event_arrays
         next_events = self._next_events
         event_failed = self.faults.event_failed
-        # The fault boundary (amqp/fault_boundary.py): a try around each batch, not each
+        # The fault boundary (amqp/loop/fault_boundary.py): a try around each batch, not each
         # event, costs nothing until something raises. Then the event in hand names the
         # connection to close, and the batch resumes after it: no other event is lost.
         while True:
@@ -258,7 +258,7 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
             handler(event)
 
     def _sends_failed(self) -> None:
-        """The batched sends raised part-way (amqp/send_queue.py): logged and counted; what
+        """The batched sends raised part-way (amqp/data_path/send_queue.py): logged and counted; what
         was not sent goes back to its producers as released (nobody has seen it), and the
         queues are emptied, so the next batch does not fail on the same entry again."""
         self.faults.unattributed("sending the batch's messages")

@@ -1,6 +1,6 @@
 """How the event loop stops: listeners closed, every sender told the fate of its unsettled
 messages, every connection closed with an AMQP close, the loop left once they are gone (or
-after the grace period), and what is left freed.  A mixin of AmqpServer (amqp/server.py)."""
+after the grace period), and what is left freed.  A mixin of AmqpServer (amqp/loop/server.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The event loop's sockets: listeners opened and closed, connections accepted on them and
 started outward (non-blocking), each registered with the poller.  A mixin of AmqpServer
-(amqp/server.py)."""
+(amqp/loop/server.py)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class ServerSockets:
             raise ListenerError(str(error)) from None
         self.listeners[sock.fileno()] = (sock, settings)
         if settings.ssl_domain is not None:
-            retain_domain(settings.ssl_domain)  # a listener holds its SSL domain (amqp/tls.py)
+            retain_domain(settings.ssl_domain)  # a listener holds its SSL domain (amqp/connections/tls.py)
         self.selector.register(sock, EVENT_READ)
         bound = sock.getsockname()
         log.info("Listening on %s:%d (%s)", bound[0], bound[1], settings.name)
