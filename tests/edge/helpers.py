@@ -59,7 +59,7 @@ def has_address(router: Router, address: str, *, remote: bool = False) -> bool:
     return False
 
 
-def send_until_accepted(net: Net, sender: SenderLink, body: str, timeout: float = 15.0) -> None:
+def send_until_accepted(net: Net, sender: SenderLink, body: str, timeout: float = 20.0) -> None:
     """Send unsettled until one copy is accepted (the path may still be forming: released
     is an outcome that says to send again; a copy may also wait, without credit or for the
     mesh, until the path is there). ``timeout`` bounds the whole, waits included."""
