@@ -13,10 +13,12 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from proton import Condition, Endpoint, Handler, Message
 
+from qdrouter.tools.management_client import ManagementClient
 from tests.router.amqpclient import Net
 from tests.router.routerproc import Router, free_port, router_env
 
 NO_ROUTE = "qd:no-route-to-dest"
+LINK_ROUTE = "org.apache.qpid.dispatch.router.config.linkRoute"
 
 
 # -- config ------------------------------------------------------------------------------
@@ -90,6 +92,16 @@ def wait_for(check: Callable[[], Tuple[bool, Any]], timeout: float, what: str,
             net.pump(interval)
         else:
             time.sleep(interval)
+
+
+def wait_oper_status(router: Router, name: str, wanted: str, net: Net, timeout: float = 20.0) -> None:
+    """Until the link route ``name`` has operStatus ``wanted``, asked over management from
+    this process (a poll costs no tool start-up, which takes seconds on a loaded machine)."""
+    def check() -> Tuple[bool, Any]:
+        with ManagementClient(router.url, timeout=5.0) as client:
+            rows = {str(r.get("name")): r.get("operStatus") for r in client.query(LINK_ROUTE)}
+        return rows.get(name) == wanted, rows
+    wait_for(check, timeout, f"link route {name!r} {wanted}", net=net)
 
 
 def wait_active(router: Router, count: int, timeout: float = 20.0, net: Net | None = None) -> None:

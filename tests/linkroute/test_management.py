@@ -20,8 +20,13 @@ from .lrutil import (
     run_tool,
     statuses,
     tool_out,
-    wait_active,
+    wait_oper_status,
 )
+
+# Every test here runs qdstat or qdmanage, up to five times: each run is a Python start that
+# takes seconds, tens of seconds on a loaded machine, more than the folder's guard against a
+# hung router (60 s) allows for.
+pytestmark = pytest.mark.timeout(180)
 
 
 def test_qdstat_shows_active_and_inactive(edge_factory: EdgeFactory, container: Router) -> None:
@@ -49,7 +54,7 @@ def test_create_and_delete_at_run_time(edge_factory: EdgeFactory, container: Rou
     created = qdmanage(edge, "create", "--type", "linkRoute", "--name", "dyn-in", "prefix=dyn",
                        "direction=in", "connection=cont", net=net)
     assert created["name"] == "dyn-in" and created["prefix"] == "dyn", created
-    wait_active(edge, 1, net=net)
+    wait_oper_status(edge, "dyn-in", "active", net)
     rows = qdmanage(edge, "query", "--type", "linkRoute", net=net)
     assert [r["name"] for r in rows] == ["dyn-in"] and rows[0]["operStatus"] == "active", rows
 
