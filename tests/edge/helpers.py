@@ -25,7 +25,11 @@ def edge_connections(interior: Router) -> List[Dict[str, Any]]:
     return [row for row in query(interior, CONNECTION) if row.get("role") == "edge"]
 
 
-def wait_until(predicate: Any, timeout: float = 15.0, what: str = "condition") -> None:
+def wait_until(predicate: Any, timeout: float = 15.0, what: str = "condition",
+               net: Net | None = None) -> None:
+    """Poll ``predicate`` (management queries, mostly). Given the test's ``net``, its loop
+    runs between polls: the clients the test holds open stay alive (a router closes a
+    connection silent for its idle timeout)."""
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     while time.monotonic() < deadline:
@@ -34,7 +38,10 @@ def wait_until(predicate: Any, timeout: float = 15.0, what: str = "condition") -
                 return
         except (ManagementError, OSError) as error:  # a router still starting
             last = error
-        time.sleep(0.1)
+        if net is not None:
+            net.pump(0.1)
+        else:
+            time.sleep(0.1)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} ({last})")
 
 
@@ -52,17 +59,20 @@ def has_address(router: Router, address: str, *, remote: bool = False) -> bool:
     return False
 
 
-def send_until_accepted(net: Net, sender: SenderLink, body: str, timeout: float = 15.0) -> None:
+def send_until_accepted(net: Net, sender: SenderLink, body: str, timeout: float = 20.0) -> None:
     """Send unsettled until one copy is accepted (the path may still be forming: released
-    is an outcome that says to send again)."""
+    is an outcome that says to send again; a copy may also wait, without credit or for the
+    mesh, until the path is there). ``timeout`` bounds the whole, waits included."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         tag = sender.send(Message(body=body))
-        net.wait(lambda tag=tag: tag in sender.outcomes, 10, f"outcome of {body!r}")
+        net.wait(lambda tag=tag: tag in sender.outcomes, max(deadline - time.monotonic(), 0.0),
+                 f"outcome of {body!r}")
         if sender.outcomes[tag].state == ACCEPTED:
             return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{body!r} never accepted: {sender.outcome_counts()}")
         net.pump(0.2)
-    raise AssertionError(f"{body!r} never accepted: {sender.outcome_counts()}")
 
 
 def bodies(receiver: ReceiverLink) -> List[Any]:

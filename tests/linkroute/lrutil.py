@@ -13,10 +13,12 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from proton import Condition, Endpoint, Handler, Message
 
+from qdrouter.tools.management_client import ManagementClient
 from tests.router.amqpclient import Net
 from tests.router.routerproc import Router, free_port, router_env
 
 NO_ROUTE = "qd:no-route-to-dest"
+LINK_ROUTE = "org.apache.qpid.dispatch.router.config.linkRoute"
 
 
 # -- config ------------------------------------------------------------------------------
@@ -41,33 +43,38 @@ def both_ways(prefix: str | None = None, **kw: Any) -> str:
 
 
 # -- tools -------------------------------------------------------------------------------
-def run_tool(tool: str, router: Router, *args: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", f"qdrouter.tools.{tool}", "-b", f"127.0.0.1:{router.port}",
-                           *args], capture_output=True, text=True, timeout=timeout,
-                          env=router_env(), stdin=subprocess.DEVNULL)
+# Each tool run takes seconds on a loaded machine. Given the test's ``net``, its loop runs
+# meanwhile (Net.call), so the clients the test holds open are not closed as idle.
+def run_tool(tool: str, router: Router, *args: str, timeout: float = 30.0,
+             net: Net | None = None) -> subprocess.CompletedProcess:
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", f"qdrouter.tools.{tool}", "-b",
+                               f"127.0.0.1:{router.port}", *args], capture_output=True, text=True,
+                              timeout=timeout, env=router_env(), stdin=subprocess.DEVNULL)
+    return net.call(run) if net is not None else run()
 
 
-def tool_out(tool: str, router: Router, *args: str) -> str:
-    r = run_tool(tool, router, *args)
+def tool_out(tool: str, router: Router, *args: str, net: Net | None = None) -> str:
+    r = run_tool(tool, router, *args, net=net)
     assert r.returncode == 0, f"{tool} {' '.join(args)} exited {r.returncode}: {r.stderr or r.stdout}"
     return str(r.stdout)
 
 
-def qdmanage(router: Router, *args: str) -> Any:
-    out = tool_out("qdmanage", router, *args)
+def qdmanage(router: Router, *args: str, net: Net | None = None) -> Any:
+    out = tool_out("qdmanage", router, *args, net=net)
     return json.loads(out) if out.strip() else None
 
 
-def linkroute_rows(router: Router) -> List[Dict[str, Any]]:
-    rows = json.loads(tool_out("qdstat", router, "--linkroutes", "--json"))
+def linkroute_rows(router: Router, net: Net | None = None) -> List[Dict[str, Any]]:
+    rows = json.loads(tool_out("qdstat", router, "--linkroutes", "--json", net=net))
     assert isinstance(rows, list), rows
     return rows
 
 
-def statuses(router: Router) -> Dict[Tuple[str, str], str]:
+def statuses(router: Router, net: Net | None = None) -> Dict[Tuple[str, str], str]:
     """(prefix or pattern, direction) -> status, from ``qdstat --linkroutes``."""
     return {(str(r.get("prefix") or r.get("pattern")), str(r.get("dir"))): str(r.get("status"))
-            for r in linkroute_rows(router)}
+            for r in linkroute_rows(router, net)}
 
 
 def wait_for(check: Callable[[], Tuple[bool, Any]], timeout: float, what: str,
@@ -87,10 +94,20 @@ def wait_for(check: Callable[[], Tuple[bool, Any]], timeout: float, what: str,
             time.sleep(interval)
 
 
+def wait_oper_status(router: Router, name: str, wanted: str, net: Net, timeout: float = 20.0) -> None:
+    """Until the link route ``name`` has operStatus ``wanted``, asked over management from
+    this process (a poll costs no tool start-up, which takes seconds on a loaded machine)."""
+    def check() -> Tuple[bool, Any]:
+        with ManagementClient(router.url, timeout=5.0) as client:
+            rows = {str(r.get("name")): r.get("operStatus") for r in client.query(LINK_ROUTE)}
+        return rows.get(name) == wanted, rows
+    wait_for(check, timeout, f"link route {name!r} {wanted}", net=net)
+
+
 def wait_active(router: Router, count: int, timeout: float = 20.0, net: Net | None = None) -> None:
     """Until ``count`` link routes show status active in qdstat."""
     def check() -> Tuple[bool, Any]:
-        s = statuses(router)
+        s = statuses(router, net)
         return sum(v == "active" for v in s.values()) >= count, s
     wait_for(check, timeout, f"{count} active link routes", net=net)
 

@@ -20,8 +20,13 @@ from .lrutil import (
     run_tool,
     statuses,
     tool_out,
-    wait_for,
+    wait_oper_status,
 )
+
+# Every test here runs qdstat or qdmanage, up to five times: each run is a Python start that
+# takes seconds, tens of seconds on a loaded machine, more than the folder's guard against a
+# hung router (60 s) allows for.
+pytestmark = pytest.mark.timeout(180)
 
 
 def test_qdstat_shows_active_and_inactive(edge_factory: EdgeFactory, container: Router) -> None:
@@ -44,11 +49,13 @@ def test_create_and_delete_at_run_time(edge_factory: EdgeFactory, container: Rou
     assert before.remote_opened and not before.remote_closed
     before.close()
 
+    # The tools run with the clients' loop running (net=net): the connections held open
+    # across the create and the delete stay alive however long the tools take.
     created = qdmanage(edge, "create", "--type", "linkRoute", "--name", "dyn-in", "prefix=dyn",
-                       "direction=in", "connection=cont")
+                       "direction=in", "connection=cont", net=net)
     assert created["name"] == "dyn-in" and created["prefix"] == "dyn", created
-    wait_for(lambda: (statuses(edge).get(("dyn", "in")) == "active", statuses(edge)), 10, "dyn active")
-    rows = qdmanage(edge, "query", "--type", "linkRoute")
+    wait_oper_status(edge, "dyn-in", "active", net)
+    rows = qdmanage(edge, "query", "--type", "linkRoute", net=net)
     assert [r["name"] for r in rows] == ["dyn-in"] and rows[0]["operStatus"] == "active", rows
 
     routed = client.sender("dyn.q")
@@ -57,13 +64,16 @@ def test_create_and_delete_at_run_time(edge_factory: EdgeFactory, container: Rou
     net.wait(lambda: consumer.bodies() == ["via route"], 10, "the routed message at C")
     routed.close()
 
-    qdmanage(edge, "delete", "--type", "linkRoute", "--name", "dyn-in")
-    assert qdmanage(edge, "query", "--type", "linkRoute") == []
-    assert statuses(edge) == {}
+    qdmanage(edge, "delete", "--type", "linkRoute", "--name", "dyn-in", net=net)
+    assert qdmanage(edge, "query", "--type", "linkRoute", net=net) == []
+    assert statuses(edge, net) == {}
+    # Without the route a sender to dyn.q is message-routed on R1: a receiver there gets what
+    # it sends (with the route still in place it would have gone to C).
+    local = client.receiver("dyn.q")
     after = client.sender("dyn.q")
     assert after.remote_opened and not after.remote_closed
-    after.send(msg("not routed"))
-    net.pump(0.5)
+    assert send_and_settle(net, after, [msg("not routed")])[0].state == ACCEPTED
+    assert local.bodies() == ["not routed"]
     assert consumer.bodies() == ["via route"], "a deleted link route still routes"
 
 
@@ -99,7 +109,8 @@ def test_routed_links_in_qdstat_links(edge: Router, container: Router, net: Net)
     for i in range(3):
         snd.send(msg(f"c{i}"))
     net.wait(lambda: len(rcv.received) == 3, 10, "three messages through the routed link")
-    rows = [r for r in json.loads(tool_out("qdstat", edge, "-l", "--json")) if r.get("addr") == "lr.count"]
+    links = json.loads(tool_out("qdstat", edge, "-l", "--json", net=net))
+    rows = [r for r in links if r.get("addr") == "lr.count"]
     assert len(rows) == 2, rows
     assert {r["class"] for r in rows} == {"link-in"}, rows
     assert {r["dir"] for r in rows} == {"in", "out"}, rows
@@ -109,6 +120,6 @@ def test_routed_links_in_qdstat_links(edge: Router, container: Router, net: Net)
 def test_connector_connections_are_outgoing(edge: Router, net: Net) -> None:
     """qdstat -c: the route-container connection the router opened is 'out', a client's 'in'."""
     net.connect(edge.url)
-    rows = json.loads(tool_out("qdstat", edge, "-c", "--json"))
+    rows = json.loads(tool_out("qdstat", edge, "-c", "--json", net=net))
     dirs = {r["role"]: r["dir"] for r in rows}
     assert dirs.get("route-container") == "out" and dirs.get("normal") == "in", rows

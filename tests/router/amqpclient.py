@@ -8,9 +8,10 @@ misbehaves fails the test with a description of what never happened instead of h
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple, TypeVar
 
 from proton import Condition, Delivery, Endpoint, Handler, Link, Message
 from proton.reactor import AtMostOnce, Container, DynamicNodeProperties
@@ -24,6 +25,7 @@ OUTCOME_NAMES = {ACCEPTED: "accepted", REJECTED: "rejected", RELEASED: "released
                  MODIFIED: "modified", 0: "none"}
 
 _names = itertools.count(1)
+T = TypeVar("T")
 
 
 class WaitTimeout(AssertionError):
@@ -81,6 +83,30 @@ class Net:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             self.container.process()
+
+    def call(self, blocking: Callable[[], T]) -> T:
+        """Run ``blocking`` (a call that touches no proton object of this loop, such as a tool
+        run as a subprocess) in a thread while this loop runs: the test's open connections go
+        on sending their heartbeats. A loop left unrun longer than a router's idle timeout
+        (a listener's idleTimeoutSeconds, 16 by default) has its connections closed by the
+        router, which a few slow tool runs on a loaded machine add up to."""
+        outcome: List[Any] = []
+
+        def run() -> None:
+            try:
+                outcome.append((True, blocking()))
+            except BaseException as error:  # re-raised in the test's thread
+                outcome.append((False, error))
+
+        thread = threading.Thread(target=run, name="net-call", daemon=True)
+        thread.start()
+        while thread.is_alive():
+            self.container.process()
+        thread.join()
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value  # type: ignore[no-any-return]
 
     def connect(self, url: str, timeout: float = 10.0) -> Client:
         client = Client(self, url)
