@@ -63,6 +63,9 @@ kubeadmConfigPatches:
 - |
   kind: KubeletConfiguration
   failCgroupV1: false
+  # Mounted Secrets are refreshed at each pod sync: every 10 s rather than the default minute,
+  # so tests of files the operator changes at run time (certificates, links) wait less.
+  syncFrequency: 10s
   # Images loaded here cannot be pulled again: never garbage-collect them.
   imageGCHighThresholdPercent: 100
   imageGCLowThresholdPercent: 99

@@ -140,7 +140,8 @@ def _wait_operator(cluster: Cluster, namespace: str) -> None:
 
 
 @contextmanager
-def _test_namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+def namespace_for(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace named after the requesting test (or module), deleted afterwards."""
     stem = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:30].strip("-")
     name = _fresh_namespace(cluster, stem)
     try:
@@ -156,12 +157,12 @@ def _test_namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterato
 @pytest.fixture
 def east_namespace(east: Cluster, operators: Dict[str, str], request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace in east (the operator installed), deleted afterwards."""
-    with _test_namespace(east, request) as name:
+    with namespace_for(east, request) as name:
         yield name
 
 
 @pytest.fixture
 def west_namespace(west: Cluster, operators: Dict[str, str], request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace in west (the operator installed), deleted afterwards."""
-    with _test_namespace(west, request) as name:
+    with namespace_for(west, request) as name:
         yield name

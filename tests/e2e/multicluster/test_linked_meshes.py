@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from contextlib import ExitStack
-from typing import Callable, Iterator, List, Tuple
+from typing import Callable, Dict, Iterator, List, Tuple
 
 import pytest
 from kubernetes import client
@@ -34,8 +34,12 @@ from ..product import (
     status_summary,
 )
 from ..traffic import Traffic, cross_mesh, router_ids_known
-from .conftest import Cluster, node_address
+from .conftest import Cluster, namespace_for, node_address
 from .crossing import describe_times, multicast, round_trips
+
+# One pair of linked meshes serves the module's tests in order (the last one revokes the link):
+# setting them up takes minutes (the kubelet copies the link's files into running routers).
+pytestmark = pytest.mark.timeout(900)
 
 EAST_SIZE, WEST_SIZE = 2, 3
 LINK_NODE_PORT = 31671
@@ -74,10 +78,16 @@ def link_status(west: Cluster, ns: str, link: str) -> str:
     return status_summary(read_resource(west.api, ns, "meshlinks", link))
 
 
-@pytest.fixture
-def linked(east: Cluster, west: Cluster, east_namespace: str, west_namespace: str,
+@pytest.fixture(scope="module")
+def linked(east: Cluster, west: Cluster, operators: Dict[str, str], request: pytest.FixtureRequest,
            timing: Timing) -> Iterator[Tuple[str, str]]:
     """east and west, Ready, linked by grant ``to-west`` and MeshLink ``to-east``."""
+    with namespace_for(east, request) as east_namespace, namespace_for(west, request) as west_namespace:
+        yield from _link(east, west, east_namespace, west_namespace, timing)
+
+
+def _link(east: Cluster, west: Cluster, east_namespace: str, west_namespace: str,
+          timing: Timing) -> Iterator[Tuple[str, str]]:
     host = node_address(east)
     started = time.monotonic()
     create_resource(east.api, east_namespace, "routermeshes", "RouterMesh", "east", {
