@@ -7,8 +7,8 @@
 #   bash tests/e2e/run-multicluster.sh            up, the tests, down
 #   bash tests/e2e/run-multicluster.sh -- ARGS    extra pytest arguments after --
 #
-# The clusters are created at the same time (QDMESH_MC_SERIAL=1: one after the other). Only the
-# router and operator images are loaded, from $QDMESH_IMAGES_DIR (default build/images).
+# The clusters are created at the same time (QDMESH_MC_SERIAL=1: one after the other). The
+# router, operator and broker images are loaded, from $QDMESH_IMAGES_DIR (default build/images).
 # Needs root, Docker, and what kind.sh build needs (docs/e2e.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,7 +18,8 @@ WEST=${QDMESH_MC_WEST:-qdmesh-west}
 KIND=tests/e2e/cluster/kind.sh
 images=${QDMESH_IMAGES_DIR:-build/images}
 version=$(sed -n 's/^version *= *"\(.*\)"/\1/p' pyproject.toml | head -1)
-archives="$images/qdmesh-router-$version.tar $images/qdmesh-operator-$version.tar"
+# The broker (RabbitMQ) too: a link route in one cluster leads to it from the other.
+archives="$images/qdmesh-router-$version.tar $images/qdmesh-operator-$version.tar $images/qdmesh-e2e-broker-$version.tar"
 [ "${1:-}" = -- ] && shift
 LOGS=$(mktemp -d /tmp/qdmesh-multicluster.XXXXXX)
 

@@ -9,6 +9,8 @@ address; the chart's redemption server in east is a NodePort at the same address
   received once, and the round trip across the link measured beside one within east;
 - the link-holding router a sender's messages cross is deleted while unsettled messages flow
   (its drain hands the traffic to the other link): every message accepted, none lost;
+- a LinkRoute in east, to a queue of the broker (RabbitMQ) behind east, is used by a sender
+  and a receiver in west;
 - deleting the grant revokes the link: east's routers no longer see west's, and the MeshLink
   says it is not connected.
 """
@@ -22,6 +24,9 @@ from typing import Callable, Dict, Iterator, List, Tuple
 import pytest
 from kubernetes import client
 
+from tests.router.amqpclient import Net, SenderLink, msg, send_and_settle
+
+from ..examples import broker_ready, deploy_broker
 from ..kube import describe_namespace, eventually
 from ..mesh_fixtures import mesh_whole
 from ..product import (
@@ -29,6 +34,7 @@ from ..product import (
     create_resource,
     delete_resource,
     is_true,
+    package_version,
     port_forwards,
     read_resource,
     status_summary,
@@ -90,8 +96,11 @@ def _link(east: Cluster, west: Cluster, east_namespace: str, west_namespace: str
           timing: Timing) -> Iterator[Tuple[str, str]]:
     host = node_address(east)
     started = time.monotonic()
+    deploy_broker(east.api, east.core, east_namespace, "broker", f"qdmesh/e2e-broker:{package_version()}")
     create_resource(east.api, east_namespace, "routermeshes", "RouterMesh", "east", {
         "size": EAST_SIZE, "addresses": [{"prefix": "mc", "distribution": "multicast"}],
+        "connectors": [{"name": "broker", "host": "broker", "port": 5672, "role": "route-container",
+                        "saslMechanisms": "ANONYMOUS"}],
         "linkAccess": {"type": "NodePort", "host": host, "nodePort": LINK_NODE_PORT}})
     create_resource(west.api, west_namespace, "routermeshes", "RouterMesh", "west", {
         "size": WEST_SIZE, "addresses": [{"prefix": "mc", "distribution": "multicast"}]})
@@ -177,6 +186,50 @@ def test_a_link_holding_router_deleted_under_traffic_loses_nothing(
     eventually(lambda: is_true(read_resource(west.api, west_ns, "meshlinks", "to-east"), "Connected"),
                300, "west: MeshLink to-east Connected again once west-0 is back", interval=2.0,
                describe=lambda: link_status(west, west_ns, "to-east"))
+
+
+def test_a_link_route_in_east_reaches_its_broker_from_west(
+        east: Cluster, west: Cluster, linked: Tuple[str, str], timing: Timing) -> None:
+    """lrq.jobs is link-routed by east's routers to the broker's /queue/jobs: a sender on west-2
+    and, afterwards, a receiver on west-1 both reach that one queue across the link."""
+    east_ns, west_ns = linked
+    eventually(lambda: broker_ready(east.api, east_ns, "broker"), 240, "east: the broker ready",
+               describe=lambda: describe_namespace(east.core, east_ns))
+    started = time.monotonic()
+    create_resource(east.api, east_ns, "linkroutes", "LinkRoute", "jobs", {
+        "meshRef": "east", "prefix": "lrq.", "direction": "both", "connection": "broker",
+        "delExternalPrefix": "lrq.", "addExternalPrefix": "/queue/"})
+    eventually(lambda: is_true(read_resource(east.api, east_ns, "linkroutes", "jobs"), "Reachable"), 240,
+               "east: LinkRoute jobs Reachable (the broker connected)", interval=2.0,
+               describe=lambda: status_summary(read_resource(east.api, east_ns, "linkroutes", "jobs")))
+    count = 10
+    bodies = [f"job #{i}" for i in range(count)]
+    with port_forwards(west.kubeconfig, west_ns, ["west-1", "west-2"]) as urls:
+        net = Net()
+        try:
+            client = net.connect(f"amqp://{urls['west-2']}", timeout=60)
+            senders: List[SenderLink] = []
+
+            def attached() -> bool:
+                # The prefix reaches west's routers over the link a moment after it is Reachable;
+                # until then an attach is refused (no route).
+                sender = client.sender("lrq.jobs")
+                if sender.remote_opened and not sender.remote_closed:
+                    senders.append(sender)
+                return bool(senders)
+
+            eventually(attached, 120, "a sender on west-2 attached to lrq.jobs (link-routed to east)")
+            sender = senders[0]
+            outcomes = send_and_settle(net, sender, [msg(b) for b in bodies], timeout=60)
+            assert [o.name for o in outcomes] == ["accepted"] * count, sender.outcome_counts()
+            receiver = net.connect(f"amqp://{urls['west-1']}", timeout=60).receiver("lrq.jobs", credit=count)
+            assert receiver.remote_opened and not receiver.remote_closed, receiver.remote_condition
+            net.wait(lambda: len(receiver.received) >= count, 60, f"{count} jobs at west-1")
+            assert receiver.bodies() == bodies
+        finally:
+            net.close()
+    timing(f"LinkRoute in east created -> {count} jobs from west through east's broker back to west",
+           time.monotonic() - started)
 
 
 def test_deleting_the_grant_revokes_the_link(
