@@ -134,7 +134,9 @@ class ControlPlane:
 
     def env(self) -> dict:
         """Environment for a child process (kopf, kubectl) that should use this cluster."""
-        return {**os.environ, "KUBECONFIG": self.kubeconfig}
+        # No grant redemption server unless a test asks for one (--grant-server-port): operator
+        # processes of tests running side by side would otherwise all take its one port.
+        return {**os.environ, "KUBECONFIG": self.kubeconfig, "QDMESH_GRANT_SERVER_PORT": "0"}
 
     def stop(self) -> None:
         for proc in reversed(self.processes):

@@ -39,8 +39,15 @@ async def start_redemption_server(**_: Any) -> None:
     from .server import serve
 
     settings = from_env()
-    if settings.port:
+    if not settings.port:
+        return
+    try:
         _state["server"] = await serve(_kube().api_client, settings)
+    except OSError as e:
+        # The meshes are reconciled all the same; only redemptions are refused (connection
+        # refused) until the operator restarts with a port it can take.
+        log.error("the grant redemption server cannot listen on port %s (%s): grant tokens "
+                  "cannot be redeemed here", settings.port, e)
 
 
 @kopf.on.cleanup()
