@@ -7,6 +7,7 @@ import os
 import sys
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Tuple
 
@@ -179,3 +180,31 @@ def operator(crds: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> It
 @pytest.fixture
 def kube(operator: Dict[str, Any]) -> Cluster:
     return Cluster(operator["plane"], operator["namespace"])
+
+
+@contextmanager
+def operator_process(crds: ControlPlane, tmp_path_factory: pytest.TempPathFactory,
+                     stem: str) -> Iterator[Cluster]:
+    """The operator as a process (kopf registers its handlers once per process, and
+    test_operator_kube.py has the in-process one) watching a namespace of its own, drift checks
+    every 1.5 s, no router answering (an empty router-URL file)."""
+    import subprocess
+
+    from kubernetes import client
+
+    from tests.reaper import stop_process
+
+    namespace = f"{stem}-{uuid.uuid4().hex[:8]}"
+    client.CoreV1Api(crds.api_client()).create_namespace({"metadata": {"name": namespace}})
+    workdir: Path = tmp_path_factory.mktemp(stem)
+    urls = workdir / "router-urls.json"
+    urls.write_text("{}")
+    env = {**crds.env(), "QDMESH_ROUTER_URLS": str(urls), "QDMESH_DRIFT_INTERVAL": "1.5"}
+    with open(workdir / "operator.log", "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "qdmesh_operator.main", "-n", namespace,
+                                 "--health-port", str(free_port()), "--metrics-port", "0"],
+                                env=env, stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        yield Cluster(crds, namespace)
+    finally:
+        stop_process(proc)

@@ -6,9 +6,6 @@ answers here (tests/operator/test_operator_links_live.py has routers)."""
 from __future__ import annotations
 
 import base64
-import subprocess
-import sys
-import uuid
 from pathlib import Path
 from typing import Any, Dict, Iterator
 
@@ -17,10 +14,8 @@ from kubernetes import client
 
 from qdmesh_operator.tls import certs
 from tests.kube.controlplane import ControlPlane
-from tests.operator.kube_operator import Cluster, eventually
+from tests.operator.kube_operator import Cluster, eventually, operator_process
 from tests.operator.linkparts import RedemptionServer, token_secret
-from tests.reaper import stop_process
-from tests.router.routerproc import free_port
 
 pytestmark = pytest.mark.timeout(180)
 IMAGE = "qdmesh/router:0.1.0"
@@ -28,23 +23,9 @@ IMAGE = "qdmesh/router:0.1.0"
 
 @pytest.fixture(scope="module")
 def kube(crds: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """This module's own operator, a process (kopf registers its handlers once per process, and
-    tests/operator/test_operator_kube.py has the in-process one), watching a namespace of its
-    own, drift checks every 1.5 s."""
-    namespace = f"links-{uuid.uuid4().hex[:8]}"
-    client.CoreV1Api(crds.api_client()).create_namespace({"metadata": {"name": namespace}})
-    workdir: Path = tmp_path_factory.mktemp("links-kopf")
-    urls = workdir / "router-urls.json"
-    urls.write_text("{}")
-    env = {**crds.env(), "QDMESH_ROUTER_URLS": str(urls), "QDMESH_DRIFT_INTERVAL": "1.5"}
-    with open(workdir / "operator.log", "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "qdmesh_operator.main", "-n", namespace,
-                                 "--health-port", str(free_port()), "--metrics-port", "0"],
-                                env=env, stdout=subprocess.DEVNULL, stderr=log)
-    try:
-        yield Cluster(crds, namespace)
-    finally:
-        stop_process(proc)
+    """This module's own operator, a process (tests/operator/kube_operator.py)."""
+    with operator_process(crds, tmp_path_factory, "links") as cluster:
+        yield cluster
 
 
 @pytest.fixture

@@ -9,20 +9,14 @@ from __future__ import annotations
 
 import datetime
 import json
-import subprocess
-import sys
 import time
-import uuid
-from pathlib import Path
 from typing import Any, Dict, Iterator
 
 import pytest
 
 from qdmesh_operator.operations import MANUAL_ROLL_ANNOTATION, PAUSE_ANNOTATION, RESTARTED_AT_ANNOTATION
 from tests.kube.controlplane import ControlPlane
-from tests.operator.kube_operator import Cluster, G, V, eventually
-from tests.reaper import stop_process
-from tests.router.routerproc import free_port
+from tests.operator.kube_operator import Cluster, G, V, eventually, operator_process
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -31,24 +25,9 @@ IMAGE, NEW_IMAGE = "qdmesh/router:0.1.0", "qdmesh/router:0.2.0"
 
 @pytest.fixture(scope="module")
 def kube(crds: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """This module's own (not kube_operator.py's in-process one): the operator as a process
-    watching a namespace of its own, drift checks every 1.5 s."""
-    from kubernetes import client
-
-    namespace = f"ops-{uuid.uuid4().hex[:8]}"
-    client.CoreV1Api(crds.api_client()).create_namespace({"metadata": {"name": namespace}})
-    workdir: Path = tmp_path_factory.mktemp("operations")
-    urls = workdir / "router-urls.json"
-    urls.write_text("{}")
-    env = {**crds.env(), "QDMESH_ROUTER_URLS": str(urls), "QDMESH_DRIFT_INTERVAL": "1.5"}
-    with open(workdir / "operator.log", "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "qdmesh_operator.main", "-n", namespace,
-                                 "--health-port", str(free_port()), "--metrics-port", "0"],
-                                env=env, stdout=subprocess.DEVNULL, stderr=log)
-    try:
-        yield Cluster(crds, namespace)
-    finally:
-        stop_process(proc)
+    """This module's own operator, a process (tests/operator/kube_operator.py)."""
+    with operator_process(crds, tmp_path_factory, "ops") as cluster:
+        yield cluster
 
 
 def _annotate(kube: Cluster, name: str, annotations: Dict[str, Any]) -> None:

@@ -10,11 +10,11 @@ import secrets
 from typing import Any, Dict, Mapping
 
 from .. import contract
+from ..kube import secrets as store
 from ..linking.wire import TOKEN_LABEL, Token
 from ..model.errors import SpecError
 from ..model.mesh import parse_mesh
 from ..tls import certs
-from . import store
 from .names import GRANT_KIND, client_ca_secret, token_secret
 from .settings import ServerSettings, ensure_server_ca
 from .spec import condition, expires_at, parse_grant, redemption_state, stamp

@@ -19,11 +19,12 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from .. import contract
+from ..kube import secrets as store
 from ..model.mesh import MeshSpec
 from ..tls import certs
 from ..tls.live import LiveProfile
 from ..tls.material import of_files
-from . import pki, store
+from . import pki
 from .names import GRANT_PLURAL, LINK_PROFILE, client_ca_secret, link_ca_secret, link_tls_secret
 
 HOSTS_ANNOTATION = "qdmesh.io/link-hosts"

@@ -24,11 +24,12 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from .. import contract
+from ..kube import secrets as store
 from ..linking.wire import Endpoint, RedeemRequest, RedeemResponse, WireError, error_body
 from ..model.errors import SpecError
 from ..model.mesh import MeshSpec, parse_mesh
 from ..render.link_access import advertised_port
-from . import pki, store
+from . import pki
 from .grant import ensure_client_ca
 from .link_tls import balancer_hosts
 from .names import GRANT_PLURAL, client_common_name, link_ca_secret, token_secret

@@ -15,10 +15,10 @@ from qdrouter.tools.errors import ManagementError
 
 from ..apply.management import CONNECTION_TYPE, ClientPool
 from ..apply.router_urls import overrides, router_urls
+from ..kube import secrets as store
 from ..model.mesh import MeshSpec
 from ..tls.credentials import ManagementCredentials
 from ..tls.material import of_files
-from . import store
 from .names import LINK_PROFILE, client_common_name, link_tls_secret
 
 log = logging.getLogger("qdmesh.operator.grants")

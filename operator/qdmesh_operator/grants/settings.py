@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import contract
+from ..kube import secrets as store
 from ..tls import certs
-from . import store
 from .names import SERVER_CA_SECRET
 
 PORT_ENV = "QDMESH_GRANT_SERVER_PORT"

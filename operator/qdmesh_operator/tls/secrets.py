@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 from kubernetes.client.rest import ApiException
 
 from .. import contract
+from ..kube import secrets as stored
 from ..model.mesh import MeshSpec
 from . import certs, rotation
 from .certs import CertificateError
@@ -56,22 +57,11 @@ def _read(core: Any, namespace: str, name: str) -> Tuple[Dict[str, bytes], str] 
 
 def _body(mesh: MeshSpec, name: str, *, type_: str, data: Mapping[str, bytes],
           owner: Dict[str, Any] | None) -> Dict[str, Any]:
-    meta: Dict[str, Any] = {"name": name, "namespace": mesh.namespace, "labels": contract.labels(mesh.name)}
-    if owner is not None:
-        meta["ownerReferences"] = [owner]
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": type_,
-            "data": {k: base64.b64encode(v).decode() for k, v in sorted(data.items())}}
+    return stored.body(mesh.namespace, name, data, labels=contract.labels(mesh.name), owner=owner,
+                       type_=type_)
 
 
-def _create(core: Any, body: Dict[str, Any]) -> bool:
-    """Create a Secret; False if one of that name appeared meanwhile."""
-    try:
-        core.create_namespaced_secret(body["metadata"]["namespace"], body)
-    except ApiException as e:
-        if e.status == 409:
-            return False
-        raise
-    return True
+_create = stored.create
 
 
 def _ensure_ca(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any] | None, now: dt.datetime,

@@ -1,5 +1,6 @@
-"""Reading and writing the Secrets of grants and link listeners: decoded data and the
-resourceVersion read, so a replace carries it and two writers cannot both win."""
+"""Reading and writing the Secrets the operator makes (its CAs, certificates, grant tokens):
+decoded data and the resourceVersion read, so a replace carries it and two writers cannot
+both win."""
 
 from __future__ import annotations
 
@@ -24,13 +25,14 @@ def read(core: Any, namespace: str, name: str) -> Stored | None:
 
 
 def body(namespace: str, name: str, data: Mapping[str, bytes], *, labels: Mapping[str, str],
-         owner: Dict[str, Any] | None, annotations: Mapping[str, str] | None = None) -> Dict[str, Any]:
+         owner: Dict[str, Any] | None, annotations: Mapping[str, str] | None = None,
+         type_: str = "Opaque") -> Dict[str, Any]:
     meta: Dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(labels)}
     if annotations:
         meta["annotations"] = dict(annotations)
     if owner is not None:
         meta["ownerReferences"] = [owner]
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": "Opaque",
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": type_,
             "data": {k: base64.b64encode(v).decode() for k, v in sorted(data.items())}}
 
 
