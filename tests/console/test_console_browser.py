@@ -210,7 +210,12 @@ def test_topology_tables_and_router_pages(mesh: Mesh, browser: Any, consoles: Li
             == [("0/s", "0/s")])
 
         # Router C's page: qdstat -g -c -l -a -n --autolinks --linkroutes, by following its link.
-        browser.find_element("css selector", '#routers-table a[href="/router.html?id=C"]').click()
+        # The table re-renders at each refresh, so the link found may be gone by the click.
+        def follow_c() -> bool:
+            browser.find_element("css selector", '#routers-table a[href="/router.html?id=C"]').click()
+            return True
+
+        wait_for(browser, "router C's link followed", follow_c)
         wait_for(browser, "router C's tables", lambda: browser.execute_script(
             "return document.querySelectorAll('#tables table').length") == 7)
         assert browser.title.startswith("Router C")

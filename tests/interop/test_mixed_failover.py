@@ -79,7 +79,7 @@ class Stream:
             if not self.hold:
                 self.receiver.settle_unsettled()
 
-    def finish(self, timeout: float = 30) -> Dict[str, List[str]]:
+    def finish(self, timeout: float = 90) -> Dict[str, List[str]]:
         """Wait for every outcome; {outcome name: bodies}."""
         self.net.wait(lambda: all(t in self.sender.outcomes for t in self.sent), timeout,
                       f"an outcome for each of {len(self.sent)} messages "

@@ -33,7 +33,7 @@ def test_message_sent_without_credit_waits_for_consumer(router: Router, net: Net
     assert rcv.bodies() == ["queued in the client"]
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)
 def test_slow_receiver_throttles_sender_and_bounds_router_memory(router: Router, net: Net) -> None:
     """A consumer granting 10 credit and settling nothing: the producer, which sends
     whenever it has credit, must stall after a bounded number of messages (<= 1,000, far
@@ -74,7 +74,7 @@ def test_slow_receiver_throttles_sender_and_bounds_router_memory(router: Router,
         send_while_credit()
         return snd.settled_count() == total
 
-    net.wait(done, 90, "all 2,000 messages accepted after the consumer caught up")
+    net.wait(done, 240, "all 2,000 messages accepted after the consumer caught up")
     assert snd.outcome_counts() == {"accepted": total}
     assert [r.message.properties["i"] for r in slow.received] == list(range(total))
 
