@@ -209,6 +209,32 @@ def test_deleting_a_grant_closes_its_link_and_only_its_link(
     exchange(other, accepting.router, "cross/still")
 
 
+def _costs(router: Router) -> Dict[str, Any]:
+    with ManagementClient(router.url, timeout=5) as client:
+        return {str(row["id"]): row.get("cost") for row in client.query("router.node")}
+
+
+def test_the_link_listener_cost_is_the_least_a_link_costs_on_both_sides(
+        accepting: Accepting, tmp_path: Path, started: List[Router]) -> None:
+    """spec.linkAccess.cost: the accepting mesh's listener imposes it on links made after it is
+    set, above the linking side's connector cost (10), and both sides route with it."""
+    accepting.kube.patch_spec("routermeshes", MESH, {"linkAccess": {"cost": 40}})
+
+    def listener_cost() -> Any:
+        with ManagementClient(accepting.router.url, timeout=5) as client:
+            return next((r.get("cost") for r in client.query("listener") if r["name"] == LINK_LISTENER), None)
+
+    eventually(lambda: listener_cost() == 40, 60, "the link listener replaced with cost 40")
+    token = accepting.grant("costly", expirationWindow="1h")
+    status, body = post(token, request(token, "to-accept", "costly"))
+    assert status == 200, body
+    costly = linking_router(tmp_path, RedeemResponse.from_json(body), "costly-0", started)
+    eventually(lambda: (_costs(accepting.router).get("costly-0"), _costs(costly).get(f"{MESH}-0")) == (40, 40),
+               60, "both ends of the new link at the listener's cost 40")
+    # The link made before the change (connector cost 10, listener cost 1) keeps its cost.
+    assert _costs(accepting.router).get("other-0") == 10
+
+
 def test_a_node_port_mesh_answers_with_the_node_port_kubernetes_chose(accepting: Accepting) -> None:
     kube = accepting.kube
     kube.create("routermeshes", "RouterMesh", "ports", {

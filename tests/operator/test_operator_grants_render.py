@@ -26,7 +26,7 @@ ACCESS = {
     "NodePort": {"type": "NodePort", "host": "links.example.com", "nodePort": 31671},
     "LoadBalancer": {"type": "LoadBalancer"},
     "Ingress": {"type": "Ingress", "host": "links.example.com"},
-    "Route": {"type": "Route", "host": "links.apps.example.com", "port": 55680},
+    "Route": {"type": "Route", "host": "links.apps.example.com", "port": 55680, "cost": 50},
 }
 
 
@@ -72,6 +72,8 @@ def test_without_link_access_nothing_is_added() -> None:
     ({"type": "LoadBalancer", "port": 55672}, "spec.linkAccess.port"),
     ({"type": "LoadBalancer", "port": 5672}, "spec.linkAccess.port"),
     ({"type": "Tunnel"}, "spec.linkAccess.type"),
+    ({"type": "LoadBalancer", "cost": 0}, "spec.linkAccess.cost"),
+    ({"type": "LoadBalancer", "cost": "high"}, "spec.linkAccess.cost"),
 ])
 def test_bad_link_access_is_refused_naming_the_field(access: Dict[str, Any], field: str) -> None:
     with pytest.raises(SpecError) as e:
@@ -85,8 +87,8 @@ def _grant(spec: Dict[str, Any], created: str = "2026-01-01T00:00:00Z") -> Dict[
 
 def test_grant_defaults_and_windows() -> None:
     grant = parse_grant(_grant({"meshName": "demo"}))
-    assert (grant.redemptions_allowed, grant.expiration_window, grant.role, grant.cost) == (
-        1, dt.timedelta(minutes=15), "inter-router", 10)
+    assert (grant.redemptions_allowed, grant.expiration_window, grant.role) == (
+        1, dt.timedelta(minutes=15), "inter-router")
     assert parse_duration("1h30m", "w") == dt.timedelta(hours=1, minutes=30)
     assert parse_duration("2d", "w") == dt.timedelta(days=2)
     for bad in ("", "15", "1x", "31d", "0s", "m15"):
@@ -100,7 +102,6 @@ def test_grant_defaults_and_windows() -> None:
     ({"meshName": "demo", "redemptionsAllowed": 101}, "spec.redemptionsAllowed"),
     ({"meshName": "demo", "expirationWindow": "forever"}, "spec.expirationWindow"),
     ({"meshName": "demo", "role": "edge"}, "spec.role"),
-    ({"meshName": "demo", "cost": 0}, "spec.cost"),
 ])
 def test_bad_grants_are_refused_naming_the_field(grant_spec: Dict[str, Any], field: str) -> None:
     with pytest.raises(SpecError) as e:

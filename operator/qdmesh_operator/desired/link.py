@@ -1,5 +1,7 @@
 """The link listener of a mesh with ``spec.linkAccess``: where routers of meshes in other
-clusters connect (role inter-router, mutual TLS with sslProfile ``link-tls``).
+clusters connect (role inter-router, mutual TLS with sslProfile ``link-tls``).  The listener's ``cost`` is
+the accepting side's say in what a link costs: every router takes the larger of the two
+ends' costs for an inter-router connection, so no linking side can make the link cheaper.
 
 The sslProfile names files of a mounted Secret, so it is in the config file (a Secret volume
 cannot be added to a running pod: enabling linkAccess restarts the routers once); the
@@ -26,6 +28,7 @@ def link_entities(mesh: MeshSpec) -> List[Entity]:
         "caCertFile": f"{LINK_TLS_DIR}/ca.crt", "certFile": f"{LINK_TLS_DIR}/tls.crt",
         "privateKeyFile": f"{LINK_TLS_DIR}/tls.key"}, restart_only=True)
     listener = Entity("listener", LINK_LISTENER, {
-        "host": "", "port": str(access.port), "role": "inter-router", "sslProfile": LINK_PROFILE,
+        "host": "", "port": str(access.port), "role": "inter-router", "cost": access.cost,
+        "sslProfile": LINK_PROFILE,
         "saslMechanisms": "EXTERNAL", "authenticatePeer": True, "requireSsl": True})
     return [profile, listener]
