@@ -229,7 +229,10 @@ def test_the_link_listener_cost_is_the_least_a_link_costs_on_both_sides(
     status, body = post(token, request(token, "to-accept", "costly"))
     assert status == 200, body
     costly = linking_router(tmp_path, RedeemResponse.from_json(body), "costly-0", started)
-    both = (lambda: (_costs(accepting.router).get("costly-0"), _costs(costly).get(f"{MESH}-0")))
+
+    def both() -> Tuple[Any, Any]:
+        return _costs(accepting.router).get("costly-0"), _costs(costly).get(f"{MESH}-0")
+
     eventually(lambda: both() == (40, 40), 60, "both ends of the new link at the listener's cost 40")
     # The link made before the change (connector cost 10, listener cost 1) keeps its cost.
     assert _costs(accepting.router).get("other-0") == 10
