@@ -73,6 +73,11 @@ def test_without_link_access_nothing_is_added() -> None:
     ({"type": "LoadBalancer", "port": 5672}, "spec.linkAccess.port"),
     ({"type": "Tunnel"}, "spec.linkAccess.type"),
     ({"type": "LoadBalancer", "cost": 0}, "spec.linkAccess.cost"),
+    ({"type": "LoadBalancer", "edgePort": 55671}, "spec.linkAccess.edgePort"),
+    ({"type": "LoadBalancer", "edgePort": 5672}, "spec.linkAccess.edgePort"),
+    ({"type": "LoadBalancer", "edgeNodePort": 31000}, "spec.linkAccess.edgeNodePort"),
+    ({"type": "NodePort", "host": "h", "nodePort": 31000, "edgeNodePort": 31000},
+     "spec.linkAccess.edgeNodePort"),
     ({"type": "LoadBalancer", "cost": "high"}, "spec.linkAccess.cost"),
 ])
 def test_bad_link_access_is_refused_naming_the_field(access: Dict[str, Any], field: str) -> None:
@@ -101,7 +106,7 @@ def test_grant_defaults_and_windows() -> None:
     ({"meshName": "demo", "redemptionsAllowed": 0}, "spec.redemptionsAllowed"),
     ({"meshName": "demo", "redemptionsAllowed": 101}, "spec.redemptionsAllowed"),
     ({"meshName": "demo", "expirationWindow": "forever"}, "spec.expirationWindow"),
-    ({"meshName": "demo", "role": "edge"}, "spec.role"),
+    ({"meshName": "demo", "role": "interior"}, "spec.role"),
 ])
 def test_bad_grants_are_refused_naming_the_field(grant_spec: Dict[str, Any], field: str) -> None:
     with pytest.raises(SpecError) as e:
