@@ -14,6 +14,7 @@ import yaml
 
 from qdmesh_operator.desired.state import mesh_state
 from qdmesh_operator.grants.spec import parse_duration, parse_grant, redemption_state
+from qdmesh_operator.linking.wire import RedeemRequest, WireError
 from qdmesh_operator.model.errors import SpecError
 from qdmesh_operator.model.mesh import parse_mesh
 from qdmesh_operator.render import manifests
@@ -122,3 +123,13 @@ def test_ready_until_expired_or_exhausted() -> None:
     assert redemption_state(grant, body, start + dt.timedelta(hours=1))[:2] == (False, "Expired")
     used = {**body, "status": {"redemptions": 2}}
     assert redemption_state(grant, used, start)[:2] == (False, "Exhausted")
+
+
+def test_a_redemption_request_says_which_roles_its_side_makes() -> None:
+    base = {"code": "c", "linkName": "l", "namespace": "ns", "meshName": "m"}
+    assert RedeemRequest.from_json(base).roles == ("inter-router",)  # a side that does not say
+    assert RedeemRequest.from_json({**base, "roles": ["edge", "edge"]}).roles == ("edge",)
+    for bad in ([], ["interior"], "edge", [1]):
+        with pytest.raises(WireError) as e:
+            RedeemRequest.from_json({**base, "roles": bad})
+        assert e.value.field == "roles", bad
