@@ -10,7 +10,16 @@ mkdir -p "$logdir"
 echo "start-dockerd.sh: starting dockerd (log: $logdir/dockerd.log)" >&2
 # The daemon is the machine's, shared by every run: it must not carry a test run's marker
 # (tests/reaper.py ends what does when that run ends), and it gets a session of its own.
-env -u QDMESH_TEST_RUN setsid nohup dockerd >"$logdir/dockerd.log" 2>&1 < /dev/null &
+# Nor any other descriptor of its caller: started under `flock /tmp/qdmesh-cluster.lock ...`,
+# a daemon that inherited the lock's descriptor would hold the machine's cluster lock for as
+# long as it runs, and every later cluster run would wait for it for ever.
+(
+    for fd in /proc/self/fd/*; do
+        fd=${fd##*/}
+        [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null
+    done
+    exec env -u QDMESH_TEST_RUN setsid nohup dockerd >"$logdir/dockerd.log" 2>&1 < /dev/null
+) &
 for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && exit 0; sleep 1; done
 echo "start-dockerd.sh: dockerd did not start: see $logdir/dockerd.log" >&2
 exit 1
