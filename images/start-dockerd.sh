@@ -16,7 +16,8 @@ echo "start-dockerd.sh: starting dockerd (log: $logdir/dockerd.log)" >&2
 (
     for fd in /proc/self/fd/*; do
         fd=${fd##*/}
-        [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null
+        [ "$fd" -gt 2 ] || continue
+        eval "exec $fd>&-" 2>/dev/null || true  # (the listing's own descriptor is gone already)
     done
     exec env -u QDMESH_TEST_RUN setsid nohup dockerd >"$logdir/dockerd.log" 2>&1 < /dev/null
 ) &
