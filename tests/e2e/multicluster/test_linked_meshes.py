@@ -51,7 +51,8 @@ pytestmark = pytest.mark.timeout(900)
 
 EAST_SIZE, WEST_SIZE = 2, 3
 # Each mesh's address configuration, the same on both sides: address semantics are each
-# router's own (a router that did not know ``aq`` is a waypoint would not send to phase 0).
+# router's own (where ``aq`` were not a waypoint, west's receiver would attach to phase 0 and
+# take the sender's messages straight, past the broker).
 ADDRESSES = [{"prefix": "mc", "distribution": "multicast"}, {"prefix": "aq", "waypoint": True}]
 LINK_NODE_PORT = 31671
 Timing = Callable[[str, float], None]
