@@ -2,8 +2,8 @@
 mesh's reconciliation rewrites ``<mesh>-link-tls`` without it, and the routers load it), and
 once EVERY router runs the bundles without it, the inter-router (or edge) connections its links
 made are closed through management (UPDATE connection adminStatus deleted; a qdmesh router
-accepts it for inter-router and edge connections it accepted).  Closed before, a link could reconnect with a
-certificate still trusted.  Other grants' links are not touched."""
+accepts it for inter-router and edge connections it accepted).  Closed before, a link could
+reconnect with a certificate still trusted.  Other grants' links are not touched."""
 
 from __future__ import annotations
 
