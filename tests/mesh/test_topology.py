@@ -101,3 +101,24 @@ def test_connector_only_cost_seen_by_both_ends(mesh_factory: MeshFactory) -> Non
         time.sleep(0.2)
     assert rows.get("B", {}).get("cost") == 5, \
         f"A (listener, no cost) sees B at {rows.get('B')}; B's connector says cost 5"
+
+
+def test_listener_only_cost_seen_by_both_ends(mesh_factory: MeshFactory) -> None:
+    """The accepting side's cost: on the listener only.  The listener's end sends it in its
+    open as the connector's end does, and both ends take the larger, so the router that
+    connected routes with it too (as a cluster's link listener imposes its cost on links)."""
+    mesh = mesh_factory([("B", "A", 5)], converge=False)
+    # Rewrite B's connector without a cost (default 1) and restart B.
+    b = mesh["B"]
+    b.connectors["A"] = (*b.connectors["A"][:2], 1)
+    b.write_config()
+    b.terminate()
+    b.restart()
+    mesh.wait_converged(timeout=15, routers=["A"])
+    rows: Dict[str, Dict[str, object]] = {}
+    end = time.monotonic() + 10
+    while rows.get("A", {}).get("cost") is None and time.monotonic() < end:
+        rows = mesh.nodes("B")
+        time.sleep(0.2)
+    assert rows.get("A", {}).get("cost") == 5, \
+        f"B (connector, no cost) sees A at {rows.get('A')}; A's listener says cost 5"

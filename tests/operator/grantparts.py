@@ -69,9 +69,9 @@ class Accepting:
     """The accepting cluster: its operator, its RouterMesh (one router) and the token URLs."""
 
     def __init__(self, kube: Cluster, router: Router, server_port: int, link_port: int,
-                 metrics_port: int) -> None:
+                 metrics_port: int, edge_port: int) -> None:
         self.kube, self.router, self.server_port, self.link_port = kube, router, server_port, link_port
-        self.metrics_port = metrics_port
+        self.metrics_port, self.edge_port = metrics_port, edge_port
 
     def grant(self, name: str, **spec: Any) -> Token:
         self.kube.create("meshaccessgrants", "MeshAccessGrant", name, {"meshName": MESH, **spec})
@@ -94,14 +94,14 @@ def post(token: Token, body: bytes | Dict[str, Any]) -> Tuple[int, Dict[str, Any
         return e.code, json.loads(e.read() or b"{}")
 
 
-def request(token: Token, link: str, mesh: str, code: str | None = None) -> Dict[str, Any]:
+def request(token: Token, link: str, mesh: str, code: str | None = None,
+            roles: Tuple[str, ...] = ("inter-router",)) -> Dict[str, Any]:
     return RedeemRequest(code=token.code if code is None else code, link_name=link, namespace="elsewhere",
-                         mesh_name=mesh, router_ids=(f"{mesh}-0",)).to_json()
+                         mesh_name=mesh, router_ids=(f"{mesh}-0",), roles=roles).to_json()
 
 
-def linking_router(tmp_path: Path, answer: RedeemResponse, router_id: str, started: List[Router]) -> Router:
-    """A router of the other cluster's mesh, linked as its operator would link it: the issued
-    certificate in an sslProfile, an inter-router connector to the first endpoint."""
+def _link_sections(tmp_path: Path, answer: RedeemResponse, router_id: str, role: str) -> str:
+    """The issued certificate in an sslProfile, a connector of ``role`` to the first endpoint."""
     directory = tmp_path / f"{router_id}-link"
     directory.mkdir()
     for key, text in (("ca.crt", answer.ca_pem), ("tls.crt", answer.cert_pem), ("tls.key", answer.key_pem)):
@@ -110,10 +110,32 @@ def linking_router(tmp_path: Path, answer: RedeemResponse, router_id: str, start
                                             "certFile": str(directory / "tls.crt"),
                                             "privateKeyFile": str(directory / "tls.key")})
     endpoint = answer.endpoints[0]
-    connector = Entity("connector", "to-accept", {
-        "name": "to-accept", "host": endpoint.host, "port": str(endpoint.port), "role": "inter-router",
-        "sslProfile": "link", "saslMechanisms": "EXTERNAL", "verifyHostname": True, "cost": 10})
-    return interior(tmp_path, router_id, section(profile) + section(connector), started)
+    attrs: Dict[str, Any] = {"name": "to-accept", "host": endpoint.host, "port": str(endpoint.port),
+                             "role": role, "sslProfile": "link", "saslMechanisms": "EXTERNAL",
+                             "verifyHostname": True}
+    if role == "inter-router":
+        attrs["cost"] = 10
+    return section(profile) + section(Entity("connector", "to-accept", attrs))
+
+
+def linking_router(tmp_path: Path, answer: RedeemResponse, router_id: str, started: List[Router]) -> Router:
+    """A router of the other cluster's mesh, linked as its operator would link it: the issued
+    certificate in an sslProfile, an inter-router connector to the first endpoint."""
+    return interior(tmp_path, router_id, _link_sections(tmp_path, answer, router_id, "inter-router"), started)
+
+
+def edge_router(tmp_path: Path, answer: RedeemResponse, router_id: str, started: List[Router]) -> Router:
+    """An edge router of the other cluster, attached with an edge grant's certificate: an edge
+    connector to the accepting mesh's edge link listener."""
+    workdir = tmp_path / router_id
+    workdir.mkdir()
+    router = Router(workdir, router_id=router_id)
+    router.config_path.write_text(
+        f"router {{\n    mode: edge\n    id: {router_id}\n}}\n"
+        f"listener {{\n    host: 127.0.0.1\n    port: {router.port}\n    saslMechanisms: ANONYMOUS\n}}\n"
+        + _link_sections(tmp_path, answer, router_id, "edge"))
+    started.append(router.start())
+    return router
 
 
 def exchange(sender: Router, receiver: Router, address: str) -> None:

@@ -25,12 +25,14 @@ import pytest
 from qdmesh_operator.linking.wire import RedeemResponse, Token
 from qdmesh_operator.model.entities import Entity
 from qdrouter.tools.management_client import ManagementClient
+from tests.edge.helpers import send_until_accepted
 from tests.kube.controlplane import ControlPlane
 from tests.operator.grantparts import (
     LINK_LISTENER,
     MESH,
     Accepting,
     Kubelet,
+    edge_router,
     exchange,
     inbound_connections,
     inbound_links,
@@ -42,9 +44,37 @@ from tests.operator.grantparts import (
 from tests.operator.kube_operator import Cluster, api_namespace, eventually
 from tests.operator.test_operator_live_tls import Mount
 from tests.operator.test_operator_managed_tls_mesh import interior, nodes, section
+from tests.router.amqpclient import REJECTED, Net, msg
+from tests.router.fixtures import net
 from tests.router.routerproc import Router, free_port
 
+__all__ = ["net"]  # the fixture
+
 pytestmark = pytest.mark.timeout(300)
+
+# Vhost policy on, as a mesh with spec.policy.enableVhostPolicy has it; the default vhost lets
+# the tests' clients and the operator do anything, so only the VhostPolicy of the edge test
+# restricts anyone (inter-router links are never held to vhost rules).
+POLICY = """policy {
+    enableVhostPolicy: true
+    defaultVhost: $default
+}
+vhost {
+    hostname: $default
+    allowUnknownUser: true
+    groups: {
+        $default: {
+            remoteHosts: *
+            sources: *
+            targets: *
+            allowDynamicSource: true
+            allowAnonymousSender: true
+            allowUserIdProxy: true
+            allowAdminStatusUpdate: true
+        }
+    }
+}
+"""
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +93,7 @@ def accepting(crds: ControlPlane, tmp_path_factory: pytest.TempPathFactory,
     tmp = tmp_path_factory.mktemp("grants")
     urls = tmp / "router-urls.json"
     urls.write_text("{}")
-    server_port, link_port, metrics_port = free_port(), free_port(), free_port()
+    server_port, link_port, metrics_port, edge_port = free_port(), free_port(), free_port(), free_port()
     env = {**crds.env(), "POD_NAMESPACE": namespace, "QDMESH_ROUTER_URLS": str(urls),
            "QDMESH_DRIFT_INTERVAL": "1", "QDMESH_GRANT_SERVER_HOST": "localhost"}
     log = tmp / "operator.log"
@@ -75,7 +105,8 @@ def accepting(crds: ControlPlane, tmp_path_factory: pytest.TempPathFactory,
     try:
         kube.create("routermeshes", "RouterMesh", MESH, {
             "size": 1, "image": "qdmesh/router:0.1.0", "interRouter": {"tls": {"mode": "Disabled"}},
-            "linkAccess": {"type": "LoadBalancer", "host": "localhost", "port": link_port}})
+            "linkAccess": {"type": "LoadBalancer", "host": "localhost", "port": link_port,
+                           "edgePort": edge_port}})
         eventually(lambda: secret_data(kube, f"{MESH}-link-tls"), 60, "the link listener's Secret")
         mount = Mount(tmp / "link-mount")
         kubelet = Kubelet(kube, f"{MESH}-link-tls", mount)
@@ -83,13 +114,15 @@ def accepting(crds: ControlPlane, tmp_path_factory: pytest.TempPathFactory,
         files = {"caCertFile": str(mount.directory / "ca.crt"), "certFile": str(mount.directory / "tls.crt"),
                  "privateKeyFile": str(mount.directory / "tls.key")}
         profile = Entity("sslProfile", "link-tls", {"name": "link-tls", **files})
-        router = interior(tmp, f"{MESH}-0", section(profile), started)
+        edge_profile = Entity("sslProfile", "link-edge-tls", {
+            "name": "link-edge-tls", **files, "caCertFile": str(mount.directory / "edge-ca.crt")})
+        router = interior(tmp, f"{MESH}-0", section(profile) + section(edge_profile) + POLICY, started)
         kubelet.start()
         urls.write_text(json.dumps({f"{namespace}/{MESH}-0": router.url}))
         with ManagementClient(router.url, timeout=5) as client:
             eventually(lambda: any(r["name"] == LINK_LISTENER for r in client.query("listener")), 60,
                        "the operator adding the link listener to the running router")
-        yield Accepting(kube, router, server_port, link_port, metrics_port)
+        yield Accepting(kube, router, server_port, link_port, metrics_port, edge_port)
     finally:
         if kubelet is not None:
             kubelet.stop()
@@ -209,6 +242,35 @@ def test_deleting_a_grant_closes_its_link_and_only_its_link(
     exchange(other, accepting.router, "cross/still")
 
 
+def _costs(router: Router) -> Dict[str, Any]:
+    with ManagementClient(router.url, timeout=5) as client:
+        return {str(row["id"]): row.get("cost") for row in client.query("router.node")}
+
+
+def test_the_link_listener_cost_is_the_least_a_link_costs_on_both_sides(
+        accepting: Accepting, tmp_path: Path, started: List[Router]) -> None:
+    """spec.linkAccess.cost: the accepting mesh's listener imposes it on links made after it is
+    set, above the linking side's connector cost (10), and both sides route with it."""
+    accepting.kube.patch_spec("routermeshes", MESH, {"linkAccess": {"cost": 40}})
+
+    def listener_cost() -> Any:
+        with ManagementClient(accepting.router.url, timeout=5) as client:
+            return next((r.get("cost") for r in client.query("listener") if r["name"] == LINK_LISTENER), None)
+
+    eventually(lambda: listener_cost() == 40, 60, "the link listener replaced with cost 40")
+    token = accepting.grant("costly", expirationWindow="1h")
+    status, body = post(token, request(token, "to-accept", "costly"))
+    assert status == 200, body
+    costly = linking_router(tmp_path, RedeemResponse.from_json(body), "costly-0", started)
+
+    def both() -> Tuple[Any, Any]:
+        return _costs(accepting.router).get("costly-0"), _costs(costly).get(f"{MESH}-0")
+
+    eventually(lambda: both() == (40, 40), 60, "both ends of the new link at the listener's cost 40")
+    # The link made before the change (connector cost 10, listener cost 1) keeps its cost.
+    assert _costs(accepting.router).get("other-0") == 10
+
+
 def test_a_node_port_mesh_answers_with_the_node_port_kubernetes_chose(accepting: Accepting) -> None:
     kube = accepting.kube
     kube.create("routermeshes", "RouterMesh", "ports", {
@@ -261,6 +323,66 @@ def test_exposure_follows_the_link_access_type_and_goes_with_it(accepting: Accep
 
     eventually(lambda: gone(networking.read_namespaced_ingress) and gone(kube.core.read_namespaced_service),
                60, "the Ingress and the Service removed with linkAccess")
+
+
+def _edge_users(router: Router) -> List[str]:
+    with ManagementClient(router.url, timeout=5) as client:
+        return [str(r.get("user")) for r in client.query("connection")
+                if r.get("role") == "edge" and r.get("dir") == "in"]
+
+
+def test_an_edge_grant_attaches_an_edge_router_held_to_the_mesh_vhost_policy(
+        accepting: Accepting, tmp_path: Path, started: List[Router], net: Net) -> None:
+    """A grant of role edge: the other cluster's router attaches to the edge link listener with
+    the certificate it was issued, and the accepting mesh's VhostPolicy (for the hostname the
+    edge opens with) holds what it sends as it holds a local client: an allowed address is
+    delivered, a denied one rejected.  Deleting the grant closes the edge link."""
+    kube = accepting.kube
+    kube.create("vhostpolicies", "VhostPolicy", "edge-links", {
+        "meshRef": MESH, "hostname": "localhost", "allowUnknownUser": True,
+        "groups": {"$default": {"remoteHosts": ["*"], "sources": ["*"], "targets": ["app.*"],
+                                "allowAnonymousSender": True, "allowDynamicSource": True,
+                                "allowUserIdProxy": True}}})
+    token = accepting.grant("edgy", role="edge", expirationWindow="1h")
+    # A linking side that makes inter-router links only is refused before anything is counted.
+    status, body = post(token, request(token, "edge-link", "edgy"))
+    assert status == 409 and body["error"].startswith("role:"), body
+    status, body = post(token, request(token, "edge-link", "edgy", roles=("inter-router", "edge")))
+    assert status == 200, body
+    answer = RedeemResponse.from_json(body)
+    assert answer.role == "edge", answer.role
+    assert [(e.host, e.port) for e in answer.endpoints] == [("localhost", accepting.edge_port)]
+    assert kube.get("meshaccessgrants", "edgy")["status"]["redemptions"] == 1
+    # Its client CA is in the edge listener's bundle, never in the inter-router one's.
+    client_ca = secret_data(kube, "edgy-client-ca")["ca.crt"]
+
+    def trusted() -> Tuple[bool, bool]:
+        data = secret_data(kube, f"{MESH}-link-tls")
+        return client_ca in data.get("edge-ca.crt", b""), client_ca in data.get("ca.crt", b"")
+
+    eventually(lambda: trusted() == (True, False), 60, "the edge grant's CA in the edge bundle only")
+    with ManagementClient(accepting.router.url, timeout=5) as client:
+        eventually(lambda: any(r.get("hostname") == "localhost" for r in client.query("vhost")), 60,
+                   "the VhostPolicy on the router")
+    edge = edge_router(tmp_path, answer, "edgy-0", started)
+    user = "CN=elsewhere/edge-link@edgy,O=qdmesh"
+    eventually(lambda: _edge_users(accepting.router) == [user], 60, "the edge router attached")
+
+    app = net.connect(accepting.router.url).receiver("app.x")
+    hidden = net.connect(accepting.router.url).receiver("secret.x")
+    client = net.connect(edge.url)
+    send_until_accepted(net, client.sender("app.x"), "over the edge link", timeout=60)
+    forbidden = client.sender(None)
+    net.wait(lambda: forbidden.credit > 0, 30, "credit for the anonymous sender on the edge")
+    tag = forbidden.send(msg("stolen", to="secret.x"))
+    net.wait(lambda: tag in forbidden.outcomes, 30, "the denied message's outcome")
+    assert forbidden.outcomes[tag].state == REJECTED, forbidden.outcomes[tag]
+    net.pump(0.3)
+    assert [r.message.body for r in app.received] == ["over the edge link"] and not hidden.received
+
+    kube.delete("meshaccessgrants", "edgy")
+    eventually(lambda: kube.gone("meshaccessgrants", "edgy"), 90, "grant edgy revoked and deleted")
+    eventually(lambda: _edge_users(accepting.router) == [], 30, "the revoked edge link closed")
 
 
 def test_every_redemption_answered_is_counted_by_status(accepting: Accepting) -> None:

@@ -14,6 +14,7 @@ import yaml
 
 from qdmesh_operator.desired.state import mesh_state
 from qdmesh_operator.grants.spec import parse_duration, parse_grant, redemption_state
+from qdmesh_operator.linking.wire import RedeemRequest, WireError
 from qdmesh_operator.model.errors import SpecError
 from qdmesh_operator.model.mesh import parse_mesh
 from qdmesh_operator.render import manifests
@@ -26,7 +27,7 @@ ACCESS = {
     "NodePort": {"type": "NodePort", "host": "links.example.com", "nodePort": 31671},
     "LoadBalancer": {"type": "LoadBalancer"},
     "Ingress": {"type": "Ingress", "host": "links.example.com"},
-    "Route": {"type": "Route", "host": "links.apps.example.com", "port": 55680},
+    "Route": {"type": "Route", "host": "links.apps.example.com", "port": 55680, "cost": 50},
 }
 
 
@@ -72,6 +73,13 @@ def test_without_link_access_nothing_is_added() -> None:
     ({"type": "LoadBalancer", "port": 55672}, "spec.linkAccess.port"),
     ({"type": "LoadBalancer", "port": 5672}, "spec.linkAccess.port"),
     ({"type": "Tunnel"}, "spec.linkAccess.type"),
+    ({"type": "LoadBalancer", "cost": 0}, "spec.linkAccess.cost"),
+    ({"type": "LoadBalancer", "edgePort": 55671}, "spec.linkAccess.edgePort"),
+    ({"type": "LoadBalancer", "edgePort": 5672}, "spec.linkAccess.edgePort"),
+    ({"type": "LoadBalancer", "edgeNodePort": 31000}, "spec.linkAccess.edgeNodePort"),
+    ({"type": "NodePort", "host": "h", "nodePort": 31000, "edgeNodePort": 31000},
+     "spec.linkAccess.edgeNodePort"),
+    ({"type": "LoadBalancer", "cost": "high"}, "spec.linkAccess.cost"),
 ])
 def test_bad_link_access_is_refused_naming_the_field(access: Dict[str, Any], field: str) -> None:
     with pytest.raises(SpecError) as e:
@@ -85,8 +93,8 @@ def _grant(spec: Dict[str, Any], created: str = "2026-01-01T00:00:00Z") -> Dict[
 
 def test_grant_defaults_and_windows() -> None:
     grant = parse_grant(_grant({"meshName": "demo"}))
-    assert (grant.redemptions_allowed, grant.expiration_window, grant.role, grant.cost) == (
-        1, dt.timedelta(minutes=15), "inter-router", 10)
+    assert (grant.redemptions_allowed, grant.expiration_window, grant.role) == (
+        1, dt.timedelta(minutes=15), "inter-router")
     assert parse_duration("1h30m", "w") == dt.timedelta(hours=1, minutes=30)
     assert parse_duration("2d", "w") == dt.timedelta(days=2)
     for bad in ("", "15", "1x", "31d", "0s", "m15"):
@@ -99,8 +107,7 @@ def test_grant_defaults_and_windows() -> None:
     ({"meshName": "demo", "redemptionsAllowed": 0}, "spec.redemptionsAllowed"),
     ({"meshName": "demo", "redemptionsAllowed": 101}, "spec.redemptionsAllowed"),
     ({"meshName": "demo", "expirationWindow": "forever"}, "spec.expirationWindow"),
-    ({"meshName": "demo", "role": "edge"}, "spec.role"),
-    ({"meshName": "demo", "cost": 0}, "spec.cost"),
+    ({"meshName": "demo", "role": "interior"}, "spec.role"),
 ])
 def test_bad_grants_are_refused_naming_the_field(grant_spec: Dict[str, Any], field: str) -> None:
     with pytest.raises(SpecError) as e:
@@ -116,3 +123,13 @@ def test_ready_until_expired_or_exhausted() -> None:
     assert redemption_state(grant, body, start + dt.timedelta(hours=1))[:2] == (False, "Expired")
     used = {**body, "status": {"redemptions": 2}}
     assert redemption_state(grant, used, start)[:2] == (False, "Exhausted")
+
+
+def test_a_redemption_request_says_which_roles_its_side_makes() -> None:
+    base = {"code": "c", "linkName": "l", "namespace": "ns", "meshName": "m"}
+    assert RedeemRequest.from_json(base).roles == ("inter-router",)  # a side that does not say
+    assert RedeemRequest.from_json({**base, "roles": ["edge", "edge"]}).roles == ("edge",)
+    for bad in ([], ["interior"], "edge", [1]):
+        with pytest.raises(WireError) as e:
+            RedeemRequest.from_json({**base, "roles": bad})
+        assert e.value.field == "roles", bad

@@ -3,10 +3,12 @@ reconciliation (certificate stage):
 
 - ``<mesh>-link-ca`` (ca.crt, ca.key): signs the listener's certificate; the linking side gets
   its ca.crt at redemption and verifies the listener with it.  Never mounted.
-- ``<mesh>-link-tls`` (tls.crt, tls.key, ca.crt): mounted in every interior router.  tls.crt
-  names the host(s) the other cluster reaches; ca.crt is the trusted bundle: the client CAs
-  of the mesh's live grants (a grant being deleted is left out: revocation), after the link
-  CA itself, which signs no client certificate, so the bundle is never empty.
+- ``<mesh>-link-tls`` (tls.crt, tls.key, ca.crt, edge-ca.crt): mounted in every interior
+  router.  tls.crt names the host(s) the other cluster reaches; ca.crt is the inter-router
+  listener's trusted bundle: the client CAs of the mesh's live grants of role inter-router (a
+  grant being deleted is left out: revocation), after the link CA itself, which signs no
+  client certificate, so the bundle is never empty; edge-ca.crt is the same for the edge
+  link listener and the grants of role edge.
 
 Both owned by the RouterMesh.  A change of the bundle or of the names is one replace; the
 routers load the new files at run time (tls/live.py, apply/tls_reload.py)."""
@@ -20,12 +22,21 @@ from kubernetes.client.rest import ApiException
 
 from .. import contract
 from ..kube import secrets as store
+from ..linking.wire import EDGE, INTER_ROUTER
 from ..model.mesh import MeshSpec
 from ..tls import certs
 from ..tls.live import LiveProfile
 from ..tls.material import of_files
 from . import pki
-from .names import GRANT_PLURAL, LINK_PROFILE, client_ca_secret, link_ca_secret, link_tls_secret
+from .names import (
+    EDGE_CA_KEY,
+    GRANT_PLURAL,
+    LINK_EDGE_PROFILE,
+    LINK_PROFILE,
+    client_ca_secret,
+    link_ca_secret,
+    link_tls_secret,
+)
 
 HOSTS_ANNOTATION = "qdmesh.io/link-hosts"
 
@@ -85,14 +96,28 @@ def _bundle(core: Any, namespace: str, ca: certs.KeyPair, grants: Sequence[Mappi
     return b"".join(p if p.endswith(b"\n") else p + b"\n" for p in parts)
 
 
-def ensure_link_tls(core: Any, mesh: MeshSpec, owner: Dict[str, Any] | None) -> LiveProfile | None:
-    """Both Secrets as they should be now; the profile the routers should run (None without
+def grant_role(grant: Mapping[str, Any]) -> str:
+    return str((grant.get("spec") or {}).get("role") or INTER_ROUTER)
+
+
+def link_profiles(mesh_name: str, data: Mapping[str, bytes]) -> List[LiveProfile]:
+    """The two link listeners' profiles, with the material of the Secret's decoded data."""
+    edge = {"tls.crt": data.get("tls.crt") or b"", "ca.crt": data.get(EDGE_CA_KEY) or b""}
+    name = link_tls_secret(mesh_name)
+    return [LiveProfile(LINK_PROFILE, name, of_files(data), replace_connections=False),
+            LiveProfile(LINK_EDGE_PROFILE, name, of_files(edge), replace_connections=False)]
+
+
+def ensure_link_tls(core: Any, mesh: MeshSpec, owner: Dict[str, Any] | None) -> List[LiveProfile]:
+    """Both Secrets as they should be now; the profiles the routers should run (none without
     linkAccess).  Raises ApiException (the caller reports kind Secret)."""
     if not mesh.link_access.enabled:
-        return None
+        return []
     ca = _ensure_ca(core, mesh, owner)
     custom = client.CustomObjectsApi(core.api_client)
-    bundle = _bundle(core, mesh.namespace, ca, live_grants(custom, mesh.namespace, mesh.name))
+    grants = live_grants(custom, mesh.namespace, mesh.name)
+    bundle = _bundle(core, mesh.namespace, ca, [g for g in grants if grant_role(g) == INTER_ROUTER])
+    edge_bundle = _bundle(core, mesh.namespace, ca, [g for g in grants if grant_role(g) == EDGE])
     hosts = listener_hosts(core, mesh)
     name = link_tls_secret(mesh.name)
     found = store.read(core, mesh.namespace, name)
@@ -103,15 +128,15 @@ def ensure_link_tls(core: Any, mesh: MeshSpec, owner: Dict[str, Any] | None) -> 
     if not fresh:
         pair = pki.issue(ca, hosts[0], hosts=hosts, server=True, lifetime=pki.SERVER_LIFETIME)
         data.update({"tls.crt": pair.cert_pem, "tls.key": pair.key_pem})
-    if found is None or not fresh or data.get("ca.crt") != bundle:
-        data["ca.crt"] = bundle
+    if found is None or not fresh or data.get("ca.crt") != bundle or data.get(EDGE_CA_KEY) != edge_bundle:
+        data.update({"ca.crt": bundle, EDGE_CA_KEY: edge_bundle})
         secret = store.body(mesh.namespace, name, data, labels=contract.labels(mesh.name), owner=owner,
                             annotations={HOSTS_ANNOTATION: ",".join(hosts)})
         if found is None:
             store.create(core, secret)  # lost a race: the next reconciliation reads the winner
         else:
             store.replace(core, secret, found[1])
-    return LiveProfile(LINK_PROFILE, name, of_files(data), replace_connections=False)
+    return link_profiles(mesh.name, data)
 
 
 def _signed_by(cert_pem: bytes, ca_pem: bytes) -> bool:

@@ -8,6 +8,11 @@ GRANT_KIND = "MeshAccessGrant"
 #: The sslProfile of the link listener, and where its Secret is mounted in router pods.
 LINK_PROFILE = "link-tls"
 LINK_TLS_DIR = "/etc/qdmesh/link"
+#: The edge link listener's sslProfile: the same certificate, its own trusted bundle (the
+#: client CAs of edge grants only, in the Secret's key EDGE_CA_KEY), so a certificate of an
+#: edge grant never opens the inter-router listener, nor one of an inter-router grant the edge one.
+LINK_EDGE_PROFILE = "link-edge-tls"
+EDGE_CA_KEY = "edge-ca.crt"
 #: The operator-level CA of the redemption server's certificate (in the operator's namespace).
 SERVER_CA_SECRET = "qdmesh-grant-server-ca"
 

@@ -3,8 +3,9 @@ names, in this order, each refusal a status and a message naming the field
 (linking/wire.py):
 
 400 malformed body -> 404 no such grant -> 403 wrong code (constant-time compare) ->
-410 expired -> 404/409 the mesh is gone or has no linkAccess -> 409 router ids collide ->
-410 no redemptions left -> 200 with a client certificate.
+410 expired -> 409 the grant's role is not one the linking side can make -> 404/409 the mesh
+is gone or has no linkAccess (or, for an edge grant, an exposure without an edge port) ->
+409 router ids collide -> 410 no redemptions left -> 200 with a client certificate.
 
 The count is taken in the grant's status BEFORE the answer, with the resourceVersion read
 (optimistic concurrency): of two redemptions racing for the last one, one replace wins and
@@ -25,10 +26,10 @@ from kubernetes.client.rest import ApiException
 
 from .. import contract
 from ..kube import secrets as store
-from ..linking.wire import Endpoint, RedeemRequest, RedeemResponse, WireError, error_body
+from ..linking.wire import EDGE, Endpoint, RedeemRequest, RedeemResponse, WireError, error_body
 from ..model.errors import SpecError
 from ..model.mesh import MeshSpec, parse_mesh
-from ..render.link_access import advertised_port
+from ..render.link_access import EDGE_PORT_NAME, PORT_NAME, advertised_edge_port, advertised_port
 from . import pki
 from .grant import ensure_client_ca
 from .link_tls import balancer_hosts
@@ -103,17 +104,28 @@ def _mesh(custom: Any, spec: GrantSpec) -> MeshSpec:
     return mesh
 
 
-def _endpoints(core: Any, mesh: MeshSpec) -> Tuple[Endpoint, ...]:
-    hosts: List[str] = [mesh.link_access.host] if mesh.link_access.host else balancer_hosts(core, mesh)
+def _endpoints(core: Any, mesh: MeshSpec, role: str) -> Tuple[Endpoint, ...]:
+    """Where the linking side connects: the inter-router link listener, or for an edge grant
+    the edge link listener (which an Ingress or a Route, passing one port, does not expose)."""
+    access = mesh.link_access
+    hosts: List[str] = [access.host] if access.host else balancer_hosts(core, mesh)
     if not hosts:
         raise Refused(409, "linkAccess", f"the LoadBalancer of RouterMesh {mesh.name} has no address yet")
-    port = advertised_port(mesh)
-    if mesh.link_access.type == "NodePort" and mesh.link_access.node_port is None:
-        port = _assigned_node_port(core, mesh)
-    return tuple(Endpoint(host, port) for host in hosts)
+    if role != EDGE:
+        port = advertised_port(mesh)
+        if access.type == "NodePort" and access.node_port is None:
+            port = _assigned_node_port(core, mesh, PORT_NAME)
+        return tuple(Endpoint(host, port) for host in hosts)
+    edge_port = advertised_edge_port(mesh)
+    if edge_port is None:
+        raise Refused(409, "role", f"an edge grant needs RouterMesh {mesh.name}'s linkAccess of type "
+                      f"NodePort or LoadBalancer ({access.type} exposes the inter-router listener only)")
+    if access.type == "NodePort" and access.edge_node_port is None:
+        edge_port = _assigned_node_port(core, mesh, EDGE_PORT_NAME)
+    return tuple(Endpoint(host, edge_port) for host in hosts)
 
 
-def _assigned_node_port(core: Any, mesh: MeshSpec) -> int:
+def _assigned_node_port(core: Any, mesh: MeshSpec, port_name: str) -> int:
     """The nodePort Kubernetes chose for the link Service (spec.linkAccess.nodePort not given)."""
     try:
         service = core.read_namespaced_service(contract.link_service(mesh.name), mesh.namespace)
@@ -121,7 +133,8 @@ def _assigned_node_port(core: Any, mesh: MeshSpec) -> int:
         if e.status == 404:
             raise Refused(409, "linkAccess", f"RouterMesh {mesh.name}'s link Service is not there") from None
         raise
-    port = next((p.node_port for p in (service.spec.ports or []) if p.node_port), None)
+    ports = service.spec.ports or []
+    port = next((p.node_port for p in ports if p.name == port_name and p.node_port), None)
     if not port:
         raise Refused(409, "linkAccess", f"the link Service of RouterMesh {mesh.name} has no nodePort yet")
     return int(port)
@@ -168,6 +181,9 @@ def _redeem(api_client: Any, namespace: str, name: str, raw: bytes, now: dt.date
         raise Refused(409, "grant", f"the grant is invalid: {e}") from None
     if now >= expires_at(body, spec):
         raise Refused(410, "grant", f"the grant expired at {stamp(expires_at(body, spec))}")
+    if spec.role not in request.roles:
+        raise Refused(409, "role", f"the grant is for links of role {spec.role}; the linking side makes "
+                      f"{', '.join(request.roles)} only")
     mesh = _mesh(custom, spec)
     ours = set(mesh.router_ids())
     clash = sorted(ours & set(request.router_ids))
@@ -175,7 +191,7 @@ def _redeem(api_client: Any, namespace: str, name: str, raw: bytes, now: dt.date
         ids = ", ".join(clash) or f"{request.mesh_name}-N"
         raise Refused(409, "meshName", f"the linking mesh's router ids ({ids}) would collide with "
                       f"RouterMesh {mesh.name}'s: rename one of the meshes")
-    endpoints = _endpoints(core, mesh)
+    endpoints = _endpoints(core, mesh, spec.role)
     link_ca = store.read(core, namespace, link_ca_secret(mesh.name))
     if link_ca is None:
         raise Refused(409, "linkAccess", f"RouterMesh {mesh.name}'s link CA is not made yet; try again")

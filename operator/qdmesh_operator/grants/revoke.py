@@ -1,9 +1,9 @@
 """Revoking a grant (deleting it): its client CA leaves the link listener's trusted bundle (the
 mesh's reconciliation rewrites ``<mesh>-link-tls`` without it, and the routers load it), and
-once EVERY router runs the bundle without it, the inter-router connections its links made are
-closed through management (UPDATE connection adminStatus deleted; a qdmesh router accepts it
-for inter-router connections it accepted).  Closed before, a link could reconnect with a
-certificate still trusted.  Other grants' links are not touched."""
+once EVERY router runs the bundles without it, the inter-router (or edge) connections its links
+made are closed through management (UPDATE connection adminStatus deleted; a qdmesh router
+accepts it for inter-router and edge connections it accepted).  Closed before, a link could
+reconnect with a certificate still trusted.  Other grants' links are not touched."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from ..apply.router_urls import overrides, router_urls
 from ..kube import secrets as store
 from ..model.mesh import MeshSpec
 from ..tls.credentials import ManagementCredentials
-from ..tls.material import of_files
-from .names import LINK_PROFILE, client_common_name, link_tls_secret
+from .link_tls import link_profiles
+from .names import client_common_name, link_tls_secret
 
 log = logging.getLogger("qdmesh.operator.grants")
 PROFILE_TYPE = "org.apache.qpid.dispatch.sslProfile"
@@ -60,7 +60,7 @@ def revoke(core: Any, mesh: MeshSpec, common_names: Iterable[str],
         # connections), or never made its Secret: nothing to close.
         found.done = True
         return found
-    material = of_files(secret[0])
+    profiles = link_profiles(mesh.name, secret[0])
     urls = router_urls(mesh, mesh.router_ids())
     tls = credentials.for_mesh(core, mesh) if overrides() is None else None
     names = set(common_names)
@@ -73,12 +73,11 @@ def revoke(core: Any, mesh: MeshSpec, common_names: Iterable[str],
                 continue
             try:
                 client = pool.get(url, tls if url.startswith("amqps:") else None)
-                profile = client.read(PROFILE_TYPE, name=LINK_PROFILE)
-                if not material.matches(profile):
-                    found.waiting.append(f"{rid}: still runs the bundle with the grant's CA")
+                if not all(p.material.matches(client.read(PROFILE_TYPE, name=p.profile)) for p in profiles):
+                    found.waiting.append(f"{rid}: still runs a bundle with the grant's CA")
                     continue
                 for row in client.query(CONNECTION_TYPE):
-                    if row.get("role") == "inter-router" and row.get("dir") == "in" \
+                    if row.get("role") in ("inter-router", "edge") and row.get("dir") == "in" \
                             and _common_name(row.get("user")) in names:
                         client.update(CONNECTION_TYPE, {"adminStatus": "deleted"},
                                       identity=str(row["identity"]))

@@ -24,7 +24,6 @@ class GrantSpec:
     redemptions_allowed: int = 1
     expiration_window: dt.timedelta = dt.timedelta(minutes=15)
     role: str = "inter-router"
-    cost: int = 10
 
 
 def parse_duration(text: str, where: str) -> dt.timedelta:
@@ -48,8 +47,7 @@ def parse_grant(body: Mapping[str, Any]) -> GrantSpec:
         redemptions_allowed=f.need_integer("redemptionsAllowed", default=1, minimum=1, maximum=100),
         expiration_window=parse_duration(f.text("expirationWindow", default=DEFAULT_WINDOW, max_length=32)
                                          or DEFAULT_WINDOW, f.at("expirationWindow")),
-        role=f.choice("role", ROLES, default="inter-router") or "inter-router",
-        cost=f.need_integer("cost", default=10, minimum=1, maximum=1 << 24))
+        role=f.choice("role", ROLES, default="inter-router") or "inter-router")
 
 
 def created_at(body: Mapping[str, Any]) -> dt.datetime:

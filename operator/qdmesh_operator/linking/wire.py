@@ -9,7 +9,8 @@ error status with ``{"error": "<field>: <problem>"}``:
 - 400: the request is malformed (the message names the field);
 - 403: the code is wrong;
 - 404: no such grant (deleted, or never existed);
-- 409: the linking mesh's router ids would collide with the accepting mesh's;
+- 409: the linking mesh's router ids would collide with the accepting mesh's, or the grant's
+  role is not one the linking side says it can make (``roles``);
 - 410: the grant has expired or has no redemptions left (the message says which).
 
 Every parser here takes untrusted input (a token pasted by a user, a peer's answer) and
@@ -27,7 +28,11 @@ TOKEN_CA = "ca.crt"
 #: A label on token Secrets, so a user (or the linking operator) can find them.
 TOKEN_LABEL = "qdmesh.io/access-token"
 
-ROLES = ("inter-router",)
+#: What the linked routers are to the accepting mesh: inter-router peers (full trust: no policy
+#: applies), or edge routers (attached to its edge link listener, held to its vhost policy).
+INTER_ROUTER = "inter-router"
+EDGE = "edge"
+ROLES = (INTER_ROUTER, EDGE)
 #: Bounds on what a peer may send: a redemption answer larger than this is refused unread.
 MAX_BODY_BYTES = 256 * 1024
 MAX_ENDPOINTS = 16
@@ -82,18 +87,21 @@ class Token:
 
 @dataclass(frozen=True)
 class RedeemRequest:
-    """The linking side: its link's name and namespace, its mesh's name, and its routers' ids
-    (the accepting side refuses ids that would collide with its own)."""
+    """The linking side: its link's name and namespace, its mesh's name, its routers' ids (the
+    accepting side refuses ids that would collide with its own) and the roles it can make
+    links of (the accepting side refuses a grant of another role before counting it; absent:
+    inter-router only, what a linking side that does not say can make)."""
 
     code: str
     link_name: str
     namespace: str
     mesh_name: str
     router_ids: Tuple[str, ...] = ()
+    roles: Tuple[str, ...] = (INTER_ROUTER,)
 
     def to_json(self) -> Dict[str, Any]:
         return {"code": self.code, "linkName": self.link_name, "namespace": self.namespace,
-                "meshName": self.mesh_name, "routerIds": list(self.router_ids)}
+                "meshName": self.mesh_name, "routerIds": list(self.router_ids), "roles": list(self.roles)}
 
     @classmethod
     def from_json(cls, body: Any) -> RedeemRequest:
@@ -103,9 +111,13 @@ class RedeemRequest:
         if not isinstance(ids, list) or len(ids) > MAX_ROUTERS or not all(
                 isinstance(x, str) and 0 < len(x) <= 253 for x in ids):
             raise WireError("routerIds", f"must be a list of at most {MAX_ROUTERS} router ids")
+        roles = body.get("roles", [INTER_ROUTER])
+        if not isinstance(roles, list) or not roles or len(roles) > len(ROLES) or not all(
+                isinstance(x, str) and x in ROLES for x in roles):
+            raise WireError("roles", f"must be a non-empty list of {', '.join(ROLES)}")
         return cls(code=_text(body, "code", limit=256), link_name=_text(body, "linkName"),
                    namespace=_text(body, "namespace", limit=63), mesh_name=_text(body, "meshName"),
-                   router_ids=tuple(ids))
+                   router_ids=tuple(ids), roles=tuple(dict.fromkeys(roles)))
 
 
 @dataclass(frozen=True)

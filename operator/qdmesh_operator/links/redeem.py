@@ -80,8 +80,12 @@ def redeem(token: Token, request: RedeemRequest, timeout: float = TIMEOUT_S) -> 
     if status != 200:
         raise RedeemFailed(REFUSED, _server_error(status, body))
     try:
-        return RedeemResponse.from_json(json.loads(body))
+        response = RedeemResponse.from_json(json.loads(body))
     except ValueError as e:  # WireError included
         field = e.field if isinstance(e, WireError) else "body"
         raise RedeemFailed(REFUSED, f"the answer does not parse: {field}: "
                            f"{e.problem if isinstance(e, WireError) else 'not JSON'}") from None
+    if response.role not in request.roles:
+        raise RedeemFailed(REFUSED, f"the answer is for links of role {response.role}, which this link "
+                           f"did not ask for ({', '.join(request.roles)})")
+    return response

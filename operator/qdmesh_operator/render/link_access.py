@@ -12,6 +12,7 @@ from ..grants.names import LINK_TLS_DIR, link_tls_secret
 from ..model.mesh import MeshSpec
 
 PORT_NAME = "link"
+EDGE_PORT_NAME = "link-edge"
 #: ingress-nginx passes the TLS stream through to the routers only with this annotation (and
 #: the controller started with --enable-ssl-passthrough); it picks the backend by the SNI
 #: the linking router sends (the host it connects to).
@@ -54,10 +55,14 @@ def link_objects(mesh: MeshSpec, owner: Dict[str, Any] | None) -> List[Dict[str,
                             "protocol": "TCP"}
     if access.node_port is not None:
         port["nodePort"] = access.node_port
+    edge_port: Dict[str, Any] = {"name": EDGE_PORT_NAME, "port": access.edge_port,
+                                 "targetPort": access.edge_port, "protocol": "TCP"}
+    if access.edge_node_port is not None:
+        edge_port["nodePort"] = access.edge_node_port
     service_type = access.type if access.type in ("NodePort", "LoadBalancer") else "ClusterIP"
     objects: List[Dict[str, Any]] = [{
         "apiVersion": "v1", "kind": "Service", "metadata": _metadata(mesh, name, owner),
-        "spec": {"type": service_type, "selector": contract.selector(mesh.name), "ports": [port]}}]
+        "spec": {"type": service_type, "selector": contract.selector(mesh.name), "ports": [port, edge_port]}}]
     if access.type == "Ingress":
         backend = {"service": {"name": name, "port": {"number": access.port}}}
         objects.append({
@@ -73,6 +78,17 @@ def link_objects(mesh: MeshSpec, owner: Dict[str, Any] | None) -> List[Dict[str,
                      "port": {"targetPort": PORT_NAME},
                      "tls": {"termination": "passthrough", "insecureEdgeTerminationPolicy": "None"}}})
     return objects
+
+
+def advertised_edge_port(mesh: MeshSpec) -> int | None:
+    """The port the other cluster's edge routers connect to; None for types Ingress and Route
+    (they pass one port through, the inter-router listener's)."""
+    access = mesh.link_access
+    if access.type in ("Ingress", "Route"):
+        return None
+    if access.type == "NodePort" and access.edge_node_port is not None:
+        return access.edge_node_port
+    return access.edge_port
 
 
 def advertised_port(mesh: MeshSpec) -> int:

@@ -157,6 +157,7 @@ def stateful_set(mesh: MeshSpec, owner: Dict[str, Any] | None, *, partition: int
     ports += [{"name": x.name, "containerPort": x.port} for x in mesh.listeners]
     if mesh.link_access.enabled:
         ports.append({"name": "link", "containerPort": mesh.link_access.port})
+        ports.append({"name": "link-edge", "containerPort": mesh.link_access.edge_port})
     container: Dict[str, Any] = {
         "name": "router", "image": mesh.image, "imagePullPolicy": "IfNotPresent",
         "command": router_command(f"{contract.CONFIG_DIR}/$(POD_NAME).conf"),

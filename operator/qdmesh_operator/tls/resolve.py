@@ -89,8 +89,7 @@ def resolve_certificates(core: Any, mesh: MeshSpec, *, owner: Dict[str, Any],
     if digest is not None:
         found.pod_annotations[MOUNTED_SECRETS_ANNOTATION] = digest
     found.profiles = live.live_profiles(live.interior_secrets(mesh), materials)
-    if link is not None:  # the link listener's (docs/multicluster.md)
-        found.profiles.append(link)
+    found.profiles.extend(link)  # the link listeners' (docs/multicluster.md)
     found.edge_profiles = live.live_profiles(live.edge_secrets(mesh), materials)
     if needs_management:
         try:

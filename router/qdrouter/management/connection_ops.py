@@ -39,8 +39,8 @@ def peer_properties(pn_connection: Any) -> Dict[str, Any]:
 
 
 def update(router: Any, request: Request, requester: Any, row_of: Any) -> Tuple[int, Any]:
-    """UPDATE of a connection: ``adminStatus: deleted`` closes it (not an edge connection nor
-    an inter-router connection one of its connectors made, and only if the requesting
+    """UPDATE of a connection: ``adminStatus: deleted`` closes it (not an edge or inter-router
+    connection one of its connectors made, and only if the requesting
     connection's policy group allows admin status updates); ``enabled`` leaves it as it is.
     ``row_of(connection)`` is its entity row."""
     body = request.body
@@ -60,11 +60,10 @@ def update(router: Any, request: Request, requester: Any, row_of: Any) -> Tuple[
     if status != "deleted":
         raise bad_request(f"Bad Request: connection: attribute 'adminStatus': {status!r} is not "
                           f"'enabled' or 'deleted'")
-    # qdmesh: an inter-router connection the router ACCEPTED may be closed (the operator
-    # revokes a link from another cluster so: docs/multicluster.md); its own connectors'
-    # connections and edge connections may not, as in qdrouterd.
-    accepted_inter_router = target.settings.role == "inter-router" and not target.client
-    if target.settings.role in ("inter-router", "edge") and not accepted_inter_router:
+    # qdmesh: an inter-router or edge connection the router ACCEPTED may be closed (the
+    # operator revokes a link from another cluster so: docs/multicluster.md); its own
+    # connectors' connections may not, as in qdrouterd.
+    if target.settings.role in ("inter-router", "edge") and target.client:
         raise forbidden(NOT_ALLOWED)
     grant = getattr(requester, "policy", None)
     group = getattr(grant, "group", None)

@@ -11,6 +11,8 @@ address; the chart's redemption server in east is a NodePort at the same address
   (its drain hands the traffic to the other link): every message accepted, none lost;
 - a LinkRoute in east, to a queue of the broker (RabbitMQ) behind east, is used by a sender
   and a receiver in west;
+- a pair of AutoLinks in east (a waypoint: into the broker's queue and out of it) is used by
+  a sender and a receiver in west: west's messages go through east's broker queue and back;
 - deleting the grant revokes the link: east's routers no longer see west's, and the MeshLink
   says it is not connected.
 """
@@ -26,7 +28,7 @@ from kubernetes import client
 
 from tests.router.amqpclient import Net, SenderLink, msg, send_and_settle
 
-from ..examples import broker_ready, deploy_broker
+from ..examples import autolink_active, broker_ready, deploy_broker
 from ..kube import describe_namespace, eventually
 from ..mesh_fixtures import mesh_whole
 from ..product import (
@@ -48,6 +50,10 @@ from .crossing import describe_times, multicast, round_trips
 pytestmark = pytest.mark.timeout(900)
 
 EAST_SIZE, WEST_SIZE = 2, 3
+# Each mesh's address configuration, the same on both sides: address semantics are each
+# router's own (where ``aq`` were not a waypoint, west's receiver would attach to phase 0 and
+# take the sender's messages straight, past the broker).
+ADDRESSES = [{"prefix": "mc", "distribution": "multicast"}, {"prefix": "aq", "waypoint": True}]
 LINK_NODE_PORT = 31671
 Timing = Callable[[str, float], None]
 
@@ -98,12 +104,12 @@ def _link(east: Cluster, west: Cluster, east_namespace: str, west_namespace: str
     started = time.monotonic()
     deploy_broker(east.api, east.core, east_namespace, "broker", f"qdmesh/e2e-broker:{package_version()}")
     create_resource(east.api, east_namespace, "routermeshes", "RouterMesh", "east", {
-        "size": EAST_SIZE, "addresses": [{"prefix": "mc", "distribution": "multicast"}],
+        "size": EAST_SIZE, "addresses": ADDRESSES,
         "connectors": [{"name": "broker", "host": "broker", "port": 5672, "role": "route-container",
                         "saslMechanisms": "ANONYMOUS"}],
         "linkAccess": {"type": "NodePort", "host": host, "nodePort": LINK_NODE_PORT}})
     create_resource(west.api, west_namespace, "routermeshes", "RouterMesh", "west", {
-        "size": WEST_SIZE, "addresses": [{"prefix": "mc", "distribution": "multicast"}]})
+        "size": WEST_SIZE, "addresses": ADDRESSES})
     wait_whole(east, east_namespace, "east", EAST_SIZE)
     wait_whole(west, west_namespace, "west", WEST_SIZE)
     timing("RouterMesh of 2 in east and of 3 in west -> both Ready and converged", time.monotonic() - started)
@@ -229,6 +235,45 @@ def test_a_link_route_in_east_reaches_its_broker_from_west(
         finally:
             net.close()
     timing(f"LinkRoute in east created -> {count} jobs from west through east's broker back to west",
+           time.monotonic() - started)
+
+
+def test_auto_links_in_east_carry_west_traffic_through_the_broker(
+        east: Cluster, west: Cluster, linked: Tuple[str, str], timing: Timing) -> None:
+    """AutoLinks in east, out to and in from the broker's /queue/aq.jobs (address aq.jobs, a
+    waypoint in both meshes): a sender on west-2 and a receiver on west-1, neither in east,
+    exchange messages through that queue, every message accepted (by the broker) and received
+    once."""
+    east_ns, west_ns = linked
+    eventually(lambda: broker_ready(east.api, east_ns, "broker"), 240, "east: the broker ready",
+               describe=lambda: describe_namespace(east.core, east_ns))
+    started = time.monotonic()
+    names = ("aq-jobs-out", "aq-jobs-in")
+    for name, direction in zip(names, ("out", "in")):
+        create_resource(east.api, east_ns, "autolinks", "AutoLink", name, {
+            "meshRef": "east", "address": "aq.jobs", "externalAddress": "/queue/aq.jobs",
+            "direction": direction, "connection": "broker"})
+    eventually(lambda: all(autolink_active(east.api, east_ns, name, EAST_SIZE) for name in names), 180,
+               "east: both AutoLinks active on every router", interval=1.0,
+               describe=lambda: "\n".join(status_summary(read_resource(east.api, east_ns, "autolinks", n))
+                                          for n in names))
+    count = 10
+    bodies = [f"aq job #{i}" for i in range(count)]
+    with port_forwards(west.kubeconfig, west_ns, ["west-1", "west-2"]) as urls:
+        net = Net()
+        try:
+            receiver = net.connect(f"amqp://{urls['west-1']}", timeout=60).receiver("aq.jobs", credit=count)
+            sender = net.connect(f"amqp://{urls['west-2']}", timeout=60).sender("aq.jobs")
+            # The auto-links' addresses reach west's routers over the link a moment after they
+            # are active: until then west-2 has no credit to give (no destination).
+            outcomes = send_and_settle(net, sender, [msg(b) for b in bodies], timeout=120)
+            assert [o.name for o in outcomes] == ["accepted"] * count, sender.outcome_counts()
+            net.wait(lambda: len(receiver.received) >= count, 60, f"{count} messages at west-1")
+            net.pump(0.5)
+            assert sorted(receiver.bodies()) == sorted(bodies)
+        finally:
+            net.close()
+    timing(f"AutoLinks in east created -> {count} messages west -> east's broker queue -> west",
            time.monotonic() - started)
 
 

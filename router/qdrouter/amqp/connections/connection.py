@@ -185,11 +185,12 @@ class AmqpConnection:
         if settings.open_properties is not None:
             # Never with the cost below: openProperties are refused on inter-router connections.
             put_open_properties(self.pn_connection, settings.open_properties)
+        if settings.role == "inter-router" and (client or settings.cost > 1):
+            # As qdrouterd: each end's cost travels in its open (a listener's only when above
+            # the default), and both ends take the larger, so the two directions agree.
+            _put_int_property(lib.pn_connection_properties(self.pn_connection),
+                              COST_PROPERTY, settings.cost)
         if client:
-            if settings.role == "inter-router":
-                # As qdrouterd: the connector's cost travels in the open, so both ends agree.
-                _put_int_property(lib.pn_connection_properties(self.pn_connection),
-                                  COST_PROPERTY, settings.cost)
             lib.pn_connection_open(self.pn_connection)
         else:
             # An accepted connection keeps only its descriptor (closed by close_socket()): the
