@@ -17,6 +17,7 @@ from ..amqp.codec.router_annotations import rewrite_annotations
 from ..amqp.links.endpoint_listener import EndpointListener
 from ..amqp.loop.server import AmqpServer
 from ..control_counters import ControlCounters
+from ..core.address_events import AddressListener
 from ..core.address_table import BALANCED, CLOSEST, MULTICAST, AddressTable
 from ..core.link_route_table import LinkRouteTable
 from ..core.links import CONTROL, DATA, CoreLink
@@ -59,7 +60,7 @@ class Peer:
         self.up = False
 
 
-class MeshNode(EndpointListener):
+class MeshNode(EndpointListener, AddressListener):
     def __init__(self, router_id: str, server: AmqpServer, table: AddressTable,
                  timers: Dict[str, float]) -> None:
         self.router_id = router_id
@@ -79,7 +80,7 @@ class MeshNode(EndpointListener):
         adaptor = server.adaptor
         self.forwarder = adaptor.forwarder
         self.forwarder.mesh = self.routes
-        self.forwarder.on_local_address = self._local_address
+        self.forwarder.add_address_listener(self)
         adaptor.control_handler = self._on_control
         server.endpoints.add_listener(self)
         self.peers: Dict[Hashable, Peer] = {}
@@ -293,7 +294,8 @@ class MeshNode(EndpointListener):
                 address.remote = sorted(routers)
                 self.forwarder.remote_consumers_changed(address)
 
-    def _local_address(self, key: str, added: bool) -> None:
+    def local_address(self, key: str, added: bool) -> None:
+        """A mobile address here gained its first consumer or lost its last: the mesh hears."""
         if added:
             # The MAU's hint is the address's treatment, as qdrouterd sends it: a router
             # without a prefix for the address treats it as hinted.

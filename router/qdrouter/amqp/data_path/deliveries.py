@@ -89,7 +89,7 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow, MessageReading):
         self.waiting = WaitingProducers(self)
         # Large messages, streamed as they arrive (amqp/data_path/streaming.py).
         self.streams = Streams(self)
-        self.forwarder.on_routes_changed = self.waiting.resume
+        self.forwarder.add_address_listener(self.waiting)
         # The delivery handler once made (delivery_handler): waiting producers are read
         # through it.
         self.on_delivery: DeliveryHandler = _no_handler
