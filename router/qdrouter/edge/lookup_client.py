@@ -135,9 +135,10 @@ class LookupClient:
             return ACCEPTED
         client, pn_link, timer = entry
         timer.cancel()
-        if routed and self.edge_connection is not None and not client.closed:
-            self.endpoints.link_router.route_via(client, pn_link, self.edge_connection)
-            self.endpoints.link_router.on_flow(pn_link)  # credit the client gave while it waited
+        link_router = self.endpoints.link_router
+        if routed and link_router is not None and self.edge_connection is not None and not client.closed:
+            link_router.route_via(client, pn_link, self.edge_connection)
+            link_router.on_flow(pn_link)  # credit the client gave while it waited
             self.endpoints.adaptor.dirty.add(client)
         elif not client.closed:
             self.resume(pn_link)

@@ -88,13 +88,15 @@ def _arm_management(router: Any) -> None:
 
 def _arm_control(router: Any) -> None:
     adaptor = router.server.adaptor
-    original = adaptor.control_handler
 
-    def trip(link: CoreLink, raw: bytes) -> None:
-        adaptor.control_handler = original
-        raise ArmedFault("test hook: the armed failure of a control message")
+    class Trip:
+        """Takes the next control message in the mesh's place, once, and fails."""
 
-    adaptor.control_handler = trip
+        def control_message(self, link: CoreLink, raw: bytes) -> None:
+            adaptor.receive_control_with(original)
+            raise ArmedFault("test hook: the armed failure of a control message")
+
+    original = adaptor.receive_control_with(Trip())
 
 
 def _arm_http(router: Any) -> None:

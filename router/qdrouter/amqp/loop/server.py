@@ -24,6 +24,8 @@ from ..bindings.proton_shim import (
 from ..connections.connection import AmqpConnection, ListenerSettings
 from ..data_path.deliveries import DeliveryAdaptor
 from ..links.endpoints import EndpointHandler
+from ..links.link_routing import LinkRouter
+from ..links.policing import ConnectionPolicer
 from ..wakeups.poller import EVENT_READ, EVENT_WRITE, make_poller
 from ..wakeups.timers import Timers
 from .connection_release import ConnectionRelease
@@ -46,8 +48,9 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
         self.collector = lib.pn_collector()
         self.adaptor = DeliveryAdaptor(router_id, table)
         self.endpoints = EndpointHandler(router_id, self.adaptor)
-        # Policy for user connections (amqp/links/policing.py); the router installs it.
-        self.policer: Any = None
+        # Policy for user connections (amqp/links/policing.py); the router installs it
+        # (police_with).
+        self.policer: ConnectionPolicer | None = None
         self.selector = make_poller()
         self._wait = self.selector.select  # the loop's wait: QDROUTER_LOOP_TRACE wraps it
         self.listeners: Dict[int, Tuple[socket.socket, ListenerSettings]] = {}
@@ -80,6 +83,18 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
             pn.LINK_REMOTE_DETACH: lambda e: self.endpoints.link_closed(lib.pn_event_link(e)),
             pn.TRANSPORT_ERROR: self._transport_error,
         }
+
+    # ---- the parts the router hands its server ------------------------------------------
+    def route_links_with(self, link_router: LinkRouter) -> None:
+        """Link-routed attaches, and the deliveries on their links, go to ``link_router``."""
+        self.endpoints.route_links_with(link_router)
+        self.adaptor.route_links_with(link_router)
+
+    def police_with(self, policer: ConnectionPolicer) -> None:
+        """Connections, sessions, links and messages are checked by ``policer``."""
+        self.policer = policer
+        self.endpoints.police_with(policer)
+        self.adaptor.police_with(policer)
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> None:
