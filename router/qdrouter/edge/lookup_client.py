@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import TYPE_CHECKING, Callable, Dict, Tuple
+from typing import TYPE_CHECKING, Dict, Set, Tuple
 
 from ..amqp.bindings.proton_ffi import c_string, lib, terminus_address
+from ..amqp.bindings.proton_shim import pointer_key
 from ..amqp.codec.message import Header, Message, Properties, decode_message, encode_message
 from ..amqp.codec.values import UInt
 from ..amqp.links.capabilities import dynamic_node_address
@@ -51,8 +52,9 @@ class LookupClient:
         self._ids = itertools.count(1)
         self.origin = CoreLink(0, "address-lookup-client", True, None, None, None)
         self.forwarder.table.get(REPLIES_KEY).handler = self.on_reply
-        # Resumes an attach the edge serves itself (endpoints.link_opened without the lookup).
-        self.resume: Callable[[PnObject], None] = lambda pn_link: None
+        # Held attaches the edge serves itself, going through endpoints.link_opened again:
+        # past the lookup this time (edge/role.py's _HeldAttaches).
+        self.resuming: Set[PnObject] = set()
 
     # ---- the edge connection ---------------------------------------------------------------
     def activate(self, connection: AmqpConnection, session: PnObject) -> None:
@@ -143,6 +145,17 @@ class LookupClient:
         elif not client.closed:
             self.resume(pn_link)
         return ACCEPTED
+
+    def resume(self, pn_link: PnObject) -> None:
+        """Serve a held attach here, as if it had just arrived."""
+        self.resuming.add(pn_link)
+        try:
+            self.endpoints.link_opened(pn_link)
+        finally:
+            self.resuming.discard(pn_link)
+        link = self.endpoints.adaptor.links.get(pointer_key(pn_link))
+        if link is not None and not link.incoming:
+            self.endpoints.adaptor.on_flow(link)  # the credit its client gave while it waited
 
     def _serve_locally(self, correlation: str) -> None:
         entry = self.pending.pop(correlation, None)

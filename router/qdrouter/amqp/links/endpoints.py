@@ -111,8 +111,8 @@ class EndpointHandler:
         log.info("Connection %d %s %s opened (container %s)", connection.identity,
                  "to" if connection.client else "from", connection.peer, connection.remote_container)
         self.adaptor.dirty.add(connection)
-        if connection.on_opened is not None:
-            connection.on_opened(connection)
+        if connection.owner is not None:
+            connection.owner.connection_opened(connection)
         for listener in self._listeners:
             listener.connection_opened(connection)
 

@@ -71,9 +71,9 @@ class ConnectionRelease:
             except Exception:
                 self.faults.release_failed(connection)
                 self._forget_failed_release(connection)
-            if connection.on_closed is not None:
+            if connection.owner is not None:
                 try:
-                    connection.on_closed(connection)  # its connector retries
+                    connection.owner.connection_closed(connection)  # its connector retries
                 except Exception:
                     self.faults.unattributed(f"telling connection {connection.identity}'s owner it closed")
         self._flush_output()
