@@ -24,6 +24,7 @@ from .mesh_handoff import mesh_handoff
 from .message_reading import MessageReading
 from .outbound import OutboundLimits
 from .radius_rule import released_beyond_radius
+from .reference_path import reference_asked, reference_handler
 from .seams import UNPOLICED, ControlReceiver, MessagePolicing, RoutedLinks
 from .send_queue import sends_flusher
 from .streaming import Streams
@@ -119,7 +120,8 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow, MessageReading):
     def delivery_handler(self) -> DeliveryHandler:
         """The PN_DELIVERY handler for deliveries not in ``self.outgoing`` (the event loop
         gives those to ``self.consumer_disposition``): amqp/data_path/fast_path.py."""
-        self.on_delivery = delivery_handler(self)
+        make = reference_handler if reference_asked() else delivery_handler
+        self.on_delivery = make(self)
         return self.on_delivery
 
     def receive(self, link: CoreLink, delivery: Any, key: Any, raw: bytes | None = None) -> None:
