@@ -17,6 +17,9 @@ from .open_properties import put_open_properties
 from .sasl_builtin import builtin_sasl_suffices, use_builtin_sasl
 from .tls import certificate_uid, release_domain, retain_domain
 
+# ListenerSettings: the settings a connection is made with, named here beside it.
+__all__ = ["COST_PROPERTY", "AmqpConnection", "ListenerSettings", "configure_sasl", "read_int_property"]
+
 # Bytes read from one connection per loop turn, so one busy peer cannot starve the others.
 READ_BUDGET = 256 * 1024
 

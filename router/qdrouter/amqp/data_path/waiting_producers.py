@@ -104,7 +104,7 @@ class WaitingProducers(AddressListener):
         (management's unsettledCount): all of them, unless its producer sends them settled."""
         if link.read_on_arrival or link.handle is None or link.sends_settled:
             return 0
-        return lib.pn_link_queued(link.handle)
+        return int(lib.pn_link_queued(link.handle))
 
     def queued(self, address: Address) -> int:
         """Messages waiting unread for ``address`` (management's undeliveredCount)."""

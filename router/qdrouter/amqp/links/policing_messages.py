@@ -95,7 +95,7 @@ class MessagePolicer:
                 else:
                     held += chunk
             return None
-        raw = self.adaptor.read_message(link, delivery, size)
+        raw: bytes = self.adaptor.read_message(link, delivery, size)
         if held is not None:
             del self.partials[handle]
             held += raw

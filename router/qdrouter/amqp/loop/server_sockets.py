@@ -21,6 +21,7 @@ from ..wakeups.poller import EVENT_READ, EVENT_WRITE
 if TYPE_CHECKING:
     from ..data_path.deliveries import DeliveryAdaptor
     from ..links.endpoints import EndpointHandler
+    from ..links.policing import ConnectionPolicer
     from ..wakeups.poller import Poller
 
 log = logging.getLogger("qdrouter.SERVER")
@@ -35,7 +36,7 @@ class ServerSockets:
     collector: Any
     adaptor: DeliveryAdaptor
     endpoints: EndpointHandler
-    policer: Any
+    policer: ConnectionPolicer | None
     selector: Poller
     listeners: Dict[int, Tuple[socket.socket, ListenerSettings]]
     by_fd: Dict[int, AmqpConnection]
