@@ -77,51 +77,6 @@ def delivery_handler(adaptor: DeliveryAdaptor) -> DeliveryHandler:
     read_policed = policed_reader(adaptor)
     unread = not_taken(adaptor)
 
-    def pass_on(link: CoreLink, delivery: Any, key: Any, address: Address, distribution: Any,
-                out: CoreLink, raw: bytes | None, start: int, count: int, settled_here: bool) -> None:
-        """A whole message without router annotations, for an address with consumers here
-        (``out`` the first): settled, or kept as unsettled; then sent on inline (the one
-        anycast consumer, with credit), by local multicast or by the forwarder. ``raw`` None:
-        it is in the arena at ``start``, ``count`` bytes."""
-        presettled = settled_here or link.sends_settled
-        if presettled is None:
-            presettled = is_settled(delivery)
-        if presettled:
-            if not settled_here:
-                settle(delivery)
-            message = None
-        else:
-            if raw is None:
-                raw = fast_bytes[start:start + count]
-            message = InFlight(raw, raw, link, delivery, False, key)
-            link.unsettled[key] = message
-        if raw is None:
-            # Pre-settled, in the arena: sent from there, so it stays until flush_sends.
-            payload = fast_pointer[start:start + count]
-            state.arena_used = start + count
-        else:
-            payload = raw
-        if distribution is multicast and message is None and multicast_here(link, address, payload):
-            if link.owed_credit * 2 >= link.capacity:
-                return_credit_now(link)
-            return
-        if distribution is multicast or len(address.consumers) > 1 or out.credit <= 0 or not out.strip_out:
-            if message is None:
-                if raw is None:
-                    raw = fast_bytes[start:start + count]
-                message = InFlight(raw, raw, link, None, True)
-            forward(message, address)
-            if link.owed_credit * 2 >= link.capacity:
-                return_credit_now(link)
-            return
-        # Inline anycast decision: the core's send steps (core/sends.py), with the
-        # proton send deferred to flush_sends like every other send. Unsettled from a
-        # client, the producer's credit comes back with its outcome; else now.
-        address.counters.deliveries_ingress += 1
-        pending_append((out, payload, message))
-        if passed_on(out, link, message, address) and link.owed_credit * 2 >= link.capacity:
-            return_credit_now(link)
-
     def on_delivery(delivery: Any, link_key: Any, key: Any) -> None:
         link = links_get(link_key)
         if link is None:
@@ -189,7 +144,9 @@ def delivery_handler(adaptor: DeliveryAdaptor) -> DeliveryHandler:
             else:
                 raw = fast_bytes[start:start + count]
             read_here = True
-        if distribution is unavailable or (distribution is multicast and (address.remote or not read_here)):
+        if distribution is unavailable or (
+            distribution is multicast and (address.remote or not read_here)
+        ):
             if raw is None:
                 raw = fast_bytes[start:start + count]
             general_receive(link, delivery, key, raw)
@@ -200,6 +157,43 @@ def delivery_handler(adaptor: DeliveryAdaptor) -> DeliveryHandler:
         if not plain and raw is not None and raw.find(qd_prefix) >= 0:
             general_receive(link, delivery, key, raw)
             return
-        pass_on(link, delivery, key, address, distribution, out, raw, start, count, settled_here)
+        presettled = settled_here or link.sends_settled
+        if presettled is None:
+            presettled = is_settled(delivery)
+        if presettled:
+            if not settled_here:
+                settle(delivery)
+            message = None
+        else:
+            if raw is None:
+                raw = fast_bytes[start:start + count]
+            message = InFlight(raw, raw, link, delivery, False, key)
+            link.unsettled[key] = message
+        if raw is None:
+            # Pre-settled, in the arena: sent from there, so it stays until flush_sends.
+            payload = fast_pointer[start:start + count]
+            state.arena_used = start + count
+        else:
+            payload = raw
+        if distribution is multicast and message is None and multicast_here(link, address, payload):
+            if link.owed_credit * 2 >= link.capacity:
+                return_credit_now(link)
+            return
+        if distribution is multicast or len(consumers) > 1 or out.credit <= 0 or not out.strip_out:
+            if message is None:
+                if raw is None:
+                    raw = fast_bytes[start:start + count]
+                message = InFlight(raw, raw, link, None, True)
+            forward(message, address)
+            if link.owed_credit * 2 >= link.capacity:
+                return_credit_now(link)
+            return
+        # Inline anycast decision: the core's send steps (core/sends.py), with the
+        # proton send deferred to flush_sends like every other send. Unsettled from a
+        # client, the producer's credit comes back with its outcome; else now.
+        address.counters.deliveries_ingress += 1
+        pending_append((out, payload, message))
+        if passed_on(out, link, message, address) and link.owed_credit * 2 >= link.capacity:
+            return_credit_now(link)
 
     return on_delivery
