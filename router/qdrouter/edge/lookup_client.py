@@ -51,7 +51,7 @@ class LookupClient:
         self.pending: Dict[str, Tuple[AmqpConnection, PnObject, Timer]] = {}
         self._ids = itertools.count(1)
         self.origin = CoreLink(0, "address-lookup-client", True, None, None, None)
-        self.forwarder.table.get(REPLIES_KEY).handler = self.on_reply
+        self.forwarder.table.subscribe(REPLIES_KEY, self.on_reply)
         # Held attaches the edge serves itself, going through endpoints.link_opened again:
         # past the lookup this time (edge/role.py's _HeldAttaches).
         self.resuming: Set[PnObject] = set()

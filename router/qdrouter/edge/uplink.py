@@ -58,8 +58,7 @@ class EdgeUplink:
         self.uplink_address = forwarder.table.get(UPLINK_KEY)
         forwarder.resolve_with(self)
         forwarder.add_address_listener(self.proxy)
-        tracking = forwarder.table.get(TRACKING_KEY)
-        tracking.handler = self.proxy.tracking_update
+        forwarder.table.subscribe(TRACKING_KEY, self.proxy.tracking_update)
 
     # ---- connections ---------------------------------------------------------------------
     def connection_opened(self, connection: AmqpConnection) -> None:
