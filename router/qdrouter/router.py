@@ -69,22 +69,19 @@ class Router:
         self.tls_bindings = TlsBindings(self.tls_profiles)
         install_policer(self.server, self.policy.engine)
         self.http = HttpServer(self.server)
+        self.link_routes = LinkRouteTable()
         self.mesh: MeshNode | None = None
         if self.mode == "interior":
             timers = {key: float(value) for key, value in settings.items()
                       if key.endswith("Seconds") and isinstance(value, (int, float))}
-            self.mesh = MeshNode(self.id, self.server, self.table, timers)
+            self.mesh = MeshNode(self.id, self.server, self.table, timers, link_routes=self.link_routes,
+                                 link_route_connected=lambda route: self.route_container(route) is not None)
         self.store = ConfigStore()
         self.effects = ConfigEffects(self)
-        self.link_routes = LinkRouteTable()
         link_router = LinkRouter(self.link_routes, self.server.adaptor.dirty, self.route_container,
-                                 self.server.adaptor.outbound)
-        self.server.endpoints.link_router = link_router
-        self.server.adaptor.link_router = link_router
-        if self.mesh is not None:
-            self.mesh.link_routes = self.link_routes
-            self.mesh.link_route_connected = lambda route: self.route_container(route) is not None
-            link_router.find_mesh_hop = self.mesh.link_route_hop
+                                 self.server.adaptor.outbound,
+                                 find_mesh_hop=self.mesh.link_route_hop if self.mesh is not None else None)
+        self.server.route_links_with(link_router)
         # Round trips to neighbours (qdmesh's own, off by default): router.node and /metrics.
         self.canary: NeighbourProbe | None = None
         canary_interval = int(settings.get("canaryIntervalSeconds") or 0)

@@ -33,9 +33,9 @@ class FakeTimers:
 
 
 class FakeConnection:
-    def __init__(self) -> None:
-        self.on_opened: Callable[[Any], None] | None = None
-        self.on_closed: Callable[[Any], None] | None = None
+    def __init__(self, owner: Any) -> None:
+        # The connector it was made for (amqp/connections/connection_owner.py).
+        self.owner = owner
         self.last_error: str | None = None
 
     def remote_failover_list(self) -> None:
@@ -51,11 +51,12 @@ class FakeServer:
         self.accept = False
         self.connections: List[FakeConnection] = []
 
-    def connect(self, host: str, port: int, settings: Any, addresses: Any) -> FakeConnection:
+    def connect(self, host: str, port: int, settings: Any, addresses: Any,
+                owner: Any = None) -> FakeConnection:
         self.dials += 1
         if not self.accept:
             raise ConnectionRefusedError(111, "Connection refused")
-        connection = FakeConnection()
+        connection = FakeConnection(owner)
         self.connections.append(connection)
         return connection
 
@@ -98,16 +99,16 @@ def test_success_resets_the_schedule_and_authentication_failure_ends_it() -> Non
     server.accept = True
     _retry_delays(server)                      # the 16 s wait, then a dial that connects
     connection = server.connections[-1]
-    assert connection.on_opened is not None and connection.on_closed is not None
-    connection.on_opened(connection)
+    assert connection.owner is connector
+    connector.connection_opened(connection)
     assert connector.status == OPERATIONAL
     connection.last_error = "amqp:connection:forced: peer went away"
-    connection.on_closed(connection)
+    connector.connection_closed(connection)
     assert _retry_delays(server) == [2], "an operational connection resets the delay to 2 s"
     connection = server.connections[-1]
     connection.last_error = "amqp:unauthorized-access: Authentication failed [mech=PLAIN]"
-    assert connection.on_closed is not None
-    connection.on_closed(connection)
+    assert connection.owner is connector
+    connector.connection_closed(connection)
     assert connector.status == FAILED and "not retrying" in connector.message
     assert all(entry[0] == OPEN_TIMEOUT_S or entry[2].cancelled for entry in server.timers.pending), \
         "no retry may be scheduled after an authentication failure"

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
-from qdrouter.core.address_table import AddressTable, prefix_matches
+from qdrouter.core.address_events import AddressListener
+from qdrouter.core.address_table import Address, AddressTable, prefix_matches
 from qdrouter.core.forwarder import Forwarder
 from qdrouter.core.links import DATA, CoreLink, InFlight
 from qdrouter.core.mesh_routes import MeshRoutes
@@ -269,7 +270,12 @@ def test_the_adaptor_hears_when_an_address_gains_or_changes_remote_consumers() -
     mesh = MeshRoutes("R1")
     forwarder = Forwarder(table, RecordingIO(), mesh)
     told: List[str] = []
-    forwarder.on_routes_changed = lambda address: told.append(address.key)
+
+    class Adaptor(AddressListener):
+        def routes_changed(self, address: Address) -> None:
+            told.append(address.key)
+
+    forwarder.add_address_listener(Adaptor())
     data = CoreLink(7, "to-R2", False, None, None, object())
     data.kind = DATA
     mesh.data_links["R2"] = data

@@ -43,8 +43,7 @@ class NeighbourProbe:
         # An answer that takes longer than the interval (or 5 s) is a failure.
         self.book = ProbeBook(interval_s)
         self.reply_to = f"_topo/0/{router_id}/{REPLY_NODE}"
-        address = forwarder.table.get(self.reply_to)
-        address.handler = self.on_reply
+        address = forwarder.table.subscribe(self.reply_to, self.on_reply)
         address.distribution = CLOSEST
         self.origin = CoreLink(0, REPLY_NODE, True, None, None, None)
         timers.call_later(interval_s, self._round)

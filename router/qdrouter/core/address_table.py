@@ -20,6 +20,10 @@ _CANONICAL = {distribution: distribution for distribution in DISTRIBUTIONS}
 _SEPARATORS = "./"
 
 
+# An in-process node's message handler: the outcome for the sender.
+NodeHandler = Callable[[InFlight], int]
+
+
 class AddressConfig(NamedTuple):
     """What an address entity sets for the addresses it matches."""
 
@@ -90,9 +94,9 @@ class Address:
         # Where the next closest/balanced search starts, so equal consumers take turns.
         self.next_index = 0
         self.counters = AddressCounters()
-        # An in-process consumer (the management agent): called with each message instead
-        # of forwarding it; returns the outcome for the sender.
-        self.handler: Callable[[InFlight], int] | None = None
+        # An in-process consumer (the management agent, AddressTable.subscribe): called
+        # with each message instead of forwarding it; returns the outcome for the sender.
+        self.handler: NodeHandler | None = None
         # Other routers of the mesh with consumers for this address (from MAU).
         self.remote: List[str] = []
 
@@ -260,6 +264,23 @@ class AddressTable:
 
     def find(self, key: str) -> Address | None:
         return self._addresses.get(key)
+
+    def subscribe(self, key: str, handler: NodeHandler) -> Address:
+        """An in-process node takes ``key``'s messages (qdrouterd's qdr_core_subscribe): the
+        management agent, an edge's lookup server and client, its tracking reader. One node
+        an address: a second is refused."""
+        address = self.get(key)
+        if address.handler is not None:
+            raise ValueError(f"address {key!r} already has an in-process node")
+        address.handler = handler
+        return address
+
+    @staticmethod
+    def stand_in(address: Address, handler: NodeHandler | None) -> NodeHandler | None:
+        """``handler`` takes ``address``'s messages in its node's place (management's test
+        hooks: a failure armed for one message), or the node again; returns the one it replaced."""
+        previous, address.handler = address.handler, handler
+        return previous
 
     def discard_if_unused(self, address: Address) -> None:
         if address.is_unused() and self._addresses.get(address.key) is address:

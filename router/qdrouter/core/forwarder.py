@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, List, Protocol, Set
 
+from .address_events import AddressListener, AddressResolver
 from .address_table import CLOSEST, MULTICAST, UNAVAILABLE, Address, AddressTable, consumers_leaving
 from .in_process import InProcessNodes
 from .links import DATA, ENDPOINT, CoreLink, InFlight
@@ -48,23 +49,42 @@ class Forwarder(Sends, MulticastCopies, InProcessNodes):
         # Addresses holding messages for other routers (no route or no credit this instant),
         # with the time they started holding; see sweep_held.
         self.waiting_for_mesh: Dict[Address, float] = {}
-        # Told when a mobile address gains its first local consumer (True) or loses its last.
-        self.on_local_address: Callable[[str, bool], None] | None = None
-        # Told when an address's remote consumers or the paths to them change: producers
-        # whose messages wait in the adaptor for credit may have somewhere to go now.
-        self.on_routes_changed: Callable[[Address], None] | None = None
-        # Edge routers (router/qdrouter/edge/): told when an address's consumers or
-        # producers change, to keep the proxy links and address tracking in step.
-        self.on_address_changed: Callable[[Address], None] | None = None
-        # Where a message goes that no address here takes: given its key and the message,
-        # an address to forward it to, or None (an edge's uplink; an interior's edges).
-        self.unknown_address: Callable[[str | None, InFlight], Address | None] | None = None
+        # Who hears of addresses changing (core/address_events.py), in the order added.
+        self._address_listeners: List[AddressListener] = []
+        # Where a message goes that no address here takes, and which address carries another
+        # one's (an edge's uplink, an interior's edges): the edge role's, if any.
+        self._resolver: AddressResolver | None = None
         # An edge router's uplink address (its one consumer: the anonymous link to the
         # interior router): multicast from anonymous senders also goes up it.
         self.uplink: Address | None = None
-        # The address that carries another one's messages (qdrouterd's address classes): an
-        # interior's `_edge/<id>` for `_edge/<id>/...`, an edge's uplink for `_topo/...`.
-        self.alias: Callable[[str], Address | None] | None = None
+
+    def add_address_listener(self, listener: AddressListener) -> None:
+        """``listener`` hears of addresses changing from now on, after those added before."""
+        self._address_listeners.append(listener)
+
+    def resolve_with(self, resolver: AddressResolver) -> None:
+        """``resolver`` answers for messages no address here takes (one per router)."""
+        if self._resolver is not None:
+            raise ValueError("the forwarder already has an address resolver")
+        self._resolver = resolver
+        self.uplink = resolver.uplink_address
+
+    def _address_changed(self, address: Address) -> None:
+        for listener in self._address_listeners:
+            listener.address_changed(address)
+
+    def _local_address(self, key: str, present: bool) -> None:
+        if is_mobile(key):
+            for listener in self._address_listeners:
+                listener.local_address(key, present)
+
+    def _routes_changed(self, address: Address) -> None:
+        for listener in self._address_listeners:
+            listener.routes_changed(address)
+
+    def _alias(self, key: str) -> Address | None:
+        resolver = self._resolver
+        return resolver.alias(key) if resolver is not None else None
 
     # ---- links -------------------------------------------------------------------------
     def producer_attached(self, link: CoreLink) -> None:
@@ -74,15 +94,14 @@ class Forwarder(Sends, MulticastCopies, InProcessNodes):
         # (a link without an address is anonymous)
         if link.anonymous or (link.address is not None and self._routable(link.address)):
             self._open_window(link)
-        if self.on_address_changed is not None and link.address is not None:
-            self.on_address_changed(link.address)
+        if link.address is not None:
+            self._address_changed(link.address)
 
     def producer_detached(self, link: CoreLink) -> None:
         address: Address | None = link.address
         if address is not None:
             _remove(address.producers, link)
-            if self.on_address_changed is not None:
-                self.on_address_changed(address)
+            self._address_changed(address)
             self.table.discard_if_unused(address)
         # Proton frees the link's deliveries: nothing may point at them any more.
         for message in link.unsettled.values():
@@ -100,10 +119,8 @@ class Forwarder(Sends, MulticastCopies, InProcessNodes):
         address.consumers.append(link)
         if len(address.consumers) == 1:
             self.address_became_routable(address)
-            if self.on_local_address is not None and is_mobile(address.key):
-                self.on_local_address(address.key, True)
-        if self.on_address_changed is not None:
-            self.on_address_changed(address)
+            self._local_address(address.key, True)
+        self._address_changed(address)
 
     def address_became_routable(self, address: Address) -> None:
         if self._routable(address):
@@ -120,17 +137,15 @@ class Forwarder(Sends, MulticastCopies, InProcessNodes):
             if address.producers and (address.remote or topological_router(address.key) is not None):
                 self.address_became_routable(address)
                 changed.append(address)
-        if self.on_routes_changed is not None:
-            for address in changed:
-                self.on_routes_changed(address)
+        for address in changed:
+            self._routes_changed(address)
 
     def _routable(self, address: Address) -> bool:
         if address.routable():
             return True
-        if self.alias is not None:
-            other = self.alias(address.key)
-            if other is not None and other is not address and other.routable():
-                return True
+        other = self._alias(address.key)
+        if other is not None and other is not address and other.routable():
+            return True
         return topological_link(self.mesh, address.key, None) is not None
 
     def remote_consumers_changed(self, address: Address) -> None:
@@ -138,10 +153,9 @@ class Forwarder(Sends, MulticastCopies, InProcessNodes):
         self.address_became_routable(address)
         if not address.consumers:
             self._reroute_undelivered(address)
-        if self.on_routes_changed is not None and address.producers:
-            self.on_routes_changed(address)
-        if self.on_address_changed is not None:
-            self.on_address_changed(address)
+        if address.producers:
+            self._routes_changed(address)
+        self._address_changed(address)
         self.table.discard_if_unused(address)
 
     def consumers_leaving(self, links: List[CoreLink]) -> Set[CoreLink]:
@@ -172,11 +186,9 @@ class Forwarder(Sends, MulticastCopies, InProcessNodes):
         if address is None:
             return
         if not address.consumers:
-            if self.on_local_address is not None and is_mobile(address.key):
-                self.on_local_address(address.key, False)
+            self._local_address(address.key, False)
             self._reroute_undelivered(address)
-        if self.on_address_changed is not None:
-            self.on_address_changed(address)
+        self._address_changed(address)
         self.table.discard_if_unused(address)
 
     def _reroute_undelivered(self, address: Address) -> None:
@@ -265,8 +277,9 @@ class Forwarder(Sends, MulticastCopies, InProcessNodes):
                 message.in_link.credit -= 1
                 self._deliver(link, message, None)
                 return
-        if self.unknown_address is not None and (address is None or not address.routable()):
-            elsewhere = self.unknown_address(key, message)
+        resolver = self._resolver
+        if resolver is not None and (address is None or not address.routable()):
+            elsewhere = resolver.unknown_address(key, message)
             if elsewhere is not None:
                 address = elsewhere
         self.forward(message, address)
@@ -289,7 +302,7 @@ class Forwarder(Sends, MulticastCopies, InProcessNodes):
                 message.key = address.key  # type: ignore[union-attr]
                 self._deliver(link, message, address)
                 return link
-            other = self.alias(address.key) if self.alias is not None and address is not None else None
+            other = self._alias(address.key) if address is not None else None
             if other is not None and other is not address and other.routable():
                 message.key = address.key  # type: ignore[union-attr]
                 message.in_link.credit += 1  # taken again
@@ -339,7 +352,7 @@ class Forwarder(Sends, MulticastCopies, InProcessNodes):
         if address is not None and address.handler is not None:
             return False
         if address is None and topological_router(address_key or "") is None and (
-                self.alias is None or not address_key or self.alias(address_key) is None):
+                not address_key or self._alias(address_key) is None):
             return False
         if address is not None:
             address.counters.deliveries_from_container += 1

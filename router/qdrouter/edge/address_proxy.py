@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Dict, Tuple
 
+from ..core.address_events import AddressListener
 from ..core.address_table import Address, split_phase
 from ..core.links import CoreLink, InFlight
 from ..core.mesh_routes import is_mobile
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("qdrouter.ROUTER_CORE")
 
 
-class AddressProxy:
+class AddressProxy(AddressListener):
     def __init__(self, endpoints: EndpointHandler, forwarder: Forwarder) -> None:
         self.endpoints = endpoints
         self.forwarder = forwarder

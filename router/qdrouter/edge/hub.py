@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Dict
 from ..amqp.bindings.proton_ffi import c_string, lib, terminus_address, terminus_key
 from ..amqp.links.capabilities import capabilities
 from ..amqp.links.endpoint_listener import EndpointListener
+from ..core.address_events import AddressListener
 from ..core.address_table import Address, phased
 from ..core.links import CoreLink, InFlight
 from ..policy import ConnectionGrant
@@ -51,16 +52,17 @@ class _EdgeState:
         self.edge_id: str | None = None
 
 
-class EdgeHub(EndpointListener):
+class EdgeHub(EndpointListener, AddressListener):
     def __init__(self, endpoints: EndpointHandler, forwarder: Forwarder) -> None:
         self.endpoints = endpoints
         self.forwarder = forwarder
         self.edges: Dict[AmqpConnection, _EdgeState] = {}
         # Tracking updates come "from" this in-process endpoint (never answered).
         self.origin = CoreLink(0, "edge-address-tracking", True, None, None, None)
-        forwarder.on_address_changed = self.address_changed
-        forwarder.unknown_address = self.unknown_address
-        forwarder.alias = self.alias
+        # An interior router has no uplink (core/address_events.py's AddressResolver).
+        self.uplink_address: Address | None = None
+        forwarder.add_address_listener(self)
+        forwarder.resolve_with(self)
 
     # ---- links of edge connections ------------------------------------------------------
     def edge_link_opened(self, connection: AmqpConnection, pn_link: PnObject) -> bool:

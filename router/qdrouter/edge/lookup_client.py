@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import TYPE_CHECKING, Callable, Dict, Tuple
+from typing import TYPE_CHECKING, Dict, Set, Tuple
 
 from ..amqp.bindings.proton_ffi import c_string, lib, terminus_address
+from ..amqp.bindings.proton_shim import pointer_key
 from ..amqp.codec.message import Header, Message, Properties, decode_message, encode_message
 from ..amqp.codec.values import UInt
 from ..amqp.links.capabilities import dynamic_node_address
@@ -50,9 +51,10 @@ class LookupClient:
         self.pending: Dict[str, Tuple[AmqpConnection, PnObject, Timer]] = {}
         self._ids = itertools.count(1)
         self.origin = CoreLink(0, "address-lookup-client", True, None, None, None)
-        self.forwarder.table.get(REPLIES_KEY).handler = self.on_reply
-        # Resumes an attach the edge serves itself (endpoints.link_opened without the lookup).
-        self.resume: Callable[[PnObject], None] = lambda pn_link: None
+        self.forwarder.table.subscribe(REPLIES_KEY, self.on_reply)
+        # Held attaches the edge serves itself, going through endpoints.link_opened again:
+        # past the lookup this time (edge/role.py's _HeldAttaches).
+        self.resuming: Set[PnObject] = set()
 
     # ---- the edge connection ---------------------------------------------------------------
     def activate(self, connection: AmqpConnection, session: PnObject) -> None:
@@ -135,13 +137,25 @@ class LookupClient:
             return ACCEPTED
         client, pn_link, timer = entry
         timer.cancel()
-        if routed and self.edge_connection is not None and not client.closed:
-            self.endpoints.link_router.route_via(client, pn_link, self.edge_connection)
-            self.endpoints.link_router.on_flow(pn_link)  # credit the client gave while it waited
+        link_router = self.endpoints.link_router
+        if routed and link_router is not None and self.edge_connection is not None and not client.closed:
+            link_router.route_via(client, pn_link, self.edge_connection)
+            link_router.on_flow(pn_link)  # credit the client gave while it waited
             self.endpoints.adaptor.dirty.add(client)
         elif not client.closed:
             self.resume(pn_link)
         return ACCEPTED
+
+    def resume(self, pn_link: PnObject) -> None:
+        """Serve a held attach here, as if it had just arrived."""
+        self.resuming.add(pn_link)
+        try:
+            self.endpoints.link_opened(pn_link)
+        finally:
+            self.resuming.discard(pn_link)
+        link = self.endpoints.adaptor.links.get(pointer_key(pn_link))
+        if link is not None and not link.incoming:
+            self.endpoints.adaptor.on_flow(link)  # the credit its client gave while it waited
 
     def _serve_locally(self, correlation: str) -> None:
         entry = self.pending.pop(correlation, None)

@@ -38,8 +38,7 @@ class LookupServer:
         self.link_routes = link_routes
         self.has_destination = has_destination
         self.origin = CoreLink(0, "address-lookup", True, None, None, None)
-        address = forwarder.table.get(LOOKUP_ADDRESS)
-        address.handler = self.handle
+        forwarder.table.subscribe(LOOKUP_ADDRESS, self.handle)
 
     def handle(self, message: InFlight) -> int:
         try:

@@ -3,9 +3,8 @@ hub and address-lookup server; nothing for a standalone router."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Set
+from typing import TYPE_CHECKING
 
-from ..amqp.bindings.proton_shim import pointer_key
 from ..amqp.links.endpoint_listener import EndpointListener
 from .hub import EdgeHub
 from .lookup_server import LookupServer
@@ -55,21 +54,9 @@ class _HeldAttaches(EndpointListener):
     def __init__(self, endpoints: EndpointHandler, lookup: LookupClient) -> None:
         self.endpoints = endpoints
         self.lookup = lookup
-        self.resuming: Set[PnObject] = set()
-        lookup.resume = self.resume
 
     def hold_attach(self, connection: AmqpConnection, pn_link: PnObject) -> bool:
-        return pn_link not in self.resuming and self.lookup.hold(connection, pn_link)
-
-    def resume(self, pn_link: PnObject) -> None:
-        self.resuming.add(pn_link)
-        try:
-            self.endpoints.link_opened(pn_link)
-        finally:
-            self.resuming.discard(pn_link)
-        link = self.endpoints.adaptor.links.get(pointer_key(pn_link))
-        if link is not None and not link.incoming:
-            self.endpoints.adaptor.on_flow(link)  # the credit its client gave while it waited
+        return pn_link not in self.lookup.resuming and self.lookup.hold(connection, pn_link)
 
     def link_gone(self, pn_link: PnObject) -> None:
         self.lookup.forget(pn_link)

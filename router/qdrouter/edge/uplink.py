@@ -56,12 +56,9 @@ class EdgeUplink:
         self.proxy = AddressProxy(endpoints, forwarder)
         self.lookup = LookupClient(endpoints, forwarder, timers)
         self.uplink_address = forwarder.table.get(UPLINK_KEY)
-        forwarder.uplink = self.uplink_address
-        forwarder.unknown_address = self.unknown_address
-        forwarder.alias = self.alias
-        forwarder.on_address_changed = self.proxy.address_changed
-        tracking = forwarder.table.get(TRACKING_KEY)
-        tracking.handler = self.proxy.tracking_update
+        forwarder.resolve_with(self)
+        forwarder.add_address_listener(self.proxy)
+        forwarder.table.subscribe(TRACKING_KEY, self.proxy.tracking_update)
 
     # ---- connections ---------------------------------------------------------------------
     def connection_opened(self, connection: AmqpConnection) -> None:

@@ -17,8 +17,9 @@ from ..amqp.codec.router_annotations import rewrite_annotations
 from ..amqp.links.endpoint_listener import EndpointListener
 from ..amqp.loop.server import AmqpServer
 from ..control_counters import ControlCounters
+from ..core.address_events import AddressListener
 from ..core.address_table import BALANCED, CLOSEST, MULTICAST, AddressTable
-from ..core.link_route_table import LinkRouteTable
+from ..core.link_route_table import LinkRoute, LinkRouteTable
 from ..core.links import CONTROL, DATA, CoreLink
 from ..core.mesh_routes import MeshRoutes
 from ..protocol.engine import RoutingEngine
@@ -59,9 +60,10 @@ class Peer:
         self.up = False
 
 
-class MeshNode(EndpointListener):
+class MeshNode(EndpointListener, AddressListener):
     def __init__(self, router_id: str, server: AmqpServer, table: AddressTable,
-                 timers: Dict[str, float]) -> None:
+                 timers: Dict[str, float], *, link_routes: LinkRouteTable | None = None,
+                 link_route_connected: Callable[[LinkRoute], bool] = lambda route: False) -> None:
         self.router_id = router_id
         self.server = server
         self.table = table
@@ -79,14 +81,14 @@ class MeshNode(EndpointListener):
         adaptor = server.adaptor
         self.forwarder = adaptor.forwarder
         self.forwarder.mesh = self.routes
-        self.forwarder.on_local_address = self._local_address
-        adaptor.control_handler = self._on_control
+        self.forwarder.add_address_listener(self)
+        adaptor.receive_control_with(self)
         server.endpoints.add_listener(self)
         self.peers: Dict[Hashable, Peer] = {}
-        # Link routes: set by the router; the keys of destinations connected here are
+        # Link routes: the keys of destinations connected here (link_route_connected) are
         # advertised to the mesh, those other routers advertise steer attaches.
-        self.link_routes: LinkRouteTable | None = None
-        self.link_route_connected: Callable[[Any], bool] = lambda route: False
+        self.link_routes = link_routes
+        self.link_route_connected = link_route_connected
         self._advertised_link_routes: Set[str] = set()
         self._trace_id = f"0/{router_id}"
         self.control_loops_dropped = 0
@@ -163,7 +165,8 @@ class MeshNode(EndpointListener):
         finally:
             self.server.timers.call_later(TICK_S, self._tick)
 
-    def _on_control(self, link: CoreLink, raw: bytes) -> None:
+    def control_message(self, link: CoreLink, raw: bytes) -> None:
+        """A routing-protocol message from a neighbour (amqp/data_path/seams.py's ControlReceiver)."""
         try:
             message = decode_message(raw)
         except MessageFormatError as error:  # a peer's garbage must not stop the router
@@ -293,7 +296,8 @@ class MeshNode(EndpointListener):
                 address.remote = sorted(routers)
                 self.forwarder.remote_consumers_changed(address)
 
-    def _local_address(self, key: str, added: bool) -> None:
+    def local_address(self, key: str, added: bool) -> None:
+        """A mobile address here gained its first consumer or lost its last: the mesh hears."""
         if added:
             # The MAU's hint is the address's treatment, as qdrouterd sends it: a router
             # without a prefix for the address treats it as hinted.

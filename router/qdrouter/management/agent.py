@@ -34,8 +34,7 @@ class ManagementAgent:
         # The connection the request being answered came on (policy checks of UPDATE).
         self._requester: Any = None
         for key in self.addresses():
-            address = self.forwarder.table.get(key)
-            address.handler = self.handle
+            address = self.forwarder.table.subscribe(key, self.handle)
             address.distribution = CLOSEST  # as qdrouterd reports its agent
         self._node_operations: Dict[str, Callable[[Request], Reply]] = {
             "QUERY": self._query,

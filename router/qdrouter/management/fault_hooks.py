@@ -17,9 +17,9 @@ The management node operation `TEST-FAULT` arms one failure, by its application 
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Tuple
+from typing import Any, List, Tuple
 
-from ..core.address_table import Address
+from ..core.address_table import Address, NodeHandler
 from ..core.links import CoreLink, InFlight
 from .status import FORBIDDEN, OK, ManagementStatus, bad_request
 
@@ -62,39 +62,39 @@ def arm(router: Any, request: Any) -> Tuple[int, Any]:
 def _arm_address(router: Any, address: str) -> None:
     table = router.table
     target = table.get(table.ingress_key(address))
-    previous = target.handler
 
     def trip(message: InFlight) -> int:
-        target.handler = previous
+        table.stand_in(target, previous)
         table.discard_if_unused(target)
         raise ArmedFault(f"test hook: the armed failure of a delivery to {address!r}")
 
-    target.handler = trip
+    previous = table.stand_in(target, trip)
 
 
 def _arm_management(router: Any) -> None:
     table = router.table
-    nodes: List[Tuple[Address, Callable[[InFlight], int] | None]] = [
-        (address, address.handler) for address in (table.get(key) for key in router.agent.addresses())]
+    addresses = [table.get(key) for key in router.agent.addresses()]
 
     def trip(message: InFlight) -> int:
         for address, handler in nodes:
-            address.handler = handler
+            table.stand_in(address, handler)
         raise ArmedFault("test hook: the armed failure of a management request")
 
-    for address, _ in nodes:
-        address.handler = trip
+    nodes: List[Tuple[Address, NodeHandler | None]] = [
+        (address, table.stand_in(address, trip)) for address in addresses]
 
 
 def _arm_control(router: Any) -> None:
     adaptor = router.server.adaptor
-    original = adaptor.control_handler
 
-    def trip(link: CoreLink, raw: bytes) -> None:
-        adaptor.control_handler = original
-        raise ArmedFault("test hook: the armed failure of a control message")
+    class Trip:
+        """Takes the next control message in the mesh's place, once, and fails."""
 
-    adaptor.control_handler = trip
+        def control_message(self, link: CoreLink, raw: bytes) -> None:
+            adaptor.receive_control_with(original)
+            raise ArmedFault("test hook: the armed failure of a control message")
+
+    original = adaptor.receive_control_with(Trip())
 
 
 def _arm_http(router: Any) -> None:

@@ -14,7 +14,8 @@ forces one young collection, at a tick) and ``young`` (what a young generation h
 was collected).
 
 bench/latency_attribution.py matches a run's slowest messages to the turns that read them.
-Without the variable nothing here runs: the loop's methods are not wrapped."""
+The loop tells a LoopTracer of what it does (AmqpServer.trace_with). Without the variable
+nothing here runs: the loop's calls are not wrapped."""
 
 from __future__ import annotations
 
@@ -24,13 +25,36 @@ import os
 import time
 from array import array
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Protocol
 
 TRACE_VARIABLE = "QDROUTER_LOOP_TRACE"
 
 
+class LoopTracer(Protocol):
+    """What the event loop tells a tracer, in this order in a turn: ``turn_starting``; its
+    wait for sockets returns (``waited``); ``delivery`` before each producer's delivery it
+    handles, ``tick_starting`` and ``tick_ended`` around the periodic tick if it runs;
+    ``turn_ended``."""
+
+    def turn_starting(self) -> None: ...
+
+    def waited(self) -> None: ...
+
+    def delivery(self) -> None: ...
+
+    def tick_starting(self) -> None: ...
+
+    def tick_ended(self) -> None: ...
+
+    def turn_ended(self) -> None: ...
+
+
+class TraceableLoop(Protocol):
+    def trace_with(self, tracer: LoopTracer) -> None: ...
+
+
 class LoopTrace:
-    """Wraps an AmqpServer's turn and delivery handler with recorders."""
+    """Records an event loop's turns (a LoopTracer), and the cyclic collector's runs."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -41,6 +65,9 @@ class LoopTrace:
         self.deliveries = 0
         self.ticked = 0
         self._gc_start = self._gc_cpu = 0
+        # When the turn's wait returned (monotonic), the thread's CPU time then, and when
+        # the tick started (CPU).
+        self._selected = self._cpu0 = self._tick_cpu = 0
         self.total = 0
         # What the young generation's unreachable objects are, once, mid-run: the cycles the
         # data path makes (each one is left for the collector instead of freed at once).
@@ -50,47 +77,36 @@ class LoopTrace:
         self.young: Dict[str, int] | None = None
         self.full_collection_ns = -1
 
-    def install(self, server: Any) -> None:
-        turn: Callable[[], None] = server._turn
-        on_delivery: Callable[..., None] = server._on_delivery
-        tick: Callable[[float], None] = server._tick
-        clock, cpu = time.monotonic_ns, time.thread_time_ns
-
-        def traced_delivery(*args: Any) -> None:
-            self.deliveries += 1
-            self.total += 1
-            on_delivery(*args)
-
-        def traced_tick(now: float) -> None:
-            used = cpu()
-            tick(now)
-            self.ticked = max(1, cpu() - used)  # the tick's own CPU time (ns)
-            if self.garbage is None and self.total > 20_000:
-                self.garbage = self._young_garbage()
-
-        def traced_turn() -> None:
-            # The wait inside turn() is idle, not working: the turn starts when it returns,
-            # which the wait's wrapper below records.
-            self.deliveries = self.ticked = 0
-            self._selected = 0
-            turn()
-            end, used = clock(), cpu() - self._cpu0
-            if self.deliveries or self.ticked or used > 200_000:
-                self.turns.extend((self._selected, end, used, self.deliveries, self.ticked))
-
-        wait = server._wait
-
-        def traced_wait(timeout: float) -> Any:
-            ready = wait(timeout)
-            self._selected, self._cpu0 = clock(), cpu()
-            return ready
-
-        self._selected = self._cpu0 = 0
-        server._wait = traced_wait
-        server._on_delivery = traced_delivery
-        server._tick = traced_tick
-        server._turn = traced_turn
+    def install(self, loop: TraceableLoop) -> None:
+        loop.trace_with(self)
         gc.callbacks.append(self._on_gc)
+
+    # ---- LoopTracer ----------------------------------------------------------------------
+    def turn_starting(self) -> None:
+        # The wait inside the turn is idle, not working: the turn starts when it returns
+        # (waited).
+        self.deliveries = self.ticked = 0
+        self._selected = 0
+
+    def waited(self) -> None:
+        self._selected, self._cpu0 = time.monotonic_ns(), time.thread_time_ns()
+
+    def delivery(self) -> None:
+        self.deliveries += 1
+        self.total += 1
+
+    def tick_starting(self) -> None:
+        self._tick_cpu = time.thread_time_ns()
+
+    def tick_ended(self) -> None:
+        self.ticked = max(1, time.thread_time_ns() - self._tick_cpu)  # the tick's own CPU time (ns)
+        if self.garbage is None and self.total > 20_000:
+            self.garbage = self._young_garbage()
+
+    def turn_ended(self) -> None:
+        end, used = time.monotonic_ns(), time.thread_time_ns() - self._cpu0
+        if self.deliveries or self.ticked or used > 200_000:
+            self.turns.extend((self._selected, end, used, self.deliveries, self.ticked))
 
     @staticmethod
     def _young_garbage() -> Dict[str, int]:
@@ -143,7 +159,7 @@ class LoopTrace:
 
 
 @contextmanager
-def traced_if_asked(server: Any) -> Iterator[None]:
+def traced_if_asked(loop: TraceableLoop) -> Iterator[None]:
     """Around the event loop: traced, and the trace written when it stops, if the variable
     is set; otherwise nothing."""
     path = os.environ.get(TRACE_VARIABLE)
@@ -151,7 +167,7 @@ def traced_if_asked(server: Any) -> Iterator[None]:
         yield
         return
     trace = LoopTrace(path)
-    trace.install(server)
+    trace.install(loop)
     try:
         yield
     finally:

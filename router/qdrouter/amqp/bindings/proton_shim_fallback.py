@@ -100,7 +100,7 @@ def send_functions() -> Tuple[Callable[[Any, int, bytes, int], Any], Callable[[A
     # The tag buffers are default arguments so that they live as long as the functions:
     # the cast and the pn_bytes_t structs point into them without owning them.
     def send(link: Any, tag_value: int, payload: bytes, size: int,
-             _buffers: tuple = (tag_buffer, settled_tag_buffer)) -> Any:
+             _buffers: Tuple[Any, Any] = (tag_buffer, settled_tag_buffer)) -> Any:
         tag_word[0] = tag_value
         delivery = new_delivery(link, tag)
         link_send(link, payload, size)
@@ -108,7 +108,7 @@ def send_functions() -> Tuple[Callable[[Any, int, bytes, int], Any], Callable[[A
         return delivery
 
     def send_settled(link: Any, payload: bytes, size: int,
-                     _buffers: tuple = (tag_buffer, settled_tag_buffer)) -> None:
+                     _buffers: Tuple[Any, Any] = (tag_buffer, settled_tag_buffer)) -> None:
         delivery = new_delivery(link, settled_tag)
         link_send(link, payload, size)
         settle(delivery)  # also advances: the new delivery is the current one

@@ -6,15 +6,19 @@ from __future__ import annotations
 import os
 import socket
 import time
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 from ..bindings.proton_ffi import c_string, ffi, lib
 from ..bindings.proton_shim import QD_INPUT_OVER, QD_WOULD_BLOCK, read_socket, write_socket
+from .connection_owner import ConnectionOwner
 from .connector_failover import failover_list
 from .listener_settings import ListenerSettings
 from .open_properties import put_open_properties
 from .sasl_builtin import builtin_sasl_suffices, use_builtin_sasl
 from .tls import certificate_uid, release_domain, retain_domain
+
+# ListenerSettings: the settings a connection is made with, named here beside it.
+__all__ = ["COST_PROPERTY", "AmqpConnection", "ListenerSettings", "configure_sasl", "read_int_property"]
 
 # Bytes read from one connection per loop turn, so one busy peer cannot starve the others.
 READ_BUDGET = 256 * 1024
@@ -56,12 +60,11 @@ class AmqpConnection:
         "last_error",
         "links",
         "next_tick_ms",
-        "on_closed",
-        "on_opened",
         "out_blocked",
         "out_blocked_count",
         "out_queued",
         "outbound",
+        "owner",
         "peer",
         "pn_connection",
         "policy",
@@ -87,6 +90,7 @@ class AmqpConnection:
         collector: Any,
         container_id: str,
         client: bool = False,
+        owner: ConnectionOwner | None = None,
     ) -> None:
         self.identity = identity
         self.fileno = sock.fileno()
@@ -133,11 +137,27 @@ class AmqpConnection:
         self.client = client
         self.connecting = client
         self.last_error: str | None = None
-        self.on_opened: Callable[[AmqpConnection], None] | None = None
-        self.on_closed: Callable[[AmqpConnection], None] | None = None
+        self.owner = owner
         # Replaced by a connection made with newer TLS material (amqp/connections/tls_rotation.py): it only
         # finishes what is in flight, so its producers get no more credit.
         self.retiring = False
+        # The domain this connection's TLS was made from, held until release() (amqp/connections/tls.py).
+        self.ssl_domain = settings.ssl_domain
+        # The sslProfile ordinal its TLS was made with (None: plain); see amqp/connections/tls_rotation.py.
+        self.tls_ordinal: int | None = None
+        self.remote_cost: int | None = None
+        self._secure_transport(settings, client, peer)
+        self._open_connection(settings, client, peer, container_id, collector)
+        if not client:
+            # An accepted connection keeps only its descriptor (closed by close_socket()): the
+            # socket object would be 0.09 KB more per connection, and the loop reads and writes
+            # the descriptor in C. An outgoing one keeps the object, to ask how its connect
+            # went. Detached last, so that if anything above raised, the object still closes it.
+            sock.detach()
+            self.sock = None
+
+    def _secure_transport(self, settings: ListenerSettings, client: bool, peer: str) -> None:
+        """SASL and TLS on the transport, as the listener's or connector's settings ask."""
         transport = self.transport
         if not client:
             # Before pn_sasl: proton fixes the SASL layer's side when it is created.
@@ -154,10 +174,6 @@ class AmqpConnection:
         lib.pn_sasl_allowed_mechs(sasl, settings.sasl_mechanisms.encode())
         # Plain-text mechanisms over an unencrypted socket only where encryption is not required.
         lib.pn_sasl_set_allow_insecure_mechs(sasl, not settings.require_encryption)
-        # The domain this connection's TLS was made from, held until release() (amqp/connections/tls.py).
-        self.ssl_domain = settings.ssl_domain
-        # The sslProfile ordinal its TLS was made with (None: plain); see amqp/connections/tls_rotation.py.
-        self.tls_ordinal: int | None = None
         if settings.ssl_domain is not None:
             self.tls_ordinal = settings.tls.ordinal if settings.tls is not None else 0
             retain_domain(settings.ssl_domain)
@@ -175,13 +191,17 @@ class AmqpConnection:
             lib.pn_connection_set_hostname(self.pn_connection, peer.rsplit(":", 1)[0].encode())
         else:
             lib.pn_transport_require_auth(transport, settings.authenticate_peer)
+
+    def _open_connection(self, settings: ListenerSettings, client: bool, peer: str, container_id: str,
+                         collector: Any) -> None:
+        """The transport's limits, and the connection bound to it (opened at once when outgoing)."""
+        transport = self.transport
         lib.pn_transport_set_idle_timeout(transport, settings.idle_timeout_ms)
         lib.pn_transport_set_max_frame(transport, settings.max_frame_size)
         lib.pn_transport_set_channel_max(transport, settings.max_sessions - 1)
         lib.pn_connection_set_container(self.pn_connection, container_id.encode())
         lib.pn_connection_collect(self.pn_connection, collector)
         lib.pn_transport_bind(transport, self.pn_connection)
-        self.remote_cost: int | None = None
         if settings.open_properties is not None:
             # Never with the cost below: openProperties are refused on inter-router connections.
             put_open_properties(self.pn_connection, settings.open_properties)
@@ -192,13 +212,11 @@ class AmqpConnection:
                               COST_PROPERTY, settings.cost)
         if client:
             lib.pn_connection_open(self.pn_connection)
-        else:
-            # An accepted connection keeps only its descriptor (closed by close_socket()): the
-            # socket object would be 0.09 KB more per connection, and the loop reads and writes
-            # the descriptor in C. An outgoing one keeps the object, to ask how its connect
-            # went. Detached last, so that if anything above raised, the object still closes it.
-            sock.detach()
-            self.sock = None
+
+    def hand_to(self, owner: ConnectionOwner | None) -> None:
+        """``owner`` hears of this connection from now on (a connector adopting it), instead
+        of the one before."""
+        self.owner = owner
 
     def remote_failover_list(self) -> List[Tuple[str, str, int]] | None:
         """The failover-server-list the peer's open named, as (scheme, host, port)."""

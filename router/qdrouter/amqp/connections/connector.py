@@ -131,12 +131,10 @@ class Connector:
             return
         try:
             connection = self.server.connect(  # type: ignore[attr-defined]
-                self.host, self.port, self.settings, resolution.result)
+                self.host, self.port, self.settings, resolution.result, owner=self)
         except OSError as error:
             self._failed(f"cannot connect to {self.host}:{self.port}: {error.strerror or error}")
             return
-        connection.on_opened = self._opened
-        connection.on_closed = self._closed
         self.connection = connection
         self._open_timer = self.server.timers.call_later(  # type: ignore[attr-defined]
             OPEN_TIMEOUT_S, lambda: self._open_timed_out(connection))
@@ -147,9 +145,8 @@ class Connector:
         closing no longer counts as the connector's)."""
         old = self.connection
         if old is not None:
-            old.on_opened = None
-            old.on_closed = None
-        connection.on_closed = self._closed
+            old.hand_to(None)
+        connection.hand_to(self)
         self.connection = connection
         return old
 
@@ -164,7 +161,8 @@ class Connector:
             self._open_timer.cancel()
             self._open_timer = None
 
-    def _opened(self, connection: AmqpConnection) -> None:
+    # ---- ConnectionOwner (amqp/connections/connection_owner.py) ----------------------------
+    def connection_opened(self, connection: AmqpConnection) -> None:
         self._cancel_open_timer()
         self.status = OPERATIONAL
         self.message = "Connection Opened"
@@ -174,7 +172,7 @@ class Connector:
         if self.on_up is not None:
             self.on_up(connection)
 
-    def _closed(self, connection: AmqpConnection) -> None:
+    def connection_closed(self, connection: AmqpConnection) -> None:
         self._cancel_open_timer()
         was_up = self.status == OPERATIONAL
         self.connection = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 from ..bindings.proton_ffi import NULL, c_string, ffi, lib
 from .tls_material import CertificateInfo, MaterialError, certificate_info, check_material, file_sha256
@@ -110,7 +110,7 @@ class TlsProfile:
             if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
                 raise TlsError(f"{where}: attribute 'uidNameMappingFile': expected a JSON map of id to name")
             self.uid_names = {str(key): value for key, value in loaded.items()}
-        self._domains: Dict[tuple, Any] = {}
+        self._domains: Dict[Tuple[Any, ...], Any] = {}
 
     def domain(self, server: bool, verify_peer: bool, verify_hostname: bool = False,
                allow_plain: bool = False) -> Any:

@@ -136,32 +136,20 @@ class TlsRotation:
                         connector.settings.name, connector.host, resolution.error)
             self._later(connector)
             return
+        state = _Replacement(connector)
         try:
-            new = self.server.connect(connector.host, connector.port, connector.settings, resolution.result)
+            new = self.server.connect(connector.host, connector.port, connector.settings, resolution.result,
+                                      owner=state)
         except OSError as error:
             log.warning("Connector %s: replacement connection failed: %s", connector.settings.name, error)
             self._later(connector)
             return
-        state: Dict[str, float] = {"opened": 0.0, "ready_at": 0.0}
-
-        def opened(connection: AmqpConnection) -> None:
-            state["opened"] = 1.0
-            if connector.on_up is not None:
-                connector.on_up(connection)
-
-        def closed(connection: AmqpConnection) -> None:
-            # Gone before it took over: whoever heard it open hears it close (an edge uplink).
-            if state["opened"] and connector.on_down is not None:
-                connector.on_down(connection)
-
-        new.on_opened = opened
-        new.on_closed = closed
         log.info("Connector %s: replacing connection %d (sslProfile ordinal %s) with connection %d",
                  connector.settings.name, old.identity, old.tls_ordinal, new.identity)
         self._wait_ready(connector, old, new, state, time.monotonic())
 
     def _wait_ready(self, connector: Connector, old: AmqpConnection, new: AmqpConnection,
-                    state: Dict[str, float], started: float) -> None:
+                    state: _Replacement, started: float) -> None:
         if new.closed or connector.connection is not old or connector not in self.connectors.values():
             if not new.closed:
                 self.server.close_connection(new, FORCED, "replacement no longer needed")
@@ -174,13 +162,13 @@ class TlsRotation:
                 self._done()
             return
         inter_router = connector.settings.role == "inter-router"
-        ready = bool(state["opened"]) and (not inter_router or self.reachable(new))
+        ready = state.opened and (not inter_router or self.reachable(new))
         now = time.monotonic()
         if ready and inter_router:
-            state["ready_at"] = state["ready_at"] or now
-            ready = now - state["ready_at"] >= self.handover_s
+            state.ready_at = state.ready_at or now
+            ready = now - state.ready_at >= self.handover_s
         elif not ready:
-            state["ready_at"] = 0.0
+            state.ready_at = 0.0
         if not ready:
             if now - started > READY_TIMEOUT_S:
                 log.warning("Connector %s: replacement connection %d not ready within %g s; keeping "
@@ -193,8 +181,7 @@ class TlsRotation:
                     POLL_S, lambda: self._wait_ready(connector, old, new, state, started))
             return
         connector.adopt(new)
-        on_down = connector.on_down
-        old.on_closed = (lambda connection: on_down(connection)) if on_down is not None else None
+        old.hand_to(_Retired(connector.on_down) if connector.on_down is not None else None)
         if connector.settings.role == "inter-router":
             self._stop_routing(old)
         if connector.on_replace is not None:
@@ -243,3 +230,37 @@ def _outdated(connection: AmqpConnection, name: str, oldest: int) -> bool:
     return (not connection.closed and connection.tls_ordinal is not None and tls is not None
             and tls.name == name and connection.tls_ordinal < oldest
             and bool(lib.pn_transport_is_encrypted(connection.transport)))
+
+
+class _Replacement:
+    """A replacement connection's owner until its connector adopts it: whoever hears the
+    connector's connections open hears this one open, and close if it goes before it takes
+    over (an edge uplink)."""
+
+    def __init__(self, connector: Connector) -> None:
+        self.connector = connector
+        self.opened = False
+        # When it first looked ready (monotonic), for the hand-over delay; 0.0: not yet.
+        self.ready_at = 0.0
+
+    def connection_opened(self, connection: AmqpConnection) -> None:
+        self.opened = True
+        if self.connector.on_up is not None:
+            self.connector.on_up(connection)
+
+    def connection_closed(self, connection: AmqpConnection) -> None:
+        if self.opened and self.connector.on_down is not None:
+            self.connector.on_down(connection)
+
+
+class _Retired:
+    """A replaced connection's owner while it drains: whoever heard it open hears it close."""
+
+    def __init__(self, on_down: Callable[[AmqpConnection], None]) -> None:
+        self.on_down = on_down
+
+    def connection_opened(self, connection: AmqpConnection) -> None:
+        pass
+
+    def connection_closed(self, connection: AmqpConnection) -> None:
+        self.on_down(connection)

@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Set
 from ...core.forwarder import Forwarder
 from ...core.links import CoreLink, InFlight
 from ..bindings.proton_ffi import lib
+from .seams import RoutedLinks
 from .streaming import Streams
 from .waiting_producers import WaitingProducers
 
@@ -21,7 +22,7 @@ class ConsumerFlow:
     outgoing: Dict[Any, InFlight]
     waiting: WaitingProducers
     streams: Streams
-    link_router: Any
+    link_router: RoutedLinks | None
     flush_pending: Callable[[], None]
 
     def flush_credit(self) -> None:

@@ -6,7 +6,7 @@ classes, and no more parsing of a message than routing needs.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Set
+from typing import Any, Dict, Set
 
 from ...core.address_table import AddressTable
 from ...core.forwarder import Forwarder
@@ -24,6 +24,8 @@ from .mesh_handoff import mesh_handoff
 from .message_reading import MessageReading
 from .outbound import OutboundLimits
 from .radius_rule import released_beyond_radius
+from .reference_path import reference_asked, reference_handler
+from .seams import UNPOLICED, ControlReceiver, MessagePolicing, RoutedLinks
 from .send_queue import sends_flusher
 from .streaming import Streams
 from .waiting_producers import WaitingProducers
@@ -41,10 +43,12 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow, MessageReading):
         self.node = f"0/{router_id}"
         # An edge router (qdrouter/edge/): what it sends its interior carries no ingress/trace.
         self.edge_router = False
-        # Link-routed links are not the core's: their deliveries pass straight through.
-        self.link_router: Any = None
-        # Routing-protocol messages arriving on inter-router control links.
-        self.control_handler: Callable[[CoreLink, bytes], None] | None = None
+        # Link-routed links are not the core's: their deliveries pass straight through
+        # (route_links_with).
+        self.link_router: RoutedLinks | None = None
+        # Who reads routing-protocol messages arriving on inter-router control links: the
+        # mesh (receive_control_with).
+        self._control: ControlReceiver | None = None
         self.table = table
         self.forwarder = Forwarder(table, self)
         # By proton_shim.pointer_key of their handle: the key the event loop gives the hot
@@ -84,21 +88,40 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow, MessageReading):
         # by proton pointer. Empty unless policy sets such a limit, so the fast path pays
         # one truth test per message.
         self.policed: Dict[Any, Any] = {}
-        self.policer: Any = None
-        self.on_link_refused: Callable[[CoreLink], None] | None = None
+        self.policer: MessagePolicing = UNPOLICED
         self.waiting = WaitingProducers(self)
         # Large messages, streamed as they arrive (amqp/data_path/streaming.py).
         self.streams = Streams(self)
-        self.forwarder.on_routes_changed = self.waiting.resume
+        self.forwarder.add_address_listener(self.waiting)
         # The delivery handler once made (delivery_handler): waiting producers are read
         # through it.
         self.on_delivery: DeliveryHandler = _no_handler
+
+    # ---- the parts beside the data path (amqp/data_path/seams.py) ----------------------
+    def route_links_with(self, link_router: RoutedLinks) -> None:
+        """Deliveries on links the core does not know go to ``link_router`` (one per router)."""
+        if self.link_router is not None:
+            raise ValueError("the adaptor already has a link router")
+        self.link_router = link_router
+
+    def police_with(self, policer: MessagePolicing) -> None:
+        """Messages on links in ``policed`` are checked by ``policer`` (one per router)."""
+        if self.policer is not UNPOLICED:
+            raise ValueError("the adaptor already has a policer")
+        self.policer = policer
+
+    def receive_control_with(self, receiver: ControlReceiver | None) -> ControlReceiver | None:
+        """Control messages go to ``receiver`` from now on; returns the one before it (a
+        test hook puts it back after a trip)."""
+        previous, self._control = self._control, receiver
+        return previous
 
     # ---- events ------------------------------------------------------------------------
     def delivery_handler(self) -> DeliveryHandler:
         """The PN_DELIVERY handler for deliveries not in ``self.outgoing`` (the event loop
         gives those to ``self.consumer_disposition``): amqp/data_path/fast_path.py."""
-        self.on_delivery = delivery_handler(self)
+        make = reference_handler if reference_asked() else delivery_handler
+        self.on_delivery = make(self)
         return self.on_delivery
 
     def receive(self, link: CoreLink, delivery: Any, key: Any, raw: bytes | None = None) -> None:
@@ -124,8 +147,8 @@ class DeliveryAdaptor(CreditReturn, ConsumerFlow, MessageReading):
             message = InFlight(raw, raw, link, delivery, False, key)
             link.unsettled[key] = message
         if link.kind == CONTROL:
-            if self.control_handler is not None:
-                self.control_handler(link, raw)
+            if self._control is not None:
+                self._control.control_message(link, raw)
             self.forwarder.release_credit(link)
             if not message.settled:
                 self.finish_incoming(message, ACCEPTED)

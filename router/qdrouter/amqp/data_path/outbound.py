@@ -24,7 +24,7 @@ however busy the data links are).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, List
 
 from ...core.links import CONTROL, CoreLink
 from ..bindings.proton_ffi import lib
@@ -114,7 +114,7 @@ class OutboundLimits:
         self.flush()
 
 
-def _consumer_links(connection: Any) -> list:
+def _consumer_links(connection: Any) -> List[CoreLink]:
     return [link for link in list(connection.links.values())
             if isinstance(link, CoreLink) and not link.incoming and link.kind != CONTROL
             and link.handle is not None]

@@ -3,7 +3,7 @@ events, and the outcomes owed to producers, done in one batch (hot path)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Tuple
 
 from ...core.outcomes import ACCEPTED, RELEASED
 from ..bindings.proton_shim import finish, send, send_settled
@@ -114,5 +114,5 @@ def sends_flusher(adaptor: DeliveryAdaptor) -> Callable[[], None]:
     return flush_sends
 
 
-def _link_identity(send: tuple) -> int:
+def _link_identity(send: Tuple[Any, ...]) -> int:
     return id(send[0])

@@ -11,6 +11,7 @@ from ...core.outcomes import REJECTED
 from ..bindings.proton_ffi import lib, set_condition
 from ..bindings.proton_shim import delivery_key
 from ..codec.message_sections import MessageFormatError, find_sections, read_to
+from .seams import MessagePolicing
 
 # A delivery still arriving with this many bytes buffered is streamed (the fast path reads
 # complete messages of up to 64 KiB; the general path reads larger complete ones whole).
@@ -196,7 +197,7 @@ def unhold(stream: Stream, dirty: Set[Any]) -> None:
     stream.hold_off.release(dirty)
 
 
-def refused_by_policy(policed: Dict[Any, Any], policer: Any, stream: Stream) -> bool:
+def refused_by_policy(policed: Dict[Any, Any], policer: MessagePolicing, stream: Stream) -> bool:
     """Policy's checks of a streamed message's head (user-id, target; its size is counted
     as it arrives): True when refused, the rest then read and dropped and the producer's
     delivery rejected at the end."""

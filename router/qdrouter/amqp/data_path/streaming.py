@@ -16,6 +16,7 @@ from ..bindings.proton_shim import delivery_key, pointer_key
 from ..codec.message_sections import MessageFormatError
 from .dispositions import copy_disposition
 from .inbound import annotated, stripped
+from .stream_completion import complete
 from .stream_state import (
     CHUNK,
     HEAD_LIMIT,
@@ -30,7 +31,7 @@ from .stream_state import (
     unhold,
 )
 from .stream_turns import LinkTurns
-from .whole_reads import drop_collected, give_whole
+from .whole_reads import drop_collected
 
 if TYPE_CHECKING:
     from .deliveries import DeliveryAdaptor
@@ -206,7 +207,7 @@ class Streams:
                 if lib.pn_delivery_aborted(delivery):
                     self._abort(stream)
                 else:
-                    self._complete(stream)
+                    complete(self, stream)
                 return
             stream.received += count
             if stream.limit and stream.received > stream.limit:
@@ -286,7 +287,7 @@ class Streams:
         if link.handle is not None:
             self.adaptor.resume_consumer(link)
 
-    def _end(self, stream: Stream) -> None:
+    def end(self, stream: Stream) -> None:
         """The incoming delivery is done with: its link is read again from the next one."""
         link = stream.in_link
         if self.by_link.get(link) is stream:
@@ -308,55 +309,6 @@ class Streams:
             if lib.pn_link_current(handle) == delivery:
                 return
 
-    def _complete(self, stream: Stream) -> None:
-        """The producer's last byte has arrived and gone on."""
-        link = stream.in_link
-        delivery = stream.delivery
-        lib.pn_link_advance(link.handle)
-        adaptor = self.adaptor
-        message = stream.message
-        if not stream.routed and stream.head is not None:
-            # The whole message fitted in its head collection (it ended early): route it now.
-            message.raw = message.payload = bytes(stream.head)
-            stream.head = None
-            stream.routed = True
-            stream.pumping = True
-            adaptor.route_message(link, message, True, False)
-            stream.pumping = False
-            for out in stream.outs:
-                adaptor.dirty.add(out.link.connection)
-        if stream.collect is not None:
-            give_whole(self, stream)  # an in-process node's
-            return self._end(stream)
-        for out in stream.outs:
-            lib.pn_link_advance(out.link.handle)
-            if not out.tracked:
-                lib.pn_delivery_settle(out.delivery)
-            adaptor.dirty.add(out.link.connection)
-        producer_settled = bool(lib.pn_delivery_settled(delivery))
-        tracked = [out for out in stream.outs if out.tracked]
-        outs, stream.outs = stream.outs, []
-        del self.by_link[link]
-        if producer_settled:
-            lib.pn_delivery_settle(delivery)
-        else:
-            message.delivery = delivery
-            message.delivery_key = stream.key
-            link.unsettled[stream.key] = message
-        if tracked:
-            out = tracked[0]
-            self.out_deliveries.pop(out.key, None)
-            message.out_link = out.link
-            message.out_key = out.key
-            out.link.unsettled[out.key] = message
-            adaptor.outgoing[out.key] = message
-            if lib.pn_delivery_remote_state(out.delivery) or lib.pn_delivery_settled(out.delivery):
-                adaptor.consumer_disposition(message, out.delivery)
-        elif stream.outcome is not None and not producer_settled:
-            adaptor.finish_incoming(message, stream.outcome)
-        self._end(stream)
-        self._release(stream, outs)
-
     def _abort(self, stream: Stream) -> None:
         """The producer aborted the message, or left in the middle of it."""
         link = stream.in_link
@@ -364,8 +316,8 @@ class Streams:
         if link.handle is not None and lib.pn_link_current(link.handle) == stream.delivery:
             lib.pn_link_advance(link.handle)
         lib.pn_delivery_settle(stream.delivery)
-        self._end(stream)
-        self._release(stream, outs)
+        self.end(stream)
+        self.release(stream, outs)
 
     def _oversize(self, stream: Stream) -> None:
         """Past maxMessageSize: the consumers' deliveries are aborted, the producer refused."""
@@ -377,7 +329,7 @@ class Streams:
         drop_collected(stream)
         self.adaptor.policer.refuse_oversize(link, stream.delivery, stream.received)
         link.read_on_arrival = True
-        self._release(stream, outs)
+        self.release(stream, outs)
 
     def _abort_outs(self, stream: Stream) -> List[Out]:
         """Abort every outgoing delivery of ``stream`` (their consumers see the abort)."""
@@ -392,7 +344,7 @@ class Streams:
             self.adaptor.forwarder.settled_upstream(stream.message)
         return outs
 
-    def _release(self, stream: Stream, outs: List[Out]) -> None:
+    def release(self, stream: Stream, outs: List[Out]) -> None:
         """The links that carried ``stream`` take other messages again."""
         for out in outs:
             if self.sending.get(out.link) is stream:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Dict, List
 
+from ...core.address_events import AddressListener
 from ...core.address_table import Address
 from ...core.links import CoreLink
 from ..bindings.proton_ffi import ffi, lib
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from .deliveries import DeliveryAdaptor
 
 
-class WaitingProducers:
+class WaitingProducers(AddressListener):
     def __init__(self, adaptor: DeliveryAdaptor) -> None:
         self.adaptor = adaptor
         self.by_address: Dict[Address, List[CoreLink]] = {}
@@ -56,6 +57,10 @@ class WaitingProducers:
         producer, which the router passes on as always."""
         if key in link.unsettled and lib.pn_delivery_settled(delivery):
             self.adaptor.producer_settled(link, delivery, key)
+
+    def routes_changed(self, address: Address) -> None:
+        """The paths to ``address``'s consumers changed (core/address_events.py)."""
+        self.resume(address)
 
     def resume(self, address: Address) -> None:
         """``address``'s waiting producers are read again, as far as credit goes. One that
@@ -99,7 +104,7 @@ class WaitingProducers:
         (management's unsettledCount): all of them, unless its producer sends them settled."""
         if link.read_on_arrival or link.handle is None or link.sends_settled:
             return 0
-        return lib.pn_link_queued(link.handle)
+        return int(lib.pn_link_queued(link.handle))
 
     def queued(self, address: Address) -> int:
         """Messages waiting unread for ``address`` (management's undeliveredCount)."""

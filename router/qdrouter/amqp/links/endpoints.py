@@ -7,7 +7,7 @@ import itertools
 import logging
 import sys
 import uuid
-from typing import Any, Callable, Dict, List
+from typing import TYPE_CHECKING, Any, Callable, Dict, List
 
 from ...core.links import ENDPOINT, CoreLink, LinkCounters
 from ...core.outcomes import RELEASED
@@ -25,7 +25,10 @@ from ..data_path.deliveries import DeliveryAdaptor
 from .attach_addresses import producer_address, unavailable
 from .endpoint_listener import EndpointListener
 from .inter_router import INTER_ROUTER, attach_links, link_kind, make_link
-from .link_routing import ROUTE_CONTAINER
+from .link_routing import ROUTE_CONTAINER, LinkRouter
+
+if TYPE_CHECKING:
+    from .policing import ConnectionPolicer
 
 log = logging.getLogger("qdrouter.ROUTER")
 
@@ -56,10 +59,11 @@ class EndpointHandler:
         # Links this router attached itself (auto-links), told when the peer answers the
         # attach (True) or detaches (False, with the peer's error if any).
         self.link_watchers: Dict[Any, Callable[[bool, str | None], None]] = {}
-        # Ties link-routed attaches to their containers (set up by the router).
-        self.link_router: Any = None
-        # Policy for user connections (amqp/links/policing.py), when the router has one.
-        self.policer: Any = None
+        # Ties link-routed attaches to their containers (route_links_with).
+        self.link_router: LinkRouter | None = None
+        # Policy for user connections (amqp/links/policing.py), when the router has one
+        # (police_with).
+        self.policer: ConnectionPolicer | None = None
         # What a router calls its dynamic addresses (an edge router's name it: qdrouter/edge/).
         self.dynamic_prefix = f"_topo/0/{router_id}/temp."
         # Links and sessions closed at both ends, freed by free_closed() at the end of the
@@ -67,6 +71,18 @@ class EndpointHandler:
         # twice in a turn is freed once.
         self._closed_links: Dict[Any, AmqpConnection] = {}
         self._closed_sessions: Dict[Any, AmqpConnection] = {}
+
+    def route_links_with(self, link_router: LinkRouter) -> None:
+        """Link-routed attaches go to ``link_router`` (one per router)."""
+        if self.link_router is not None:
+            raise ValueError("the endpoints already have a link router")
+        self.link_router = link_router
+
+    def police_with(self, policer: ConnectionPolicer) -> None:
+        """Sessions and links of user connections are checked by ``policer`` (one per router)."""
+        if self.policer is not None:
+            raise ValueError("the endpoints already have a policer")
+        self.policer = policer
 
     def add_listener(self, listener: EndpointListener) -> None:
         """``listener`` hears of connections and links from now on, after those added before."""
@@ -95,8 +111,8 @@ class EndpointHandler:
         log.info("Connection %d %s %s opened (container %s)", connection.identity,
                  "to" if connection.client else "from", connection.peer, connection.remote_container)
         self.adaptor.dirty.add(connection)
-        if connection.on_opened is not None:
-            connection.on_opened(connection)
+        if connection.owner is not None:
+            connection.owner.connection_opened(connection)
         for listener in self._listeners:
             listener.connection_opened(connection)
 
@@ -147,8 +163,8 @@ class EndpointHandler:
         connection = self.connections.get(lib.pn_session_connection(session))
         if connection is not None:
             connection.session_settings(session)
-        if self.policer is not None:
-            denial = self.policer.session(connection, session) if connection is not None else None
+        if self.policer is not None and connection is not None:
+            denial = self.policer.session(connection, session)
             if denial is not None:
                 # Only a peer ignoring our channel-max (maxSessions - 1) gets here, on a channel
                 # above it: proton has no channel to answer its begin on (opening the session
@@ -194,7 +210,7 @@ class EndpointHandler:
         if settings.role == INTER_ROUTER:
             self._inter_router_link(connection, pn_link, name)
             return
-        if connection.policy is not None:
+        if connection.policy is not None and self.policer is not None:
             denial = self.policer.link(connection, pn_link)
             if denial is not None:
                 self._refuse(connection, pn_link, denial.condition, denial.description)
@@ -232,7 +248,7 @@ class EndpointHandler:
         if incoming:
             link.sends_settled = _SENDS_SETTLED.get(lib.pn_link_remote_snd_settle_mode(pn_link))
         self._register(connection, link)
-        if connection.policy is not None:
+        if connection.policy is not None and self.policer is not None:
             self.policer.watch_messages(connection, link)
         elif settings.role == EDGE:
             for listener in self._listeners:
@@ -296,7 +312,7 @@ class EndpointHandler:
             # Detached by the peer, and by us below (or by the link router): nothing of the
             # router points at it after this handler.
             self._closed_links[pn_link] = connection
-            if connection.policy is not None:
+            if connection.policy is not None and self.policer is not None:
                 self.policer.link_closed(connection, pn_link)
         for listener in self._listeners:
             listener.link_gone(pn_link)

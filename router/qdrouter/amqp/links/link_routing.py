@@ -48,15 +48,20 @@ class RoutedLink:
         self.prefixes: Tuple[str | None, str | None] | None = None
 
 
+# On interior routers: (routers advertising a destination, the connection the attach came in
+# on) -> the inter-router connection toward the nearest of them.
+MeshHop = Callable[[Set[str], AmqpConnection], "AmqpConnection | None"]
+
+
 class LinkRouter:
     def __init__(self, table: LinkRouteTable, dirty: Any,
-                 find_container: Callable[[LinkRoute], AmqpConnection | None], outbound: Any = None) -> None:
+                 find_container: Callable[[LinkRoute], AmqpConnection | None], outbound: Any = None,
+                 find_mesh_hop: MeshHop | None = None) -> None:
         self.table = table
         self.dirty = dirty
         self.find_container = find_container
-        # Set on interior routers: (routers advertising a destination, the connection the
-        # attach came in on) -> the inter-router connection toward the nearest of them.
-        self.find_mesh_hop: Callable[[Set[str], AmqpConnection], AmqpConnection | None] | None = None
+        # Interior routers only (MeshHop).
+        self.find_mesh_hop = find_mesh_hop
         self.routed: Dict[Any, RoutedLink] = {}
         # Management identities of routed links ("r1", "r2", ...: apart from core links' numbers).
         self._ids = itertools.count(1)

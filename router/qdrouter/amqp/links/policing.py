@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Dict
+from typing import TYPE_CHECKING, Any, Callable, Dict, Protocol
 
 from ...policy import ConnectionGrant, Denial, PolicyEngine
 from ...policy.settings import MAX_INT32
@@ -20,6 +20,11 @@ from ..bindings.proton_shim import pointer_key
 from ..connections.connection import AmqpConnection
 from .capabilities import capabilities
 from .policing_messages import MessagePolicer
+
+if TYPE_CHECKING:
+    from ...core.links import CoreLink
+    from ..data_path.deliveries import DeliveryAdaptor
+    from .endpoints import EndpointHandler
 
 log = logging.getLogger("qdrouter.POLICY")
 
@@ -41,14 +46,14 @@ def remote_host(peer: str) -> str:
 
 
 class ConnectionPolicer:
-    def __init__(self, engine: PolicyEngine, adaptor: Any) -> None:
+    def __init__(self, engine: PolicyEngine, adaptor: Any, refuse_link: Callable[[CoreLink], None]) -> None:
         self.engine = engine
         self.adaptor = adaptor
         # Sessions granted per connection (policy counts only while the connection lives).
         self.sessions: Dict[AmqpConnection, int] = {}
         # Links granted per policed connection: link key -> True for a client's sender.
         self.links: Dict[AmqpConnection, Dict[Any, bool]] = {}
-        self.messages = MessagePolicer(engine, adaptor)
+        self.messages = MessagePolicer(engine, adaptor, refuse_link)
         self.handshake_timeouts = 0
 
     @staticmethod
@@ -249,11 +254,20 @@ class ConnectionPolicer:
         self.messages.refuse_oversize(link, delivery, size)
 
 
-def install(server: Any, engine: PolicyEngine) -> ConnectionPolicer:
+def install(server: PolicedServer, engine: PolicyEngine) -> ConnectionPolicer:
     """Give a server's accept, endpoint and delivery hooks one policer over ``engine``."""
-    policer = ConnectionPolicer(engine, server.adaptor)
-    server.policer = policer
-    server.endpoints.policer = policer
-    server.adaptor.policer = policer
-    server.adaptor.on_link_refused = server.endpoints.link_closed_locally
+    policer = ConnectionPolicer(engine, server.adaptor, server.endpoints.link_closed_locally)
+    server.police_with(policer)
     return policer
+
+
+class PolicedServer(Protocol):
+    """What install asks of the server (amqp/loop/server.py, a room above this one)."""
+
+    @property
+    def adaptor(self) -> DeliveryAdaptor: ...
+
+    @property
+    def endpoints(self) -> EndpointHandler: ...
+
+    def police_with(self, policer: ConnectionPolicer) -> None: ...

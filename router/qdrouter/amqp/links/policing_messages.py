@@ -5,8 +5,9 @@ connections, sessions and links, and hands the messages of the links it watches 
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
+from ...core.links import CoreLink
 from ...policy import ConnectionGrant, Denial, PolicyEngine
 from ...policy.engine import MESSAGE_SIZE, OVERSIZE
 from ..bindings.proton_ffi import lib, set_condition
@@ -21,9 +22,11 @@ EDGE_ROLE = "edge"
 
 
 class MessagePolicer:
-    def __init__(self, engine: PolicyEngine, adaptor: Any) -> None:
+    def __init__(self, engine: PolicyEngine, adaptor: Any, refuse_link: Callable[[CoreLink], None]) -> None:
         self.engine = engine
         self.adaptor = adaptor
+        # The endpoints' handling of a link the router closed itself (its peer is told).
+        self.refuse_link = refuse_link
         # The part read so far of each policed link's current, still arriving message.
         self.partials: Dict[Any, bytearray] = {}
 
@@ -92,7 +95,7 @@ class MessagePolicer:
                 else:
                     held += chunk
             return None
-        raw = self.adaptor.read_message(link, delivery, size)
+        raw: bytes = self.adaptor.read_message(link, delivery, size)
         if held is not None:
             del self.partials[handle]
             held += raw
@@ -160,8 +163,7 @@ class MessagePolicer:
         set_condition(lib.pn_link_condition(handle), denial.condition, denial.description)
         lib.pn_link_close(handle)
         self.adaptor.dirty.add(link.connection)
-        if self.adaptor.on_link_refused is not None:
-            self.adaptor.on_link_refused(link)
+        self.refuse_link(link)
 
 
 

@@ -13,6 +13,7 @@ from ..connections.connection import AmqpConnection
 if TYPE_CHECKING:
     from ..data_path.deliveries import DeliveryAdaptor
     from ..links.endpoints import EndpointHandler
+    from ..links.policing import ConnectionPolicer
     from .fault_boundary import FaultBoundary
 
 log = logging.getLogger("qdrouter.SERVER")
@@ -23,7 +24,7 @@ class ConnectionRelease:
     adaptor: DeliveryAdaptor
     endpoints: EndpointHandler
     faults: FaultBoundary
-    policer: Any
+    policer: ConnectionPolicer | None
     by_fd: Dict[int, AmqpConnection]
     _released: List[AmqpConnection]
     _set_interest: Callable[[AmqpConnection, int], None]
@@ -71,9 +72,9 @@ class ConnectionRelease:
             except Exception:
                 self.faults.release_failed(connection)
                 self._forget_failed_release(connection)
-            if connection.on_closed is not None:
+            if connection.owner is not None:
                 try:
-                    connection.on_closed(connection)  # its connector retries
+                    connection.owner.connection_closed(connection)  # its connector retries
                 except Exception:
                     self.faults.unattributed(f"telling connection {connection.identity}'s owner it closed")
         self._flush_output()

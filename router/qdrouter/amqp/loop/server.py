@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Set, Tuple
 
 from ...core.address_table import AddressTable
 from ...core.outcomes import RELEASED
-from ...tuning.loop_trace import traced_if_asked
+from ...tuning.loop_trace import LoopTracer, traced_if_asked
 from ..bindings import proton_ffi as pn
 from ..bindings.proton_ffi import lib
 from ..bindings.proton_shim import (
@@ -24,12 +24,16 @@ from ..bindings.proton_shim import (
 from ..connections.connection import AmqpConnection, ListenerSettings
 from ..data_path.deliveries import DeliveryAdaptor
 from ..links.endpoints import EndpointHandler
+from ..links.link_routing import LinkRouter
+from ..links.policing import ConnectionPolicer
 from ..wakeups.poller import EVENT_READ, EVENT_WRITE, make_poller
 from ..wakeups.timers import Timers
 from .connection_release import ConnectionRelease
 from .fault_boundary import FaultBoundary
+from .loop_calls import LoopCalls, traced
 from .server_shutdown import ServerShutdown
 from .server_sockets import ListenerError, ServerSockets
+from .transport_errors import transport_error
 
 log = logging.getLogger("qdrouter.SERVER")
 
@@ -46,10 +50,11 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
         self.collector = lib.pn_collector()
         self.adaptor = DeliveryAdaptor(router_id, table)
         self.endpoints = EndpointHandler(router_id, self.adaptor)
-        # Policy for user connections (amqp/links/policing.py); the router installs it.
-        self.policer: Any = None
+        # Policy for user connections (amqp/links/policing.py); the router installs it
+        # (police_with).
+        self.policer: ConnectionPolicer | None = None
         self.selector = make_poller()
-        self._wait = self.selector.select  # the loop's wait: QDROUTER_LOOP_TRACE wraps it
+        self._wait: Callable[[float], Any] = self.selector.select  # trace_with wraps it
         self.listeners: Dict[int, Tuple[socket.socket, ListenerSettings]] = {}
         self.by_fd: Dict[int, AmqpConnection] = {}
         # Other sockets served by this loop (the HTTP listeners): fd -> handler(fd, mask).
@@ -64,6 +69,9 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
         self.faults = FaultBoundary(self)
         self.timers = Timers(on_failure=self.faults.unattributed)
         self._on_delivery = self.adaptor.delivery_handler()
+        # The loop's turn and tick as run: trace_with wraps them.
+        self._traced_turn: Callable[[], None] = self._turn
+        self._tick_now: Callable[[float], None] = self._tick
         self._flush_sends = self.adaptor.flush_pending
         self._next_tick = 0.0
         self._next_events = event_batches(self.collector)
@@ -78,19 +86,38 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
             pn.LINK_REMOTE_OPEN: lambda e: self.endpoints.link_opened(lib.pn_event_link(e)),
             pn.LINK_REMOTE_CLOSE: lambda e: self.endpoints.link_closed(lib.pn_event_link(e)),
             pn.LINK_REMOTE_DETACH: lambda e: self.endpoints.link_closed(lib.pn_event_link(e)),
-            pn.TRANSPORT_ERROR: self._transport_error,
+            pn.TRANSPORT_ERROR: lambda e: transport_error(self.endpoints.connections, e),
         }
+
+    # ---- the parts the router hands its server ------------------------------------------
+    def route_links_with(self, link_router: LinkRouter) -> None:
+        """Link-routed attaches, and the deliveries on their links, go to ``link_router``."""
+        self.endpoints.route_links_with(link_router)
+        self.adaptor.route_links_with(link_router)
+
+    def police_with(self, policer: ConnectionPolicer) -> None:
+        """Connections, sessions, links and messages are checked by ``policer``."""
+        self.policer = policer
+        self.endpoints.police_with(policer)
+        self.adaptor.police_with(policer)
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> None:
         self._running = True
         with traced_if_asked(self):  # QDROUTER_LOOP_TRACE (tuning/loop_trace.py); usually nothing
+            turn = self._traced_turn
             while self._running:
                 try:
-                    self._turn()
+                    turn()
                 except Exception:  # the fault boundary's last line: the loop itself goes on
                     self.faults.unattributed("in the event loop")
         self._close_listeners()
+
+    def trace_with(self, tracer: LoopTracer) -> None:
+        """From the next turn, ``tracer`` hears of the loop's turns, waits, deliveries and
+        ticks. Untraced, the loop pays nothing for this: the calls are wrapped only here."""
+        calls = traced(tracer, LoopCalls(self._turn, self._wait, self._on_delivery, self._tick))
+        self._traced_turn, self._wait, self._on_delivery, self._tick_now = calls
 
     def _turn(self) -> None:
         """One turn of the loop: sockets, the events they raised, timers, the tick."""
@@ -125,7 +152,7 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
             # not when the loop next wakes (up to TICK_INTERVAL_S later).
             self._process_events()
         if now >= self._next_tick:
-            self._tick(now)
+            self._tick_now(now)
         if self._stop_requested and not self._stopping:
             self.stop()
         if self._stopping and (not by_fd or now > self._deadline):
@@ -332,20 +359,6 @@ class AmqpServer(ServerSockets, ServerShutdown, ConnectionRelease):
                 self._on_delivery(delivery, pointer_key(lib.pn_delivery_link(delivery)), key)
             return
         self._other_event(kind, event)
-
-    def _transport_error(self, event: Any) -> None:
-        transport = lib.pn_event_transport(event)
-        condition = lib.pn_transport_condition(transport)
-        connection = self.endpoints.connections.get(lib.pn_transport_connection(transport))
-        if connection is not None and lib.pn_condition_is_set(condition):
-            connection.last_error = (f"{pn.c_string(lib.pn_condition_get_name(condition))}: "
-                                     f"{pn.c_string(lib.pn_condition_get_description(condition))}")
-        if lib.pn_condition_is_set(condition):
-            log.info(
-                "Connection error: %s: %s",
-                pn.c_string(lib.pn_condition_get_name(condition)),
-                pn.c_string(lib.pn_condition_get_description(condition)),
-            )
 
     def _tick(self, now: float) -> None:
         self._next_tick = now + TICK_INTERVAL_S

@@ -14,12 +14,14 @@ from ...listen_socket import ListenSocketError, listening_socket
 from ..bindings import proton_ffi as pn
 from ..bindings.proton_ffi import lib
 from ..connections.connection import AmqpConnection, ListenerSettings
+from ..connections.connection_owner import ConnectionOwner
 from ..connections.tls import release_domain, retain_domain
 from ..wakeups.poller import EVENT_READ, EVENT_WRITE
 
 if TYPE_CHECKING:
     from ..data_path.deliveries import DeliveryAdaptor
     from ..links.endpoints import EndpointHandler
+    from ..links.policing import ConnectionPolicer
     from ..wakeups.poller import Poller
 
 log = logging.getLogger("qdrouter.SERVER")
@@ -34,7 +36,7 @@ class ServerSockets:
     collector: Any
     adaptor: DeliveryAdaptor
     endpoints: EndpointHandler
-    policer: Any
+    policer: ConnectionPolicer | None
     selector: Poller
     listeners: Dict[int, Tuple[socket.socket, ListenerSettings]]
     by_fd: Dict[int, AmqpConnection]
@@ -71,9 +73,11 @@ class ServerSockets:
         log.info("Stopped listening (%s)", settings.name)
 
     def connect(self, host: str, port: int, settings: ListenerSettings,
-                resolved: Tuple[Any, ...] | None = None) -> AmqpConnection:
-        """Start an outgoing connection (non-blocking) to ``resolved`` (a getaddrinfo entry for
-        host:port; looked up here, blocking, when not given); raises OSError if it cannot start."""
+                resolved: Tuple[Any, ...] | None = None,
+                owner: ConnectionOwner | None = None) -> AmqpConnection:
+        """Start an outgoing connection (non-blocking) to ``resolved`` (a getaddrinfo entry
+        for host:port; looked up here, blocking, when not given), which tells ``owner`` when
+        it opens and closes; raises OSError if it cannot start."""
         if resolved is None:
             resolved = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
         family, kind, proto, _, address = resolved
@@ -85,7 +89,7 @@ class ServerSockets:
             sock.close()
             raise OSError(result, os.strerror(result))
         connection = AmqpConnection(next(self._ids), sock, f"{host}:{port}", settings, self.collector,
-                                    self.router_id, client=True)
+                                    self.router_id, client=True, owner=owner)
         self.endpoints.connections[connection.pn_connection] = connection
         self.by_fd[connection.fileno] = connection
         self.selector.register(connection.fileno, EVENT_WRITE)
