@@ -15,6 +15,7 @@ waiting until each has a status, deleting them and waiting until each is gone; i
 The operator's RSS (/proc) is sampled after each step and printed as a Markdown table.
 
     python -m bench.operator_soak --meshes 200 --rounds 5 --churn 150 --live 2
+    python -m bench.operator_soak --quick          # the shortened run
 """
 
 from __future__ import annotations
@@ -203,7 +204,11 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=0,
                         help="only measure the memory of this many management connections")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
+    parser.add_argument("--quick", action="store_true",
+                        help="the shortened run (a few minutes): 20 meshes, 3 rounds of 30, 20 s idle")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.meshes, args.rounds, args.churn, args.idle, args.live = 20, 3, 30, 20.0, 1
     work = Path(tempfile.mkdtemp(prefix="qdmesh-operator-soak-"))
     if args.connections:
         try:
