@@ -35,16 +35,19 @@ pytestmark = pytest.mark.timeout(600)
 CYCLES = 5
 #: The mesh with a router (its management connection, live changes) and one without.
 MESHES = ("live", "quiet")
-#: Traced growth of the operator's and kopf's allocations over the cycles that fails the test:
-#: about 17 KiB per routing resource made and deleted (30), while a watch-event body kept is
-#: 10-30 KiB, a management connection about 40 KiB and a mesh's report more.  The noise between
-#: two quiet moments (kopf's connection pool, the allocator) stays below.
-TRACED_GROWTH_LIMIT = 512 * 1024
+#: Traced growth of the operator's and kopf's allocations over the cycles that fails the test.
+#: Between two quiet moments the traced total moves by 0.3-0.9 MiB on a loaded machine
+#: whatever the number of cycles: watch-event bodies kopf decoded and still holds in the
+#: per-object workers and queues of whatever was last busy, which the resident set does not
+#: show growing (bench/operator_soak.py: +0.1 MiB per 60 resources made and deleted).  What
+#: the bound is for costs more: a management connection kept per drift check (one a second
+#: here, 40 KiB each), a report or a set of bodies kept per reconciliation or per resource.
+TRACED_GROWTH_LIMIT = 2 * 1024 * 1024
 #: The resident set moves with the allocator's bookkeeping too: a generous bound.
 RSS_GROWTH_LIMIT_MIB = 16.0
 #: Seconds after a cycle before a measurement: kopf's per-object workers end 5 s after their
-#: object's last event.
-QUIET_S = 7.0
+#: object's last event, or after waiting as long for their own patch to come back.
+QUIET_S = 12.0
 ROUTING = (("linkroutes", "LinkRoute"), ("autolinks", "AutoLink"), ("vhostpolicies", "VhostPolicy"))
 
 
