@@ -37,11 +37,13 @@ CYCLES = 5
 MESHES = ("live", "quiet")
 #: Traced growth of the operator's and kopf's allocations over the cycles that fails the test.
 #: Between two quiet moments the traced total moves by 0.3-0.9 MiB on a loaded machine
-#: whatever the number of cycles: watch-event bodies kopf decoded and still holds in the
-#: per-object workers and queues of whatever was last busy, which the resident set does not
-#: show growing (bench/operator_soak.py: +0.1 MiB per 60 resources made and deleted).  What
-#: the bound is for costs more: a management connection kept per drift check (one a second
-#: here, 40 KiB each), a report or a set of bodies kept per reconciliation or per resource.
+#: whatever the number of cycles: which objects kopf's watch streams decoded last.  Each of
+#: its watches (a dozen kinds) keeps the last event it read and the last object of its
+#: listing in its generator's variables until the next one comes: one or two bodies per kind,
+#: a StatefulSet's or a pod's far larger than a routing resource's, and the per-object workers
+#: of whatever was last busy.  What the bound is for costs more: a management connection kept
+#: per drift check (one a second here, 40 KiB each), a report or a set of bodies kept per
+#: reconciliation or per resource.
 TRACED_GROWTH_LIMIT = 2 * 1024 * 1024
 #: The resident set moves with the allocator's bookkeeping too: a generous bound.
 RSS_GROWTH_LIMIT_MIB = 16.0
