@@ -23,6 +23,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Mapping, Tuple
 
+from .. import contract
+
 #: (kind, namespace, name)
 Key = Tuple[str, str, str]
 #: Seconds an entry is trusted: a drift check older than this applies the object again.
@@ -57,7 +59,11 @@ class AppliedObjects:
             self._watched.update(kinds)
 
     def current(self, obj: Mapping[str, Any], obj_digest: str) -> bool:
-        """Whether ``obj`` is what was applied last and nothing changed it since."""
+        """Whether ``obj`` is what was applied last and nothing changed it since (only for an
+        object carrying the label the watches select by: of any other, no event would come)."""
+        labels = obj["metadata"].get("labels") or {}
+        if labels.get("app.kubernetes.io/managed-by") != contract.MANAGER:
+            return False
         return self._fresh(key_of(obj), obj_digest)
 
     def known_absent(self, kind: str, namespace: str, name: str) -> bool:
