@@ -15,6 +15,7 @@ waiting until each has a status, deleting them and waiting until each is gone; i
 The operator's RSS (/proc) is sampled after each step and printed as a Markdown table.
 
     python -m bench.operator_soak --meshes 200 --rounds 5 --churn 150 --live 2
+    python -m bench.operator_soak --quick          # the shortened run
 """
 
 from __future__ import annotations
@@ -71,15 +72,22 @@ def churn_round(soak: Soak, meshes: List[str], count: int, round_no: int,
     return created, time.monotonic() - start
 
 
-def idle(soak: Soak, seconds: float, phase: str) -> float:
-    """CPU seconds per second the operator spends over ``seconds`` of nothing changing."""
+#: What the API server answers a drift check with, counted in the idle phases.
+VERBS = ("GET", "LIST", "APPLY", "PATCH", "DELETE")
+
+
+def idle(soak: Soak, seconds: float, phase: str) -> Tuple[float, Dict[str, int]]:
+    """CPU seconds per second the operator spends over ``seconds`` of nothing changing, and
+    the requests the API server answered meanwhile, by verb."""
     assert soak.proc is not None
     soak.sample(f"{phase} (start)")
+    requests = {verb: soak.plane.requests_made(verb) for verb in VERBS}
     before = cpu_s(soak.proc.pid)
     time.sleep(seconds)
     used = cpu_s(soak.proc.pid) - before
+    requests = {verb: soak.plane.requests_made(verb) - count for verb, count in requests.items()}
     soak.sample(f"{phase} (end)")
-    return used / seconds
+    return used / seconds, requests
 
 
 def run(args: argparse.Namespace, work: Path) -> Dict[str, Any]:
@@ -108,7 +116,7 @@ def run(args: argparse.Namespace, work: Path) -> Dict[str, Any]:
         wait(lambda: soak.all_observed("routermeshes", meshes), args.timeout, "every mesh observed")
         mesh_seconds = time.monotonic() - start
         soak.sample(f"{args.meshes} meshes reconciled")
-        cpu_idle = idle(soak, args.idle, "idle")
+        cpu_idle, requests_idle = idle(soak, args.idle, "idle")
         soak.snapshot("meshes")
         with_meshes = soak.samples[-1][2]
         rounds = []
@@ -118,13 +126,14 @@ def run(args: argparse.Namespace, work: Path) -> Dict[str, Any]:
             soak.sample(f"churn {r + 1}: {args.churn} made+gone")
             if r == 0:
                 soak.snapshot("churn 1")
-        cpu_after = idle(soak, args.idle, "idle after churn")
+        cpu_after, _ = idle(soak, args.idle, "idle after churn")
         soak.snapshot("churned")
         for first, second in (("empty", "meshes"), ("churn 1", "churned")):
             print("\n".join(soak.compare(first, second)))
         return {"meshes": args.meshes, "empty": empty, "with_meshes": with_meshes,
                 "per_mesh": (with_meshes - empty) / max(1, args.meshes), "mesh_seconds": mesh_seconds,
                 "cpu_idle": cpu_idle, "cpu_after": cpu_after, "rounds": rounds,
+                "requests_idle": requests_idle,
                 "churn_growth": soak.samples[-1][2] - with_meshes, "samples": soak.samples,
                 "churned": args.churn * args.rounds}
     finally:
@@ -171,6 +180,9 @@ def report(result: Dict[str, Any], args: argparse.Namespace) -> str:
         f"{result['mesh_seconds']:.0f} s",
         f"- idle CPU (drift every {args.drift:g} s): {result['cpu_idle']:.3f} core with the meshes, "
         f"{result['cpu_after']:.3f} core after the churn",
+        f"- API server requests in {args.idle:g} s idle with the meshes: " + ", ".join(
+            f"{verb} {count} ({count * args.drift / args.idle / max(1, result['meshes']):.1f} per mesh "
+            f"per drift check)" for verb, count in result["requests_idle"].items()),
         f"- churn: {result['churned']} routing resources made and deleted; RSS "
         f"{result['churn_growth']:+.1f} MiB over the churn "
         f"({result['churn_growth'] * 1024 / churned:+.2f} KiB per resource churned)",
@@ -203,7 +215,11 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=0,
                         help="only measure the memory of this many management connections")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
+    parser.add_argument("--quick", action="store_true",
+                        help="the shortened run (a few minutes): 20 meshes, 3 rounds of 30, 20 s idle")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.meshes, args.rounds, args.churn, args.idle, args.live = 20, 3, 30, 20.0, 1
     work = Path(tempfile.mkdtemp(prefix="qdmesh-operator-soak-"))
     if args.connections:
         try:

@@ -11,7 +11,7 @@ from typing import Any
 
 import kopf
 
-from . import contract, leader
+from . import contract, leader, owned_watch
 from .config import SETTINGS, load_kube_credentials
 from .drift import DriftSchedule
 from .kube.api import KubeApi
@@ -29,7 +29,7 @@ _state: dict = {}
 
 def reconciler() -> MeshReconciler:
     if "reconciler" not in _state:
-        _state["reconciler"] = MeshReconciler(KubeApi())
+        _state["reconciler"] = MeshReconciler(KubeApi(applied=owned_watch.APPLIED))
     found: MeshReconciler = _state["reconciler"]
     return found
 
@@ -66,6 +66,7 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     managed = f"app.kubernetes.io/managed-by={contract.MANAGER}"
     settings.watching.label_selectors["apps", "statefulsets"] = managed
     settings.watching.label_selectors["v1", "pods"] = f"{managed},qdmesh.io/mesh"
+    owned_watch.configure(settings)
     load_kube_credentials()
     if SETTINGS.metrics_port:
         _state["metrics"] = await serve(SETTINGS.metrics_port)

@@ -90,8 +90,10 @@ def test_defaults_install_one_operator_of_the_package_version() -> None:
     assert env_of(deployment)["QDMESH_WATCH_NAMESPACES"] == ""
     assert "QDMESH_ROUTER_IMAGE" not in env_of(deployment)  # the operator's own version
     assert not by_kind(docs, "RouterMesh") and not by_kind(docs, "ServiceMonitor")
-    # Memory sized for 200 meshes (bench/operator_soak.py), glibc's heaps kept to two.
-    assert container["resources"]["requests"]["memory"] == "192Mi"
+    # Memory sized for 100 (request) and 250 (limit) meshes of three routers with TLS
+    # (bench/operator_soak.py), glibc's heaps kept to two.
+    assert container["resources"]["requests"]["memory"] == "256Mi"
+    assert container["resources"]["requests"]["cpu"] == "100m"
     assert container["resources"]["limits"]["memory"] == "512Mi"
     assert env_of(deployment)["MALLOC_ARENA_MAX"] == "2"
 

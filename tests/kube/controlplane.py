@@ -126,6 +126,21 @@ class ControlPlane:
         except OSError:
             return False
 
+    def requests_made(self, verb: str, resource: str = "") -> int:
+        """How many requests of ``verb`` (GET, LIST, WATCH, PATCH, APPLY for server-side
+        apply...) on ``resource`` (any, if empty) the API server has answered, from its own
+        metrics."""
+        context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
+        context.load_cert_chain(str(self.pki / "admin.crt"), str(self.pki / "admin.key"))
+        with urllib.request.urlopen(f"{self.server}/metrics", context=context, timeout=30) as reply:
+            text = reply.read().decode()
+        total = 0
+        for line in text.splitlines():
+            if (line.startswith("apiserver_request_total{") and f'verb="{verb}"' in line
+                    and (not resource or f'resource="{resource}"' in line)):
+                total += int(float(line.rsplit(" ", 1)[1]))
+        return total
+
     def api_client(self) -> Any:
         """A ``kubernetes.client.ApiClient`` logged in as admin."""
         from kubernetes import config

@@ -500,3 +500,39 @@ def test_console_is_created_when_enabled_and_removed_when_turned_off(kube: Clust
     eventually(lambda: any(e.reason == "ConsoleRemoved" for e in kube.events("viewed")), 10,
                "ConsoleRemoved Event")
     kube.core.read_namespaced_service("viewed", kube.ns)  # the routers' own Service stays
+
+
+def test_drift_checks_apply_only_what_changed(operator: Dict[str, Any], kube: Cluster) -> None:
+    """Drift checks (every 1.5 s here) of meshes nobody changed send no server-side apply of
+    their objects; an owned object edited or deleted by hand is put back at the next check."""
+    from kubernetes.client.rest import ApiException
+
+    plane = operator["plane"]
+    kube.create("routermeshes", "RouterMesh", "steady", {"size": 1, "image": "qdmesh/router:0.1.0"})
+    rendered = eventually(lambda: kube.core.read_namespaced_config_map("steady-config", kube.ns),
+                          what="ConfigMap").data
+
+    def applies() -> int:
+        return sum(plane.requests_made("APPLY", plural)
+                   for plural in ("configmaps", "services", "statefulsets", "poddisruptionbudgets"))
+
+    def quiet() -> bool:  # three drift checks of every mesh without one apply
+        before = applies()
+        time.sleep(4.5)
+        return applies() == before
+
+    eventually(quiet, 60, "drift checks that apply nothing")
+    kube.core.patch_namespaced_config_map("steady-config", kube.ns, {"data": {"steady-0.conf": "edited"}})
+    eventually(lambda: kube.core.read_namespaced_config_map("steady-config", kube.ns).data == rendered, 30,
+               "the edited ConfigMap put back")
+    kube.core.delete_namespaced_service("steady", kube.ns)
+
+    def service_back() -> bool:
+        try:
+            return kube.core.read_namespaced_service("steady", kube.ns) is not None
+        except ApiException as e:
+            if e.status != 404:
+                raise
+            return False
+
+    eventually(service_back, 30, "the deleted Service put back")

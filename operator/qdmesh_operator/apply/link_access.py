@@ -39,6 +39,7 @@ def remove_unwanted(kube: KubeApi, mesh: MeshSpec,
         deletes.append(("Service", lambda: kube.core.delete_namespaced_service(name, namespace)))
     events = []
     for kind, delete in deletes:
+        kube.applied.forget(kind, namespace, name)
         try:
             delete()
         except ApiException as e:

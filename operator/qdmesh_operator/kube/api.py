@@ -3,6 +3,7 @@ custom resources and pods, and writing status (never spec)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping
 
@@ -13,6 +14,7 @@ from .. import contract
 from ..pod_problems import PodProblem, pod_problem
 from ..rolling import PodState
 from .apiclient import TimedApiClient
+from .applied import AppliedObjects, digest
 
 APPLY = "application/apply-patch+yaml"
 
@@ -66,19 +68,31 @@ class KubeRefused(Exception):
         self.error = error
 
 
-def _drain(response: Any) -> None:
+def _drain(response: Any) -> bytes:
     """Read and let go of an answer asked for unparsed (``_preload_content=False``), so its
     connection goes back to the pool."""
-    if hasattr(response, "release_conn"):
-        response.read()
-        response.release_conn()
+    if not hasattr(response, "release_conn"):
+        return b""
+    data: bytes = response.read()
+    response.release_conn()
+    return data
+
+
+def _resource_version(answer: bytes) -> str:
+    try:
+        return str(((json.loads(answer) or {}).get("metadata") or {}).get("resourceVersion") or "")
+    except (ValueError, AttributeError):
+        return ""
 
 
 class KubeApi:
     """Thin synchronous wrapper; every call raises ``ApiException`` on failure."""
 
-    def __init__(self, api_client: k8s.ApiClient | None = None) -> None:
+    def __init__(self, api_client: k8s.ApiClient | None = None,
+                 applied: AppliedObjects | None = None) -> None:
         self.api_client = api_client or TimedApiClient()
+        #: What was applied and is unchanged since (kube/applied.py): not applied again.
+        self.applied = applied if applied is not None else AppliedObjects()
         self.custom = k8s.CustomObjectsApi(self.api_client)
         self.core = k8s.CoreV1Api(self.api_client)
         self.apps = k8s.AppsV1Api(self.api_client)
@@ -87,7 +101,14 @@ class KubeApi:
     # -- owned objects ------------------------------------------------------------------------
     def apply(self, obj: Mapping[str, Any]) -> None:
         """Server-side apply as field manager ``qdmesh-operator`` (taking over fields another
-        manager set, so what the operator renders is what runs)."""
+        manager set, so what the operator renders is what runs).  Not sent when the object
+        is as the last apply left it (kube/applied.py)."""
+        obj_digest = digest(obj)
+        if self.applied.current(obj, obj_digest):
+            return
+        self.applied.record(obj, obj_digest, _resource_version(self._apply(obj)))
+
+    def _apply(self, obj: Mapping[str, Any]) -> bytes:
         meta = obj["metadata"]
         name, namespace, body = meta["name"], meta["namespace"], dict(obj)
         # The answer (the whole object) is not used: read as bytes, never made into the
@@ -96,43 +117,49 @@ class KubeApi:
                                    "_preload_content": False}
         kind = obj["kind"]
         if kind == "ConfigMap":
-            _drain(self.core.patch_namespaced_config_map(name, namespace, body, **options))
-        elif kind == "Service":
-            _drain(self.core.patch_namespaced_service(name, namespace, body, **options))
-        elif kind == "StatefulSet":
-            _drain(self.apps.patch_namespaced_stateful_set(name, namespace, body, **options))
-        elif kind == "Deployment":
-            _drain(self.apps.patch_namespaced_deployment(name, namespace, body, **options))
-        elif kind == "DaemonSet":
-            _drain(self.apps.patch_namespaced_daemon_set(name, namespace, body, **options))
-        elif kind == "Secret":
-            _drain(self.core.patch_namespaced_secret(name, namespace, body, **options))
-        elif kind == "PodDisruptionBudget":
-            _drain(self.policy.patch_namespaced_pod_disruption_budget(name, namespace, body, **options))
-        elif kind == "Certificate":
-            _drain(self.custom.patch_namespaced_custom_object(
+            return _drain(self.core.patch_namespaced_config_map(name, namespace, body, **options))
+        if kind == "Service":
+            return _drain(self.core.patch_namespaced_service(name, namespace, body, **options))
+        if kind == "StatefulSet":
+            return _drain(self.apps.patch_namespaced_stateful_set(name, namespace, body, **options))
+        if kind == "Deployment":
+            return _drain(self.apps.patch_namespaced_deployment(name, namespace, body, **options))
+        if kind == "DaemonSet":
+            return _drain(self.apps.patch_namespaced_daemon_set(name, namespace, body, **options))
+        if kind == "Secret":
+            return _drain(self.core.patch_namespaced_secret(name, namespace, body, **options))
+        if kind == "PodDisruptionBudget":
+            return _drain(self.policy.patch_namespaced_pod_disruption_budget(
+                name, namespace, body, **options))
+        if kind == "Certificate":
+            return _drain(self.custom.patch_namespaced_custom_object(
                 "cert-manager.io", "v1", namespace, "certificates", name, body, **options))
-        elif kind == "Ingress":  # spec.linkAccess type Ingress
+        if kind == "Ingress":  # spec.linkAccess type Ingress
             networking = k8s.NetworkingV1Api(self.api_client)
-            _drain(networking.patch_namespaced_ingress(name, namespace, body, **options))
-        elif kind == "Route":  # spec.linkAccess type Route (OpenShift)
-            _drain(self.custom.patch_namespaced_custom_object(
+            return _drain(networking.patch_namespaced_ingress(name, namespace, body, **options))
+        if kind == "Route":  # spec.linkAccess type Route (OpenShift)
+            return _drain(self.custom.patch_namespaced_custom_object(
                 "route.openshift.io", "v1", namespace, "routes", name, body, **options))
-        else:
-            raise ValueError(f"the operator does not apply {kind} objects")
+        raise ValueError(f"the operator does not apply {kind} objects")
 
     def delete_console(self, namespace: str, mesh: str) -> bool:
         """Remove the console of ``mesh`` (spec.console turned off); True if anything was there.
-        Called on every reconciliation of a mesh without a console, so absence is no error."""
+        Called on every reconciliation of a mesh without a console, so absence is no error (and,
+        once found, not asked about again while no watch event shows a console back)."""
         name = contract.console(mesh)
         removed = False
-        for delete in (self.apps.delete_namespaced_deployment, self.core.delete_namespaced_service):
+        for kind, delete in (("Deployment", self.apps.delete_namespaced_deployment),
+                             ("Service", self.core.delete_namespaced_service)):
+            if self.applied.known_absent(kind, namespace, name):
+                continue
+            self.applied.forget(kind, namespace, name)
             try:
                 delete(name, namespace)
                 removed = True
             except ApiException as e:
                 if e.status != 404:
                     raise
+                self.applied.record_absent(kind, namespace, name)
         return removed
 
     def stateful_set(self, namespace: str, name: str) -> Dict[str, Any] | None:
@@ -219,7 +246,9 @@ class KubeApi:
                   else self.apps.delete_namespaced_deployment)
         calls = [delete] if workload_only else [delete, self.core.delete_namespaced_service,
                                                  self.policy.delete_namespaced_pod_disruption_budget]
-        for call in calls:
+        kinds = [str(workload.get("kind") or "Deployment"), "Service", "PodDisruptionBudget"]
+        for kind, call in zip(kinds, calls):
+            self.applied.forget(kind, namespace, name)
             try:
                 call(name, namespace)
             except ApiException as e:
