@@ -241,23 +241,26 @@ def test_sharded_queue_across_the_mesh_and_a_shard_added_with_qdmanage(
     burst = _burst(net, snd, sent)
 
     burst(20)
-    qdmanage(mesh["C"], "create", "--type", "connector", "name=shard2", "host=127.0.0.1",
-             f"port={broker2.port}", "role=route-container", "saslMechanisms=ANONYMOUS")
+    net.call(lambda: qdmanage(mesh["C"], "create", "--type", "connector", "name=shard2",
+                              "host=127.0.0.1", f"port={broker2.port}", "role=route-container",
+                              "saslMechanisms=ANONYMOUS"))
     for direction in ("in", "out"):
-        qdmanage(mesh["C"], "create", "--type", "autoLink", f"address={ADDR}", f"direction={direction}",
-                 "connection=shard2", f"externalAddress={external}")
+        net.call(lambda d=direction: qdmanage(
+            mesh["C"], "create", "--type", "autoLink", f"address={ADDR}", f"direction={d}",
+            "connection=shard2", f"externalAddress={external}"))
         burst(5)
-    wait_statuses(mesh["C"], [(ADDR, "in", "shard2"), (ADDR, "out", "shard2")], ["active"],
-                  timeout=ACTIVATE_TIMEOUT)
+    net.call(lambda: wait_statuses(mesh["C"], [(ADDR, "in", "shard2"), (ADDR, "out", "shard2")],
+                                   ["active"], timeout=ACTIVATE_TIMEOUT))
     wait_for(lambda: (burst(2) is None and (row := _remote_phase(mesh, "B", "0")) is not None
                       and int(row["remote"]) == 2, row), 20, "B to see both shards")
-    before = [broker.queue_depth(queue_name) or 0, broker2.queue_depth(queue_name) or 0]
+    before = net.call(lambda: [broker.queue_depth(queue_name) or 0, broker2.queue_depth(queue_name) or 0])
     burst(40)
     net.wait(snd.all_settled, 30, "outcomes for everything sent")
     assert set(snd.outcome_counts()) == {"accepted"}, snd.outcome_counts()
-    depths = wait_for(lambda: (sum(d := [broker.queue_depth(queue_name) or 0,
-                                         broker2.queue_depth(queue_name) or 0]) == len(sent), d),
-                      15, f"all {len(sent)} messages on the two shards")
+    depths = net.call(lambda: wait_for(lambda: (sum(d := [broker.queue_depth(queue_name) or 0,
+                                                          broker2.queue_depth(queue_name) or 0])
+                                                == len(sent), d),
+                                       30, f"all {len(sent)} messages on the two shards"))
     assert depths[0] > before[0] and depths[1] > before[1], \
         f"the last 40 did not spread over both shards: {before} -> {depths}"
 
@@ -292,15 +295,16 @@ def test_shard_removed_with_qdmanage_while_traffic_flows(
     burst = _burst(net, snd, sent)
 
     burst(20)
-    for row in autolinks(mesh["C"]):
-        qdmanage(mesh["C"], "delete", "--type", "autoLink", "--identity", str(row["identity"]))
+    for row in net.call(lambda: autolinks(mesh["C"])):
+        net.call(lambda r=row: qdmanage(mesh["C"], "delete", "--type", "autoLink", "--identity",
+                                        str(r["identity"])))
         burst(5)
-    qdmanage(mesh["C"], "delete", "--type", "connector", "--name", "shard2")
-    assert autolinks(mesh["C"]) == []
+    net.call(lambda: qdmanage(mesh["C"], "delete", "--type", "connector", "--name", "shard2"))
+    assert net.call(lambda: autolinks(mesh["C"])) == []
     wait_for(lambda: (burst(2) is None and (row := _remote_phase(mesh, "B", "0")) is not None
                       and int(row["remote"]) == 1, row), 20, "B to see only the shard behind A")
     net.wait(snd.all_settled, 30, "outcomes for everything sent so far")
-    before = [broker.queue_depth(queue_name) or 0, broker2.queue_depth(queue_name) or 0]
+    before = net.call(lambda: [broker.queue_depth(queue_name) or 0, broker2.queue_depth(queue_name) or 0])
     first = len(sent)
     burst(30)
     net.wait(snd.all_settled, 30, "outcomes for everything sent")
@@ -308,9 +312,10 @@ def test_shard_removed_with_qdmanage_while_traffic_flows(
     assert set(counts) <= {"accepted", "released"}, counts
     assert all(snd.outcomes[t].name == "accepted" for t in snd.tags[first:]), \
         "a message sent after the removal was not accepted by the remaining shard"
-    depths = wait_for(lambda: ((d := [broker.queue_depth(queue_name) or 0,
-                                      broker2.queue_depth(queue_name) or 0])[0] == before[0] + 30, d),
-                      15, "the last 30 on the shard behind A")
+    depths = net.call(lambda: wait_for(lambda: ((d := [broker.queue_depth(queue_name) or 0,
+                                                       broker2.queue_depth(queue_name) or 0])[0]
+                                                == before[0] + 30, d),
+                                       30, "the last 30 on the shard behind A"))
     assert depths[1] == before[1], f"the removed shard still got messages: {before} -> {depths}"
     assert sum(depths) == counts["accepted"], f"accepted {counts['accepted']}, queued {depths}"
 
